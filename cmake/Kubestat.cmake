@@ -1,0 +1,86 @@
+# Build flags and small helpers shared by every folder.
+
+add_compile_options(-Wall -Wextra -Werror)
+
+if(KUBESTAT_ASAN AND KUBESTAT_TSAN)
+  message(FATAL_ERROR "KUBESTAT_ASAN and KUBESTAT_TSAN cannot be combined")
+endif()
+if(KUBESTAT_ASAN)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+if(KUBESTAT_TSAN)
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()
+if(KUBESTAT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "KUBESTAT_FUZZ needs clang: configure with CC=clang CXX=clang++")
+  endif()
+  # Libraries get coverage instrumentation; the fuzz executables link the libFuzzer driver.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
+# kubestat_library(<folder> [LIBS ...]) : one library per folder, named kubestat_<folder>
+# with the alias kubestat::<folder>; sources are <folder>/src/*.cc, public headers live in
+# <folder>/include/kubestat/<folder>/.
+function(kubestat_library folder)
+  cmake_parse_arguments(ARG "" "" "PUBLIC_LIBS;PRIVATE_LIBS" ${ARGN})
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/*.cc)
+  add_library(kubestat_${folder} STATIC ${sources})
+  add_library(kubestat::${folder} ALIAS kubestat_${folder})
+  target_include_directories(kubestat_${folder}
+    PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
+    PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  target_link_libraries(kubestat_${folder} PUBLIC ${ARG_PUBLIC_LIBS} PRIVATE ${ARG_PRIVATE_LIBS})
+endfunction()
+
+include(GoogleTest)
+
+# kubestat_test(<name> SOURCES ... [LIBS ...] [LABEL unit|integration]) : one gtest
+# executable; every TEST in it becomes a ctest entry carrying the label.
+function(kubestat_test name)
+  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  if(NOT ARG_LABEL)
+    set(ARG_LABEL unit)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} kubestat_test_support GTest::gmock GTest::gtest_main)
+  gtest_discover_tests(${name}
+    DISCOVERY_MODE PRE_TEST
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+endfunction()
+
+# kubestat_folder_tests(<folder> [LIBS ...]) : every tests/<folder>/*_test.cc becomes its own
+# executable kubestat_<folder>_<file>, linked with kubestat::<folder> and LIBS.
+function(kubestat_folder_tests folder)
+  cmake_parse_arguments(ARG "" "LABEL" "LIBS" ${ARGN})
+  file(GLOB tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${folder}/*_test.cc)
+  foreach(test ${tests})
+    get_filename_component(stem ${test} NAME_WE)
+    kubestat_test(kubestat_${folder}_${stem} SOURCES ${test}
+      LIBS kubestat::${folder} ${ARG_LIBS} LABEL ${ARG_LABEL})
+  endforeach()
+endfunction()
+
+# kubestat_benchmark(<name> SOURCES ... [LIBS ...]) : a program under bench/ that prints
+# figures; registered with ctest under the label "bench", which the default run leaves out.
+function(kubestat_benchmark name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;ARGS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS})
+  add_test(NAME ${name} COMMAND ${name} ${ARG_ARGS})
+  set_tests_properties(${name} PROPERTIES LABELS bench)
+endfunction()
+
+# kubestat_fuzzer(<name> SOURCES ... LIBS ...) : a libFuzzer target (KUBESTAT_FUZZ builds only).
+function(kubestat_fuzzer name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS})
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+endfunction()

@@ -1,0 +1,53 @@
+// Time as an injected dependency.
+//
+// Everything that needs "now" takes a Clock&, so tests use FakeClock and never sleep to
+// wait for time to pass. Times are std::chrono::system_clock time points (wall time, as
+// the kubelet and the Kubernetes API report them) at nanosecond resolution.
+#ifndef KUBESTAT_CORE_CLOCK_H_
+#define KUBESTAT_CORE_CLOCK_H_
+
+#include <chrono>
+#include <mutex>
+
+namespace kubestat {
+
+using Timestamp = std::chrono::time_point<std::chrono::system_clock, std::chrono::nanoseconds>;
+using Duration = std::chrono::nanoseconds;
+
+// Thread-safe in every implementation.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Wall-clock time.
+  virtual Timestamp Now() const = 0;
+  // A monotonic reading for measuring durations (never goes backwards).
+  virtual Timestamp MonotonicNow() const = 0;
+};
+
+// The process's real clock. Stateless; RealClock::Get() is a shared instance.
+class RealClock final : public Clock {
+ public:
+  static RealClock& Get();
+  Timestamp Now() const override;
+  Timestamp MonotonicNow() const override;
+};
+
+// A clock that moves only when told. Starts at `start` (default: 2026-11-21T10:00:00Z).
+class FakeClock final : public Clock {
+ public:
+  FakeClock();
+  explicit FakeClock(Timestamp start);
+  Timestamp Now() const override;
+  Timestamp MonotonicNow() const override;
+  void Advance(Duration d);
+  void Set(Timestamp t);
+
+ private:
+  mutable std::mutex mu_;
+  Timestamp now_;
+  Timestamp monotonic_;
+};
+
+}  // namespace kubestat
+
+#endif  // KUBESTAT_CORE_CLOCK_H_
