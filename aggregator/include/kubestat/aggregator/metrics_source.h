@@ -1,0 +1,73 @@
+// MetricsSource: what the query front ends (REST, gRPC) read.
+//
+// A read-only view of the aggregator's state joined with discovery: every node and pod the
+// aggregator holds windows for, with the labels discovery gave, and each object's windows
+// per resource. Front ends apply selectors and render; they never touch the engine or the
+// store directly, so they are tested against a fake source with exact numbers.
+//
+// Consistency: each returned object is a consistent snapshot of that object (all its
+// series read under one lock); a list is a sequence of such snapshots, not one atomic cut.
+// Objects are returned sorted: nodes by name, pods by (namespace, name), containers by name.
+//
+// Thread-safety: implementations are safe to call from any thread, concurrently with ingest.
+#ifndef KUBESTAT_AGGREGATOR_METRICS_SOURCE_H_
+#define KUBESTAT_AGGREGATOR_METRICS_SOURCE_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kubestat/aggregator/window_stats.h"
+
+namespace kubestat::aggregator {
+
+using Labels = std::map<std::string, std::string>;
+
+// The windows of one object: cpu (nanocores) and memory (bytes). A resource without any
+// sample yet is std::nullopt.
+struct ResourceWindows {
+  std::optional<SeriesWindows> cpu;
+  std::optional<SeriesWindows> memory;
+};
+
+struct ContainerView {
+  std::string name;
+  ResourceWindows windows;
+};
+
+struct NodeView {
+  std::string name;
+  Labels labels;
+  ResourceWindows machine;
+  std::vector<ContainerView> system_containers;
+};
+
+struct PodView {
+  std::string name;
+  std::string namespace_name;
+  std::string node_name;
+  Labels labels;
+  ResourceWindows pod;  // the pod's own series (sum of its containers at each scrape)
+  std::vector<ContainerView> containers;
+};
+
+class MetricsSource {
+ public:
+  virtual ~MetricsSource() = default;
+
+  // False until the store is rebuilt and discovery has synced (then /readyz is 200).
+  virtual bool Ready() const = 0;
+
+  virtual std::vector<NodeView> ListNodes() const = 0;
+  virtual std::optional<NodeView> GetNode(std::string_view name) const = 0;
+  // Every pod, or only those of `namespace_name` when it is non-empty.
+  virtual std::vector<PodView> ListPods(std::string_view namespace_name) const = 0;
+  virtual std::optional<PodView> GetPod(std::string_view namespace_name,
+                                        std::string_view name) const = 0;
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_METRICS_SOURCE_H_

@@ -1,0 +1,102 @@
+// QuantileSketch: a mergeable, decrementable log-bucket histogram of unsigned integers
+// (DDSketch-style) for the percentiles of long windows.
+//
+// Values 1..1023 each get an exact bucket and 0 has its own bucket. A value v >= 1024 falls
+// into bucket i with gamma^(i-1) < v <= gamma^i, gamma = (1 + a) / (1 - a), and is reported
+// as the integer nearest to 2 * gamma^i / (gamma + 1). The reported value r of any bucket
+// is within a * v + 1/2 of every v in it, so with a <= 0.0095 (and v >= 1024)
+// |r - v| <= 1% of v; below 1024 values are exact. Counts are kept densely between the
+// lowest and highest occupied bucket (2 bytes per bucket until a count passes 65535, then
+// 4), so a series whose values span a factor of 10 costs about 120 buckets.
+//
+// The bucket layout (a) is not stored in each sketch, to keep sketches small: it lives in a
+// SketchMapping shared by every sketch of an engine, and every call that maps values takes
+// it. Mixing sketches built with different mappings is the caller's error: a sketch does
+// not record its mapping (BucketRollup does, and RestoreSeries checks it).
+//
+// Not thread-safe; a sketch is owned by its window. Remove() of a value that was never
+// added returns false and leaves the sketch unchanged.
+#ifndef KUBESTAT_AGGREGATOR_QUANTILE_SKETCH_H_
+#define KUBESTAT_AGGREGATOR_QUANTILE_SKETCH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kubestat::aggregator {
+
+class SketchMapping {
+ public:
+  // Values below this are kept in exact buckets.
+  static constexpr uint64_t kExactBelow = 1024;
+  // Largest accuracy for which the 1% bound holds after rounding to integers.
+  static constexpr double kMaxRelativeAccuracy = 0.0095;
+
+  // `relative_accuracy` in (0, kMaxRelativeAccuracy]; see Validate().
+  explicit SketchMapping(double relative_accuracy);
+  [[nodiscard]] static absl::Status Validate(double relative_accuracy);
+
+  double relative_accuracy() const { return relative_accuracy_; }
+  // Bucket index of v (0 for v = 0, v for v < kExactBelow, larger above).
+  int32_t Index(uint64_t v) const;
+  // The value reported for bucket `index`.
+  uint64_t Value(int32_t index) const;
+
+ private:
+  double relative_accuracy_;
+  double gamma_;
+  double log_gamma_;
+  int32_t first_log_bucket_;  // ceil(log_gamma(kExactBelow))
+};
+
+class QuantileSketch {
+ public:
+  QuantileSketch() = default;
+
+  void Add(const SketchMapping& mapping, uint64_t value) { AddIndex(mapping.Index(value), 1); }
+  // False (and no change) if `value`'s bucket is empty.
+  [[nodiscard]] bool Remove(const SketchMapping& mapping, uint64_t value);
+  // Adds every count of `other` (built with the same mapping).
+  void Merge(const QuantileSketch& other);
+  void Clear();
+
+  uint64_t count() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  // The reported value of the bucket holding the k-th smallest value (1-based; k is
+  // clamped to [1, count]). 0 when empty. With NearestRank() this is a percentile.
+  uint64_t ValueAtRank(const SketchMapping& mapping, uint64_t k) const;
+
+  // Heap bytes owned (bucket storage capacity), excluding sizeof(QuantileSketch).
+  size_t HeapBytes() const;
+
+  // Compact form: varint-encoded bucket counts. Parse consumes the sketch from the front of
+  // `in`, validates everything and returns DataLoss on malformed input, never crashes.
+  void AppendTo(std::string* out) const;
+  [[nodiscard]] static absl::StatusOr<QuantileSketch> Parse(std::string_view* in);
+
+  friend bool operator==(const QuantileSketch& a, const QuantileSketch& b);
+
+ private:
+  void AddIndex(int32_t index, uint64_t n);
+  uint32_t CountAt(size_t slot) const;
+  void SetCountAt(size_t slot, uint32_t n);
+  size_t Slots() const { return wide_ ? counts32_.size() : counts16_.size(); }
+  void Grow(int32_t index);  // makes `index` addressable
+  void Trim();               // drops empty buckets at both ends
+
+  uint64_t count_ = 0;
+  uint32_t zero_count_ = 0;
+  int32_t offset_ = 0;  // bucket index of slot 0
+  bool wide_ = false;
+  std::vector<uint16_t> counts16_;
+  std::vector<uint32_t> counts32_;
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_QUANTILE_SKETCH_H_

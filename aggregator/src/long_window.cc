@@ -1,0 +1,198 @@
+#include "long_window.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace kubestat::aggregator::internal {
+
+namespace {
+int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
+}  // namespace
+
+void LongWindow::Start(const LongWindowGeometry& g, int64_t first_ns) {
+  // Nothing at or before the first sample belongs to the window: the source may hold older
+  // samples of the series that this engine never counted.
+  Reset(g, first_ns - 1);
+}
+
+void LongWindow::Reset(const LongWindowGeometry& g, int64_t lower_ns) {
+  lower_ns_ = lower_ns;
+  count_ = 0;
+  sum_ = 0;
+  sketch_.Clear();
+  ring_.assign(g.slots, MinMax{});
+  ring_.shrink_to_fit();
+  first_bucket_ = g.BucketOf(lower_ns + 1);
+  ClearStacks();
+}
+
+AdvancePlan LongWindow::Plan(const LongWindowGeometry& g, int64_t end_ns) const {
+  AdvancePlan plan;
+  plan.new_lower = std::max(lower_ns_, end_ns - g.width_ns);
+  plan.expire = plan.new_lower > lower_ns_;
+  const int64_t new_first = g.BucketOf(plan.new_lower + 1);
+  const int64_t ring_end = first_bucket_ + static_cast<int64_t>(g.slots);
+  for (int64_t b = std::max(new_first, first_bucket_); b < ring_end; ++b) {
+    if (!SlotOf(g, b).has_data()) continue;
+    // Only the first bucket with data can straddle the new start.
+    if (b * g.bucket_ns <= plan.new_lower && stack_bucket_ != b) {
+      plan.load_stacks = true;
+      plan.load_bucket = b;
+      plan.load_through = b * g.bucket_ns + g.bucket_ns - 1;
+    }
+    break;
+  }
+  return plan;
+}
+
+absl::Status LongWindow::Apply(const LongWindowGeometry& g, const SketchMapping& mapping,
+                               const AdvancePlan& plan, std::span<const Sample> expired,
+                               std::span<const Sample> bucket_rest) {
+  for (const Sample& s : expired) {
+    const int64_t t = Nanos(s.time);
+    if (t <= lower_ns_ || t > plan.new_lower) {
+      return absl::DataLossError("the sample source returned a sample outside the range asked");
+    }
+    if (count_ == 0 || sum_ < s.value || !sketch_.Remove(mapping, s.value)) {
+      return absl::DataLossError(
+          absl::StrCat("the sample source returned an expiring value (", s.value,
+                       ") that the window never counted: the store and the engine disagree"));
+    }
+    --count_;
+    sum_ -= s.value;
+  }
+  lower_ns_ = plan.new_lower;
+  MoveFirstBucket(g, g.BucketOf(lower_ns_ + 1));
+  if (plan.load_stacks) LoadStacks(g, plan.load_bucket, bucket_rest);
+  PopExpiredStackEntries(g);
+  return absl::OkStatus();
+}
+
+void LongWindow::Add(const LongWindowGeometry& g, const SketchMapping& mapping, int64_t t,
+                     uint64_t v) {
+  ++count_;
+  sum_ += v;
+  sketch_.Add(mapping, v);
+  const int64_t b = g.BucketOf(t);
+  const auto slots = static_cast<int64_t>(g.slots);
+  if (b >= first_bucket_ + slots) MoveFirstBucket(g, b - slots + 1);
+  MinMax& mm = SlotOf(g, b);
+  mm.min = std::min(mm.min, v);
+  mm.max = std::max(mm.max, v);
+}
+
+void LongWindow::AddRollup(const LongWindowGeometry& g, const BucketRollup& rollup) {
+  count_ += rollup.count;
+  sum_ += rollup.sum;
+  sketch_.Merge(rollup.sketch);
+  MinMax& mm = SlotOf(g, g.BucketOf(Nanos(rollup.start)));
+  mm.min = std::min(mm.min, rollup.min);
+  mm.max = std::max(mm.max, rollup.max);
+}
+
+bool LongWindow::NeedsStacks(const LongWindowGeometry& g, int64_t* bucket, int64_t* through) const {
+  const int64_t b = first_bucket_;
+  if (!SlotOf(g, b).has_data() || b * g.bucket_ns > lower_ns_ || stack_bucket_ == b) {
+    return false;
+  }
+  *bucket = b;
+  *through = b * g.bucket_ns + g.bucket_ns - 1;
+  return true;
+}
+
+void LongWindow::LoadStacks(const LongWindowGeometry& g, int64_t bucket,
+                            std::span<const Sample> rest) {
+  ClearStacks();
+  for (const Sample& s : rest) {
+    const int64_t t = Nanos(s.time);
+    if (t <= lower_ns_ || g.BucketOf(t) != bucket) continue;
+    while (!max_stack_.empty() && max_stack_.back().value <= s.value) max_stack_.pop_back();
+    max_stack_.push_back({t, s.value});
+    while (!min_stack_.empty() && min_stack_.back().value >= s.value) min_stack_.pop_back();
+    min_stack_.push_back({t, s.value});
+  }
+  max_stack_.shrink_to_fit();
+  min_stack_.shrink_to_fit();
+  stack_bucket_ = bucket;
+  if (max_stack_.empty()) {
+    // Every sample of the bucket has left the window.
+    if (bucket >= first_bucket_) SlotOf(g, bucket) = MinMax{};
+    ClearStacks();
+  }
+}
+
+void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
+                      WindowStats* stats) const {
+  stats->count = count_;
+  stats->exact_percentiles = false;
+  if (count_ == 0) return;
+  stats->mean = static_cast<uint64_t>((sum_ + count_ / 2) / count_);
+  uint64_t lo = std::numeric_limits<uint64_t>::max();
+  uint64_t hi = 0;
+  for (int64_t b = first_bucket_; b < first_bucket_ + static_cast<int64_t>(g.slots); ++b) {
+    const MinMax& mm = SlotOf(g, b);
+    if (!mm.has_data()) continue;
+    if (b == stack_bucket_ && !max_stack_.empty()) {
+      lo = std::min(lo, min_stack_.front().value);
+      hi = std::max(hi, max_stack_.front().value);
+    } else {
+      lo = std::min(lo, mm.min);
+      hi = std::max(hi, mm.max);
+    }
+  }
+  stats->min = lo;
+  stats->max = hi;
+  stats->p50 = sketch_.ValueAtRank(mapping, NearestRank(50, count_));
+  stats->p95 = sketch_.ValueAtRank(mapping, NearestRank(95, count_));
+  stats->p99 = sketch_.ValueAtRank(mapping, NearestRank(99, count_));
+}
+
+size_t LongWindow::HeapBytes() const {
+  return ring_.capacity() * sizeof(MinMax) + sketch_.HeapBytes() +
+         (max_stack_.capacity() + min_stack_.capacity()) * sizeof(TimedValue);
+}
+
+LongWindow::MinMax& LongWindow::SlotOf(const LongWindowGeometry& g, int64_t bucket) {
+  const auto slots = static_cast<int64_t>(g.slots);
+  return ring_[static_cast<size_t>(((bucket % slots) + slots) % slots)];
+}
+
+const LongWindow::MinMax& LongWindow::SlotOf(const LongWindowGeometry& g, int64_t bucket) const {
+  const auto slots = static_cast<int64_t>(g.slots);
+  return ring_[static_cast<size_t>(((bucket % slots) + slots) % slots)];
+}
+
+void LongWindow::MoveFirstBucket(const LongWindowGeometry& g, int64_t new_first) {
+  if (new_first <= first_bucket_) return;
+  if (new_first - first_bucket_ >= static_cast<int64_t>(g.slots)) {
+    std::fill(ring_.begin(), ring_.end(), MinMax{});
+  } else {
+    for (int64_t b = first_bucket_; b < new_first; ++b) SlotOf(g, b) = MinMax{};
+  }
+  first_bucket_ = new_first;
+  if (stack_bucket_ != kNoBucket && stack_bucket_ < first_bucket_) ClearStacks();
+}
+
+void LongWindow::PopExpiredStackEntries(const LongWindowGeometry& g) {
+  if (stack_bucket_ == kNoBucket) return;
+  auto expired = [this](const TimedValue& e) { return e.time_ns <= lower_ns_; };
+  max_stack_.erase(max_stack_.begin(),
+                   std::find_if_not(max_stack_.begin(), max_stack_.end(), expired));
+  min_stack_.erase(min_stack_.begin(),
+                   std::find_if_not(min_stack_.begin(), min_stack_.end(), expired));
+  if (max_stack_.empty()) {
+    if (stack_bucket_ >= first_bucket_) SlotOf(g, stack_bucket_) = MinMax{};
+    ClearStacks();
+  }
+}
+
+void LongWindow::ClearStacks() {
+  stack_bucket_ = kNoBucket;
+  max_stack_.clear();
+  max_stack_.shrink_to_fit();
+  min_stack_.clear();
+  min_stack_.shrink_to_fit();
+}
+
+}  // namespace kubestat::aggregator::internal

@@ -1,0 +1,107 @@
+// The state of one long window (longer than the exact limit) of one series.
+//
+// Holds the exact count and sum of the samples with time in (lower, newest], a min and max
+// per aligned bucket of `bucket_width`, a decrementable sketch, and the suffix-max and
+// suffix-min stacks of the oldest bucket once the window's start has entered it. Values of
+// samples that leave the window come from the caller (see WindowEngine). Times are
+// nanoseconds since the epoch.
+#ifndef KUBESTAT_AGGREGATOR_SRC_LONG_WINDOW_H_
+#define KUBESTAT_AGGREGATOR_SRC_LONG_WINDOW_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "absl/numeric/int128.h"
+#include "absl/status/status.h"
+#include "kubestat/aggregator/quantile_sketch.h"
+#include "kubestat/aggregator/window_engine.h"
+#include "kubestat/aggregator/window_stats.h"
+
+namespace kubestat::aggregator::internal {
+
+// Shape of one long window, shared by every series of an engine.
+struct LongWindowGeometry {
+  int64_t width_ns = 0;
+  int64_t bucket_ns = 0;
+  size_t slots = 0;           // ring capacity: ceil(width / bucket) + 1
+  bool uses_rollups = false;  // bucket_ns equals the rollup width
+
+  int64_t BucketOf(int64_t t) const {
+    // Floor division, so times before the epoch bucket correctly too.
+    return t >= 0 ? t / bucket_ns : -((-t + bucket_ns - 1) / bucket_ns);
+  }
+};
+
+struct TimedValue {
+  int64_t time_ns;
+  uint64_t value;
+};
+
+// What one Advance needs from the source, gathered before anything changes.
+struct AdvancePlan {
+  int64_t new_lower = 0;
+  bool expire = false;  // read (lower, new_lower]
+  bool load_stacks = false;
+  int64_t load_bucket = 0;  // read (new_lower, end of load_bucket]
+  int64_t load_through = 0;
+};
+
+class LongWindow {
+ public:
+  LongWindow() = default;
+
+  // Empty state for a series whose first sample is at `first_ns`.
+  void Start(const LongWindowGeometry& g, int64_t first_ns);
+  // Empty state covering (lower_ns, ...]: used by restore before adding buckets.
+  void Reset(const LongWindowGeometry& g, int64_t lower_ns);
+
+  // What must be read from the source to move the window's end to `end_ns`.
+  AdvancePlan Plan(const LongWindowGeometry& g, int64_t end_ns) const;
+  // Applies a plan with the samples read for it. DataLoss when they contradict the state.
+  [[nodiscard]] absl::Status Apply(const LongWindowGeometry& g, const SketchMapping& mapping,
+                                   const AdvancePlan& plan, std::span<const Sample> expired,
+                                   std::span<const Sample> bucket_rest);
+
+  void Add(const LongWindowGeometry& g, const SketchMapping& mapping, int64_t t, uint64_t v);
+  // Adds a complete bucket summarised by a rollup (its bucket must be inside the window).
+  void AddRollup(const LongWindowGeometry& g, const BucketRollup& rollup);
+  // Builds the stacks of the oldest bucket from its samples after `lower`, when that
+  // bucket is partially expired. Used by restore.
+  bool NeedsStacks(const LongWindowGeometry& g, int64_t* bucket, int64_t* through) const;
+  void LoadStacks(const LongWindowGeometry& g, int64_t bucket, std::span<const Sample> rest);
+
+  int64_t lower_ns() const { return lower_ns_; }
+  void Fill(const LongWindowGeometry& g, const SketchMapping& mapping, WindowStats* stats) const;
+  size_t HeapBytes() const;
+
+ private:
+  struct MinMax {
+    uint64_t min = std::numeric_limits<uint64_t>::max();
+    uint64_t max = 0;
+    bool has_data() const { return min <= max; }
+  };
+  static constexpr int64_t kNoBucket = std::numeric_limits<int64_t>::min();
+
+  MinMax& SlotOf(const LongWindowGeometry& g, int64_t bucket);
+  const MinMax& SlotOf(const LongWindowGeometry& g, int64_t bucket) const;
+  void MoveFirstBucket(const LongWindowGeometry& g, int64_t new_first);
+  void PopExpiredStackEntries(const LongWindowGeometry& g);
+  void ClearStacks();
+
+  int64_t lower_ns_ = 0;  // samples in the state have time > lower_ns_
+  uint64_t count_ = 0;
+  absl::uint128 sum_ = 0;
+  QuantileSketch sketch_;
+  std::vector<MinMax> ring_;  // slot of bucket b: b mod slots
+  int64_t first_bucket_ = 0;  // BucketOf(lower_ns_ + 1)
+  int64_t stack_bucket_ = kNoBucket;
+  std::vector<TimedValue> max_stack_;  // strictly decreasing values, increasing times
+  std::vector<TimedValue> min_stack_;  // strictly increasing values, increasing times
+};
+
+}  // namespace kubestat::aggregator::internal
+
+#endif  // KUBESTAT_AGGREGATOR_SRC_LONG_WINDOW_H_

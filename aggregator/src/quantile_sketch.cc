@@ -1,0 +1,247 @@
+#include "kubestat/aggregator/quantile_sketch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "varint.h"
+
+namespace kubestat::aggregator {
+
+using internal::GetVarint;
+using internal::PutVarint;
+
+namespace {
+constexpr uint32_t kNarrowMax = std::numeric_limits<uint16_t>::max();
+// More buckets than any mapping with a >= 1e-4 can produce for 64-bit values.
+constexpr uint64_t kMaxSlots = 1u << 20;
+}  // namespace
+
+SketchMapping::SketchMapping(double relative_accuracy)
+    : relative_accuracy_(relative_accuracy),
+      gamma_((1 + relative_accuracy) / (1 - relative_accuracy)),
+      log_gamma_(std::log(gamma_)),
+      first_log_bucket_(static_cast<int32_t>(
+          std::ceil(std::log(static_cast<double>(kExactBelow)) / log_gamma_))) {}
+
+absl::Status SketchMapping::Validate(double relative_accuracy) {
+  // 1e-4 keeps the bucket count of 64-bit values far below kMaxSlots.
+  if (!(relative_accuracy >= 1e-4 && relative_accuracy <= kMaxRelativeAccuracy)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("relative_accuracy must be in [0.0001, ", kMaxRelativeAccuracy,
+                     "] so that percentiles stay within 1%; got ", relative_accuracy));
+  }
+  return absl::OkStatus();
+}
+
+int32_t SketchMapping::Index(uint64_t v) const {
+  if (v < kExactBelow) return static_cast<int32_t>(v);
+  const auto log_index =
+      static_cast<int32_t>(std::ceil(std::log(static_cast<double>(v)) / log_gamma_));
+  // The same expression maps kExactBelow to first_log_bucket_, so indices stay monotone.
+  return static_cast<int32_t>(kExactBelow) + std::max(0, log_index - first_log_bucket_);
+}
+
+uint64_t SketchMapping::Value(int32_t index) const {
+  if (index < static_cast<int32_t>(kExactBelow)) return static_cast<uint64_t>(std::max(0, index));
+  const int32_t log_index = index - static_cast<int32_t>(kExactBelow) + first_log_bucket_;
+  // Midpoint in relative terms of (gamma^(i-1), gamma^i]: within a of both ends.
+  const double value = 2 * std::exp(log_index * log_gamma_) / (gamma_ + 1);
+  if (value >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
+  // Doubles this large are whole numbers, and llround would overflow.
+  if (value >= 9223372036854775808.0) return static_cast<uint64_t>(value);
+  return std::max<uint64_t>(kExactBelow, static_cast<uint64_t>(std::llround(value)));
+}
+
+bool QuantileSketch::Remove(const SketchMapping& mapping, uint64_t value) {
+  const int32_t index = mapping.Index(value);
+  if (index == 0) {
+    if (zero_count_ == 0) return false;
+    --zero_count_;
+    --count_;
+    return true;
+  }
+  if (Slots() == 0 || index < offset_ || index >= offset_ + static_cast<int64_t>(Slots())) {
+    return false;
+  }
+  const size_t slot = static_cast<size_t>(index - offset_);
+  const uint32_t n = CountAt(slot);
+  if (n == 0) return false;
+  SetCountAt(slot, n - 1);
+  --count_;
+  if (n == 1 && (slot == 0 || slot + 1 == Slots())) Trim();
+  return true;
+}
+
+void QuantileSketch::Merge(const QuantileSketch& other) {
+  zero_count_ += other.zero_count_;
+  count_ += other.zero_count_;
+  for (size_t slot = 0; slot < other.Slots(); ++slot) {
+    const uint32_t n = other.CountAt(slot);
+    if (n != 0) AddIndex(other.offset_ + static_cast<int32_t>(slot), n);
+  }
+}
+
+void QuantileSketch::Clear() { *this = QuantileSketch(); }
+
+uint64_t QuantileSketch::ValueAtRank(const SketchMapping& mapping, uint64_t k) const {
+  if (count_ == 0) return 0;
+  k = std::clamp<uint64_t>(k, 1, count_);
+  if (k <= zero_count_) return 0;
+  uint64_t seen = zero_count_;
+  for (size_t slot = 0; slot < Slots(); ++slot) {
+    seen += CountAt(slot);
+    if (seen >= k) return mapping.Value(offset_ + static_cast<int32_t>(slot));
+  }
+  // Unreachable while count_ equals the sum of the buckets.
+  return mapping.Value(offset_ + static_cast<int32_t>(Slots()) - 1);
+}
+
+size_t QuantileSketch::HeapBytes() const {
+  return counts16_.capacity() * sizeof(uint16_t) + counts32_.capacity() * sizeof(uint32_t);
+}
+
+void QuantileSketch::AppendTo(std::string* out) const {
+  PutVarint(out, zero_count_);
+  PutVarint(out, static_cast<uint64_t>(Slots() == 0 ? 0 : offset_));
+  PutVarint(out, Slots());
+  for (size_t slot = 0; slot < Slots(); ++slot) PutVarint(out, CountAt(slot));
+}
+
+absl::StatusOr<QuantileSketch> QuantileSketch::Parse(std::string_view* in) {
+  uint64_t zero = 0, offset = 0, slots = 0;
+  if (!GetVarint(in, &zero) || !GetVarint(in, &offset) || !GetVarint(in, &slots)) {
+    return absl::DataLossError("sketch: truncated header");
+  }
+  if (zero > std::numeric_limits<uint32_t>::max()) {
+    return absl::DataLossError("sketch: zero count out of range");
+  }
+  if (slots > kMaxSlots || slots > in->size() || (slots > 0 && offset == 0) ||
+      offset > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()) - slots) {
+    return absl::DataLossError("sketch: bucket range out of bounds");
+  }
+  QuantileSketch sketch;
+  sketch.zero_count_ = static_cast<uint32_t>(zero);
+  sketch.count_ = zero;
+  sketch.offset_ = static_cast<int32_t>(offset);
+  std::vector<uint32_t> counts;
+  counts.reserve(slots);
+  for (uint64_t slot = 0; slot < slots; ++slot) {
+    uint64_t n = 0;
+    if (!GetVarint(in, &n)) return absl::DataLossError("sketch: truncated bucket counts");
+    if (n > std::numeric_limits<uint32_t>::max()) {
+      return absl::DataLossError("sketch: bucket count out of range");
+    }
+    counts.push_back(static_cast<uint32_t>(n));
+    sketch.count_ += n;
+  }
+  if (std::any_of(counts.begin(), counts.end(), [](uint32_t n) { return n > kNarrowMax; })) {
+    sketch.wide_ = true;
+    sketch.counts32_ = std::move(counts);
+  } else {
+    sketch.counts16_.assign(counts.begin(), counts.end());
+  }
+  sketch.Trim();
+  return sketch;
+}
+
+bool operator==(const QuantileSketch& a, const QuantileSketch& b) {
+  if (a.count_ != b.count_ || a.zero_count_ != b.zero_count_ || a.Slots() != b.Slots()) {
+    return false;
+  }
+  if (a.Slots() != 0 && a.offset_ != b.offset_) return false;
+  for (size_t slot = 0; slot < a.Slots(); ++slot) {
+    if (a.CountAt(slot) != b.CountAt(slot)) return false;
+  }
+  return true;
+}
+
+void QuantileSketch::AddIndex(int32_t index, uint64_t n) {
+  count_ += n;
+  if (index == 0) {
+    zero_count_ += static_cast<uint32_t>(n);
+    return;
+  }
+  Grow(index);
+  const size_t slot = static_cast<size_t>(index - offset_);
+  const uint64_t total = CountAt(slot) + n;
+  if (!wide_ && total > kNarrowMax) {
+    counts32_.assign(counts16_.begin(), counts16_.end());
+    counts16_.clear();
+    counts16_.shrink_to_fit();
+    wide_ = true;
+  }
+  SetCountAt(
+      slot, static_cast<uint32_t>(std::min<uint64_t>(total, std::numeric_limits<uint32_t>::max())));
+}
+
+uint32_t QuantileSketch::CountAt(size_t slot) const {
+  return wide_ ? counts32_[slot] : counts16_[slot];
+}
+
+void QuantileSketch::SetCountAt(size_t slot, uint32_t n) {
+  if (wide_) {
+    counts32_[slot] = n;
+  } else {
+    counts16_[slot] = static_cast<uint16_t>(n);
+  }
+}
+
+namespace {
+template <typename T>
+void GrowCounts(std::vector<T>& counts, int32_t& offset, int32_t index) {
+  // Exact-size growth: a sketch gains buckets rarely and memory is the scarce resource.
+  if (counts.empty()) {
+    offset = index;
+    counts.reserve(1);
+    counts.push_back(0);
+    return;
+  }
+  if (index < offset) {
+    const auto extra = static_cast<size_t>(offset - index);
+    std::vector<T> grown;
+    grown.reserve(counts.size() + extra);
+    grown.assign(extra, 0);
+    grown.insert(grown.end(), counts.begin(), counts.end());
+    counts.swap(grown);
+    offset = index;
+  } else if (index >= offset + static_cast<int64_t>(counts.size())) {
+    const auto size = static_cast<size_t>(index - offset) + 1;
+    if (counts.capacity() < size) counts.reserve(size);
+    counts.resize(size, 0);
+  }
+}
+
+template <typename T>
+void TrimCounts(std::vector<T>& counts, int32_t& offset) {
+  size_t first = 0;
+  while (first < counts.size() && counts[first] == 0) ++first;
+  size_t last = counts.size();
+  while (last > first && counts[last - 1] == 0) --last;
+  counts.erase(counts.begin() + static_cast<std::ptrdiff_t>(last), counts.end());
+  counts.erase(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(first));
+  offset += static_cast<int32_t>(first);
+  // Give memory back when a window's value range narrows for good.
+  if (counts.capacity() > 2 * counts.size() + 8) counts.shrink_to_fit();
+}
+}  // namespace
+
+void QuantileSketch::Grow(int32_t index) {
+  if (wide_) {
+    GrowCounts(counts32_, offset_, index);
+  } else {
+    GrowCounts(counts16_, offset_, index);
+  }
+}
+
+void QuantileSketch::Trim() {
+  if (wide_) {
+    TrimCounts(counts32_, offset_);
+  } else {
+    TrimCounts(counts16_, offset_);
+  }
+}
+
+}  // namespace kubestat::aggregator

@@ -1,0 +1,44 @@
+// Little helpers for the compact binary forms of sketches and rollups (LEB128 varints).
+#ifndef KUBESTAT_AGGREGATOR_SRC_VARINT_H_
+#define KUBESTAT_AGGREGATOR_SRC_VARINT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kubestat::aggregator::internal {
+
+inline void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// False on truncated or over-long input; `in` is advanced past the varint on success.
+inline bool GetVarint(std::string_view* in, uint64_t* v) {
+  uint64_t result = 0;
+  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
+    const auto byte = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    if (shift == 63 && byte > 1) return false;
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+inline uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
+
+}  // namespace kubestat::aggregator::internal
+
+#endif  // KUBESTAT_AGGREGATOR_SRC_VARINT_H_

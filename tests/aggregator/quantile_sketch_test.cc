@@ -1,0 +1,168 @@
+#include "kubestat/aggregator/quantile_sketch.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kubestat/aggregator/window_stats.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+const SketchMapping kMapping(SketchMapping::kMaxRelativeAccuracy);
+
+TEST(QuantileSketchTest, ValuesBelow1024AreReportedExactly) {
+  for (uint64_t v = 0; v < SketchMapping::kExactBelow; ++v) {
+    ASSERT_EQ(kMapping.Value(kMapping.Index(v)), v);
+  }
+}
+
+TEST(QuantileSketchTest, ReportedValueIsWithinOnePercentAcrossTheWholeRange) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> log2(10, 63.99);
+  std::vector<uint64_t> values = {1024, 1025, 2047, 100000, std::numeric_limits<uint64_t>::max()};
+  for (int i = 0; i < 200000; ++i) values.push_back(static_cast<uint64_t>(std::exp2(log2(rng))));
+  for (uint64_t v : values) {
+    const double reported = static_cast<double>(kMapping.Value(kMapping.Index(v)));
+    ASSERT_LE(std::abs(reported - static_cast<double>(v)), 0.01 * static_cast<double>(v))
+        << "value " << v;
+  }
+}
+
+TEST(QuantileSketchTest, IndexIsMonotoneInTheValue) {
+  int32_t previous = -1;
+  for (uint64_t v = 0; v < 3000000; v += 7) {
+    const int32_t index = kMapping.Index(v);
+    ASSERT_GE(index, previous) << v;
+    previous = index;
+  }
+}
+
+TEST(QuantileSketchTest, PercentilesAreWithinOnePercentOfNearestRank) {
+  std::mt19937_64 rng(2);
+  std::lognormal_distribution<double> dist(18, 1.5);
+  QuantileSketch sketch;
+  std::vector<uint64_t> values;
+  for (int i = 0; i < 10001; ++i) {
+    values.push_back(static_cast<uint64_t>(dist(rng)));
+    sketch.Add(kMapping, values.back());
+  }
+  std::sort(values.begin(), values.end());
+  for (uint32_t p : {1u, 50u, 95u, 99u, 100u}) {
+    const uint64_t k = NearestRank(p, values.size());
+    const double exact = static_cast<double>(values[k - 1]);
+    EXPECT_LE(std::abs(static_cast<double>(sketch.ValueAtRank(kMapping, k)) - exact), 0.01 * exact)
+        << "p" << p;
+  }
+}
+
+TEST(QuantileSketchTest, RemoveUndoesAddAndShrinksTheRange) {
+  QuantileSketch sketch;
+  QuantileSketch empty;
+  sketch.Add(kMapping, 5000000);
+  const size_t one_bucket = sketch.HeapBytes();
+  sketch.Add(kMapping, 5);
+  sketch.Add(kMapping, 0);
+  sketch.Add(kMapping, 9000000000);
+  EXPECT_EQ(sketch.count(), 4u);
+  EXPECT_EQ(sketch.ValueAtRank(kMapping, 1), 0u);
+  EXPECT_EQ(sketch.ValueAtRank(kMapping, 2), 5u);
+  EXPECT_TRUE(sketch.Remove(kMapping, 5));
+  EXPECT_TRUE(sketch.Remove(kMapping, 9000000000));
+  EXPECT_TRUE(sketch.Remove(kMapping, 0));
+  EXPECT_EQ(sketch.HeapBytes(), one_bucket);
+  EXPECT_TRUE(sketch.Remove(kMapping, 5000000));
+  EXPECT_EQ(sketch, empty);
+  EXPECT_EQ(sketch.ValueAtRank(kMapping, 1), 0u);
+}
+
+TEST(QuantileSketchTest, RemovingAnAbsentValueFailsAndChangesNothing) {
+  QuantileSketch sketch;
+  sketch.Add(kMapping, 1000000);
+  const QuantileSketch before = sketch;
+  EXPECT_FALSE(sketch.Remove(kMapping, 0));
+  EXPECT_FALSE(sketch.Remove(kMapping, 7));
+  EXPECT_FALSE(sketch.Remove(kMapping, 2000000));
+  EXPECT_EQ(sketch, before);
+}
+
+TEST(QuantileSketchTest, ZeroValuesHaveTheirOwnBucket) {
+  QuantileSketch sketch;
+  for (int i = 0; i < 60; ++i) sketch.Add(kMapping, 0);
+  for (int i = 0; i < 40; ++i) sketch.Add(kMapping, 300000000);
+  EXPECT_EQ(sketch.ValueAtRank(kMapping, NearestRank(50, 100)), 0u);
+  EXPECT_EQ(sketch.ValueAtRank(kMapping, NearestRank(60, 100)), 0u);
+  EXPECT_NEAR(static_cast<double>(sketch.ValueAtRank(kMapping, NearestRank(61, 100))), 3e8, 3e6);
+  // Zero does not stretch the bucket range down to the exact buckets.
+  EXPECT_LE(sketch.HeapBytes(), 8u);
+}
+
+TEST(QuantileSketchTest, CountsBeyond65535StayExact) {
+  QuantileSketch sketch;
+  for (int i = 0; i < 70000; ++i) sketch.Add(kMapping, 123456789);
+  sketch.Add(kMapping, 1000);
+  EXPECT_EQ(sketch.count(), 70001u);
+  EXPECT_EQ(sketch.ValueAtRank(kMapping, 1), 1000u);
+  for (int i = 0; i < 70000; ++i) ASSERT_TRUE(sketch.Remove(kMapping, 123456789));
+  EXPECT_FALSE(sketch.Remove(kMapping, 123456789));
+  EXPECT_EQ(sketch.count(), 1u);
+}
+
+TEST(QuantileSketchTest, MergeEqualsAddingEverything) {
+  std::mt19937_64 rng(4);
+  std::uniform_int_distribution<uint64_t> dist(0, 1ull << 40);
+  QuantileSketch a, b, all;
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t v = dist(rng) >> (rng() % 40);
+    (i % 2 ? a : b).Add(kMapping, v);
+    all.Add(kMapping, v);
+  }
+  a.Merge(b);
+  EXPECT_EQ(a, all);
+}
+
+TEST(QuantileSketchTest, SerializedFormRoundTrips) {
+  QuantileSketch sketch;
+  for (uint64_t v : {0ull, 0ull, 17ull, 4096ull, 5000000ull, 5000001ull, 1ull << 50}) {
+    sketch.Add(kMapping, v);
+  }
+  std::string bytes;
+  sketch.AppendTo(&bytes);
+  std::string_view in = bytes;
+  auto parsed = QuantileSketch::Parse(&in);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(in.empty());
+  EXPECT_EQ(*parsed, sketch);
+  EXPECT_EQ(parsed->ValueAtRank(kMapping, 7), sketch.ValueAtRank(kMapping, 7));
+}
+
+TEST(QuantileSketchTest, ParseRejectsTruncatedAndOversizedInput) {
+  QuantileSketch sketch;
+  for (uint64_t v = 1000000; v < 2000000; v += 50000) sketch.Add(kMapping, v);
+  std::string bytes;
+  sketch.AppendTo(&bytes);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    std::string_view in(bytes.data(), n);
+    EXPECT_FALSE(QuantileSketch::Parse(&in).ok()) << n;
+  }
+  // A huge bucket count that the input cannot hold.
+  const std::string huge = std::string("\x00\x05\xff\xff\xff\xff\x0f", 7);
+  std::string_view in = huge;
+  EXPECT_EQ(QuantileSketch::Parse(&in).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(QuantileSketchTest, MappingValidateRejectsAccuracyThatBreaksTheBound) {
+  EXPECT_TRUE(SketchMapping::Validate(0.0095).ok());
+  EXPECT_TRUE(SketchMapping::Validate(0.001).ok());
+  EXPECT_FALSE(SketchMapping::Validate(0.01).ok());
+  EXPECT_FALSE(SketchMapping::Validate(0).ok());
+  EXPECT_FALSE(SketchMapping::Validate(std::nan("")).ok());
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator

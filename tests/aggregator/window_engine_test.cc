@@ -1,0 +1,483 @@
+#include "kubestat/aggregator/window_engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "in_memory_sample_source.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using testing::ExactStats;
+using testing::IngestAndStore;
+using testing::InMemorySampleSource;
+using testing::Shape;
+using testing::ShapeGenerator;
+
+// 2026-11-21T00:00:00Z: rollup buckets are aligned to whole hours of wall time.
+const Timestamp kDayStart = Timestamp(seconds(1795219200));
+
+std::unique_ptr<WindowEngine> MakeEngine(WindowEngineOptions options = {}) {
+  auto engine = WindowEngine::Create(std::move(options));
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return *std::move(engine);
+}
+
+// Asserts the engine's windows match an exact computation: count/mean/min/max equal,
+// percentiles equal for exact windows and within 1% of the exact value otherwise.
+void ExpectMatchesReference(const SeriesWindows& got, const std::vector<Sample>& all,
+                            const std::string& where) {
+  for (const WindowStats& w : got.windows) {
+    const WindowStats want = ExactStats(all, got.endtime, w.window);
+    SCOPED_TRACE(where + " window=" + std::to_string(w.window.count() / 1000000000) + "s");
+    ASSERT_EQ(w.endtime, want.endtime);
+    ASSERT_EQ(w.count, want.count);
+    ASSERT_EQ(w.mean, want.mean);
+    ASSERT_EQ(w.min, want.min);
+    ASSERT_EQ(w.max, want.max);
+    if (w.exact_percentiles) {
+      ASSERT_EQ(w.p50, want.p50);
+      ASSERT_EQ(w.p95, want.p95);
+      ASSERT_EQ(w.p99, want.p99);
+    } else {
+      ASSERT_LE(std::abs(static_cast<double>(w.p50) - static_cast<double>(want.p50)),
+                0.01 * static_cast<double>(want.p50));
+      ASSERT_LE(std::abs(static_cast<double>(w.p95) - static_cast<double>(want.p95)),
+                0.01 * static_cast<double>(want.p95));
+      ASSERT_LE(std::abs(static_cast<double>(w.p99) - static_cast<double>(want.p99)),
+                0.01 * static_cast<double>(want.p99));
+    }
+  }
+}
+
+class WindowEngineShapeTest : public ::testing::TestWithParam<Shape> {};
+
+// A day and a quarter of 10 s samples with about 2% missed scrapes (and one 25-minute
+// outage), checked at every hour and at 300 random sample times against brute force.
+TEST_P(WindowEngineShapeTest, AllStatsMatchExactReferenceOverADay) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Pod("node-1", "shop", "web-1", Resource::kCpu);
+  ShapeGenerator gen(GetParam(), 42 + static_cast<int>(GetParam()));
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  std::bernoulli_distribution random_check(300.0 / 10800);
+  const int64_t steps = 30 * 360;  // 30 hours
+  int checks = 0;
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t secs = i * 10;
+    const bool outage = secs >= 20 * 3600 && secs < 20 * 3600 + 1500;
+    const uint64_t value = gen.Next(secs);
+    if (outage || uniform(rng) < 0.02) continue;
+    const Timestamp t = kDayStart + seconds(secs);
+    ASSERT_TRUE(IngestAndStore(*engine, source, key, t, value).ok());
+    if (secs % 3600 == 0 || random_check(rng)) {
+      auto got = engine->Query(key);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->windows.size(), 4u);
+      ExpectMatchesReference(*got, source.SamplesOf(key), "t=" + std::to_string(secs));
+      ++checks;
+    }
+  }
+  EXPECT_GT(checks, 250);
+  // The day window really is full: it holds roughly a day of 10 s samples.
+  auto got = engine->Query(key);
+  ASSERT_TRUE(got.ok());
+  EXPECT_GT(got->windows[3].count, 8000u);
+  EXPECT_FALSE(got->windows[3].exact_percentiles);
+  EXPECT_TRUE(got->windows[0].exact_percentiles);
+  EXPECT_TRUE(got->windows[1].exact_percentiles);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, WindowEngineShapeTest,
+                         ::testing::Values(Shape::kSteady, Shape::kDiurnal, Shape::kSpiky,
+                                           Shape::kHeavyTailed, Shape::kBimodal),
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return std::string(testing::ShapeName(info.param));
+                         });
+
+TEST(WindowEngineTest, P95WithinOnePercentOfExactOverADay) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("node-1", Resource::kMemory);
+  ShapeGenerator gen(Shape::kHeavyTailed, 99);
+  for (int64_t secs = 0; secs < 86400; secs += 10) {
+    ASSERT_TRUE(
+        IngestAndStore(*engine, source, key, kDayStart + seconds(secs), gen.Next(secs)).ok());
+  }
+  auto got = engine->Query(key);
+  ASSERT_TRUE(got.ok());
+  const WindowStats& day = got->windows[3];
+  const WindowStats want = ExactStats(source.SamplesOf(key), got->endtime, hours(24));
+  EXPECT_EQ(day.count, 8640u);
+  EXPECT_NEAR(static_cast<double>(day.p95), static_cast<double>(want.p95),
+              0.01 * static_cast<double>(want.p95));
+  EXPECT_NE(want.p95, want.p50);  // the shape has a real tail
+}
+
+TEST(WindowEngineTest, ShortWindowsHoldOnlyTheirSamples) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Container("n", "ns", "p", "c", Resource::kCpu);
+  // Samples every 5 s: 10s window has 2 samples, 1m has 12.
+  for (int i = 1; i <= 30; ++i) {
+    ASSERT_TRUE(IngestAndStore(*engine, source, key, kDayStart + seconds(5 * i), i * 1000).ok());
+  }
+  auto got = engine->Query(key);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->windows[0].window, seconds(10));
+  EXPECT_EQ(got->windows[0].count, 2u);
+  EXPECT_EQ(got->windows[0].min, 29000u);
+  EXPECT_EQ(got->windows[0].max, 30000u);
+  EXPECT_EQ(got->windows[0].mean, 29500u);
+  EXPECT_EQ(got->windows[1].count, 12u);
+  EXPECT_EQ(got->windows[1].min, 19000u);
+  EXPECT_EQ(got->windows[1].p50, 24000u);  // rank 6 of 19000..30000
+  EXPECT_EQ(got->windows[2].count, 30u);
+  EXPECT_EQ(got->windows[2].min, 1000u);
+}
+
+TEST(WindowEngineTest, SampleNotAfterNewestIsRejectedAndChangesNothing) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kCpu);
+  ASSERT_TRUE(IngestAndStore(*engine, source, key, kDayStart + seconds(20), 5).ok());
+  auto before = engine->Query(key);
+  absl::Status same = engine->Ingest(key, kDayStart + seconds(20), 7, source);
+  EXPECT_EQ(same.code(), absl::StatusCode::kInvalidArgument);
+  absl::Status older = engine->Ingest(key, kDayStart + seconds(10), 7, source);
+  EXPECT_EQ(older.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(older.message()), ::testing::HasSubstr("not after the newest"));
+  EXPECT_EQ(*engine->Query(key), *before);
+}
+
+TEST(WindowEngineTest, DeletedSeriesVanishFromEveryQueryAtOnce) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const std::vector<SeriesKey> keys = {
+      SeriesKey::Node("n1", Resource::kCpu),
+      SeriesKey::SystemContainer("n1", "kubelet", Resource::kMemory),
+      SeriesKey::Pod("n1", "shop", "web-1", Resource::kCpu),
+      SeriesKey::Container("n1", "shop", "web-1", "app", Resource::kCpu),
+      SeriesKey::Container("n1", "shop", "web-1", "sidecar", Resource::kMemory),
+      SeriesKey::Pod("n1", "shop", "web-10", Resource::kCpu),
+      SeriesKey::Pod("n2", "shop", "web-2", Resource::kCpu),
+  };
+  for (const SeriesKey& k : keys) {
+    ASSERT_TRUE(IngestAndStore(*engine, source, k, kDayStart, 1).ok());
+  }
+  EXPECT_EQ(engine->QueryNode("n1").size(), 6u);
+  EXPECT_EQ(engine->QueryPod("n1", "shop", "web-1").size(), 3u);
+
+  EXPECT_EQ(engine->DeletePod("n1", "shop", "web-1"), 3u);
+  EXPECT_EQ(engine->Query(keys[2]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(engine->Query(keys[3]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(engine->QueryPod("n1", "shop", "web-1").empty());
+  EXPECT_EQ(engine->QueryPod("n1", "shop", "web-10").size(), 1u);
+  EXPECT_EQ(engine->QueryNode("n1").size(), 3u);
+
+  EXPECT_EQ(engine->DeleteSeries(keys[0]), 1u);
+  EXPECT_FALSE(engine->Contains(keys[0]));
+  EXPECT_EQ(engine->DeleteNode("n1"), 2u);
+  EXPECT_TRUE(engine->QueryNode("n1").empty());
+  EXPECT_EQ(engine->SeriesCount(), 1u);
+  EXPECT_EQ(engine->ListSeries(), std::vector<SeriesKey>{keys[6]});
+  // A deleted series that comes back starts afresh.
+  ASSERT_TRUE(engine->Ingest(keys[2], kDayStart + seconds(10), 9, source).ok());
+  EXPECT_EQ(engine->Query(keys[2])->windows[3].count, 1u);
+}
+
+TEST(WindowEngineTest, ZeroValuesAreReportedExactly) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey idle = SeriesKey::Container("n", "ns", "p", "pause", Resource::kCpu);
+  const SeriesKey mixed = SeriesKey::Container("n", "ns", "p", "app", Resource::kCpu);
+  for (int64_t secs = 0; secs < 2 * 3600; secs += 10) {
+    const Timestamp t = kDayStart + seconds(secs);
+    ASSERT_TRUE(IngestAndStore(*engine, source, idle, t, 0).ok());
+    // 60% zeros, the rest large.
+    ASSERT_TRUE(IngestAndStore(*engine, source, mixed, t, (secs / 10) % 5 < 3 ? 0 : 5000000).ok());
+  }
+  const SeriesWindows idle_windows = *engine->Query(idle);
+  for (const WindowStats& w : idle_windows.windows) {
+    EXPECT_EQ(w.min, 0u);
+    EXPECT_EQ(w.max, 0u);
+    EXPECT_EQ(w.mean, 0u);
+    EXPECT_EQ(w.p50, 0u);
+    EXPECT_EQ(w.p99, 0u);
+  }
+  const WindowStats hour = engine->Query(mixed)->windows[2];
+  EXPECT_EQ(hour.min, 0u);
+  EXPECT_EQ(hour.p50, 0u);
+  EXPECT_EQ(hour.max, 5000000u);
+  EXPECT_NEAR(static_cast<double>(hour.p95), 5e6, 5e4);
+  ExpectMatchesReference(*engine->Query(mixed), source.SamplesOf(mixed), "mixed");
+}
+
+TEST(WindowEngineTest, GapLongerThanAWindowLeavesOnlyNewSamples) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kMemory);
+  for (int64_t secs = 0; secs < 3 * 3600; secs += 10) {
+    ASSERT_TRUE(IngestAndStore(*engine, source, key, kDayStart + seconds(secs), 1000 + secs).ok());
+  }
+  // The node is unreachable for 90 minutes.
+  const Timestamp back = kDayStart + seconds(3 * 3600 + 5400);
+  ASSERT_TRUE(IngestAndStore(*engine, source, key, back, 7).ok());
+  auto got = engine->Query(key);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->windows[0].count, 1u);
+  EXPECT_EQ(got->windows[2].count, 1u);
+  EXPECT_EQ(got->windows[2].max, 7u);
+  EXPECT_EQ(got->windows[3].count, 3u * 360 + 1);
+  EXPECT_EQ(got->windows[3].min, 7u);
+  ExpectMatchesReference(*got, source.SamplesOf(key), "after gap");
+}
+
+TEST(WindowEngineTest, CustomWindowListIsReportedInAscendingOrder) {
+  WindowEngineOptions options;
+  options.windows = {hours(2), seconds(30), minutes(5)};
+  options.exact_window_limit = minutes(5);
+  auto engine = MakeEngine(options);
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Pod("n", "ns", "p", Resource::kMemory);
+  ShapeGenerator gen(Shape::kBimodal, 5);
+  for (int64_t secs = 0; secs < 5 * 3600; secs += 15) {
+    ASSERT_TRUE(
+        IngestAndStore(*engine, source, key, kDayStart + seconds(secs), gen.Next(secs)).ok());
+    if (secs % 1800 == 0) {
+      auto got = engine->Query(key);
+      ASSERT_TRUE(got.ok());
+      ASSERT_EQ(got->windows.size(), 3u);
+      EXPECT_EQ(got->windows[0].window, seconds(30));
+      EXPECT_EQ(got->windows[1].window, minutes(5));
+      EXPECT_EQ(got->windows[2].window, hours(2));
+      EXPECT_TRUE(got->windows[1].exact_percentiles);
+      EXPECT_FALSE(got->windows[2].exact_percentiles);
+      ExpectMatchesReference(*got, source.SamplesOf(key), "t=" + std::to_string(secs));
+    }
+  }
+}
+
+TEST(WindowEngineTest, FailedSourceReadLeavesSeriesUnchangedAndCanBeRetried) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kCpu);
+  for (int64_t secs = 0; secs <= 3600; secs += 10) {
+    ASSERT_TRUE(IngestAndStore(*engine, source, key, kDayStart + seconds(secs), secs + 1).ok());
+  }
+  auto before = engine->Query(key);
+  const Timestamp next = kDayStart + seconds(3610);
+  source.FailNextRead();
+  EXPECT_EQ(engine->Ingest(key, next, 5, source).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(*engine->Query(key), *before);
+  ASSERT_TRUE(IngestAndStore(*engine, source, key, next, 5).ok());
+  ExpectMatchesReference(*engine->Query(key), source.SamplesOf(key), "retry");
+}
+
+class LyingSource : public SampleSource {
+ public:
+  absl::Status ReadSamples(const SeriesKey&, Timestamp after, Timestamp,
+                           std::vector<Sample>* out) override {
+    out->push_back({after + seconds(1), 123456789});  // never ingested
+    return absl::OkStatus();
+  }
+};
+
+TEST(WindowEngineTest, InconsistentSourceIsDataLossAndDropsTheSeries) {
+  auto engine = MakeEngine();
+  LyingSource lying;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kCpu);
+  // Nothing expires during the first hour, so the source is not asked.
+  for (int64_t secs = 0; secs < 3600; secs += 10) {
+    ASSERT_TRUE(engine->Ingest(key, kDayStart + seconds(secs), 5, lying).ok());
+  }
+  absl::Status s = engine->Ingest(key, kDayStart + seconds(3600), 5, lying);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_FALSE(engine->Contains(key));
+}
+
+// The store's side of persistence: rollups of every complete hour, serialized and parsed.
+std::vector<BucketRollup> HourlyRollups(const WindowEngine& engine,
+                                        const std::vector<Sample>& samples, Timestamp newest) {
+  std::vector<BucketRollup> rollups;
+  std::vector<Sample> bucket;
+  Timestamp bucket_start = engine.RollupBucketStart(samples.front().time);
+  auto flush = [&] {
+    if (bucket.empty()) return;
+    auto rollup = engine.BuildRollup(bucket_start, bucket);
+    EXPECT_TRUE(rollup.ok()) << rollup.status();
+    auto parsed = ParseRollup(SerializeRollup(*rollup));
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, *rollup);
+    rollups.push_back(*parsed);
+    bucket.clear();
+  };
+  for (const Sample& s : samples) {
+    if (s.time > newest) break;
+    if (engine.RollupBucketStart(s.time) != bucket_start) {
+      flush();
+      bucket_start = engine.RollupBucketStart(s.time);
+    }
+    bucket.push_back(s);
+  }
+  // The newest hour is still open: no rollup for it.
+  bucket.clear();
+  return rollups;
+}
+
+TEST(WindowEngineTest, RestoreFromRollupsGivesIdenticalQueryResults) {
+  auto original = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Container("n", "ns", "p", "c", Resource::kCpu);
+  ShapeGenerator gen(Shape::kDiurnal, 11);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  Timestamp newest;
+  for (int64_t secs = 0; secs < 29 * 3600 + 1234; secs += 10) {
+    if (uniform(rng) < 0.02) continue;
+    newest = kDayStart + seconds(secs);
+    ASSERT_TRUE(IngestAndStore(*original, source, key, newest, gen.Next(secs)).ok());
+  }
+  const std::vector<BucketRollup> rollups = HourlyRollups(*original, source.SamplesOf(key), newest);
+  ASSERT_GE(rollups.size(), 29u);
+
+  auto restored = MakeEngine();
+  source.ResetCounters();
+  ASSERT_TRUE(restored->RestoreSeries(key, newest, rollups, source).ok());
+  // Far fewer samples than a day (8640) are read back.
+  EXPECT_LT(source.samples_read(), 2000u);
+  EXPECT_EQ(*restored->Query(key), *original->Query(key));
+
+  // Both keep going identically for three more hours.
+  for (int64_t secs = 29 * 3600 + 1240; secs < 32 * 3600; secs += 10) {
+    const Timestamp t = kDayStart + seconds(secs);
+    const uint64_t v = gen.Next(secs);
+    ASSERT_TRUE(original->Ingest(key, t, v, source).ok());
+    ASSERT_TRUE(restored->Ingest(key, t, v, source).ok());
+    source.Append(key, t, v);
+    if (secs % 600 == 0) {
+      ASSERT_EQ(*restored->Query(key), *original->Query(key)) << "t=" << secs;
+    }
+  }
+  ExpectMatchesReference(*restored->Query(key), source.SamplesOf(key), "restored");
+}
+
+TEST(WindowEngineTest, RestoreWithoutRollupsReplaysSamplesToTheSameResult) {
+  auto original = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kMemory);
+  ShapeGenerator gen(Shape::kSpiky, 8);
+  Timestamp newest;
+  for (int64_t secs = 0; secs < 26 * 3600 + 55; secs += 10) {
+    newest = kDayStart + seconds(secs);
+    ASSERT_TRUE(IngestAndStore(*original, source, key, newest, gen.Next(secs)).ok());
+  }
+  auto restored = MakeEngine();
+  ASSERT_TRUE(restored->RestoreSeries(key, newest, {}, source).ok());
+  EXPECT_EQ(*restored->Query(key), *original->Query(key));
+}
+
+TEST(WindowEngineTest, RestoreRejectsMissingNewestSampleAndForeignRollups) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kCpu);
+  ASSERT_TRUE(IngestAndStore(*engine, source, key, kDayStart, 1).ok());
+  EXPECT_EQ(engine->RestoreSeries(key, kDayStart + seconds(5), {}, source).code(),
+            absl::StatusCode::kFailedPrecondition);
+  BucketRollup foreign = *engine->BuildRollup(kDayStart, source.SamplesOf(key));
+  foreign.width = minutes(30);
+  EXPECT_EQ(engine->RestoreSeries(key, kDayStart, {&foreign, 1}, source).code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST(WindowEngineTest, BuildRollupChecksAlignmentAndBucketBounds) {
+  auto engine = MakeEngine();
+  const std::vector<Sample> ok = {{kDayStart, 1}, {kDayStart + seconds(10), 3}};
+  auto rollup = engine->BuildRollup(kDayStart, ok);
+  ASSERT_TRUE(rollup.ok());
+  EXPECT_EQ(rollup->count, 2u);
+  EXPECT_EQ(rollup->sum, absl::uint128(4));
+  EXPECT_EQ(rollup->min, 1u);
+  EXPECT_EQ(rollup->max, 3u);
+  EXPECT_EQ(engine->BuildRollup(kDayStart + seconds(1), ok).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<Sample> outside = {{kDayStart + hours(1), 1}};
+  EXPECT_EQ(engine->BuildRollup(kDayStart, outside).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<Sample> unordered = {{kDayStart + seconds(10), 1}, {kDayStart, 1}};
+  EXPECT_EQ(engine->BuildRollup(kDayStart, unordered).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->BuildRollup(kDayStart, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WindowEngineTest, ParseRollupRejectsCorruptBytesWithoutCrashing) {
+  auto engine = MakeEngine();
+  std::vector<Sample> samples;
+  for (int i = 0; i < 360; ++i)
+    samples.push_back({kDayStart + seconds(10 * i), 1000000u + i * 977});
+  const std::string bytes = SerializeRollup(*engine->BuildRollup(kDayStart, samples));
+  EXPECT_LT(bytes.size(), 200u);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(ParseRollup(bytes.substr(0, n)).ok()) << "prefix " << n;
+  }
+  EXPECT_EQ(ParseRollup(bytes + "x").status().code(), absl::StatusCode::kDataLoss);
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 2000; ++i) {
+    std::string mutated = bytes;
+    mutated[rng() % mutated.size()] = static_cast<char>(rng());
+    (void)ParseRollup(mutated);  // any result but a crash
+  }
+}
+
+TEST(WindowEngineTest, OptionsValidateNamesTheBadField) {
+  WindowEngineOptions options;
+  EXPECT_TRUE(options.Validate().ok());
+  options.windows = {};
+  EXPECT_THAT(std::string(options.Validate().message()), ::testing::HasSubstr("windows"));
+  options.windows = {seconds(10), seconds(10)};
+  EXPECT_THAT(std::string(options.Validate().message()), ::testing::HasSubstr("repeated"));
+  options = {};
+  options.relative_accuracy = 0.02;
+  EXPECT_THAT(std::string(options.Validate().message()), ::testing::HasSubstr("relative_accuracy"));
+  options = {};
+  options.rollup_width = Duration(0);
+  EXPECT_THAT(std::string(options.Validate().message()), ::testing::HasSubstr("rollup_width"));
+  EXPECT_FALSE(WindowEngine::Create(options).ok());
+}
+
+TEST(WindowEngineTest, ADayOfANodesSeriesFitsTheMemoryBudget) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  // 190 series of one node would take a while; 38 series of the same mix suffice.
+  std::vector<std::pair<SeriesKey, ShapeGenerator>> series;
+  for (int p = 0; p < 19; ++p) {
+    const std::string pod = "pod-" + std::to_string(p);
+    series.emplace_back(SeriesKey::Pod("node-7", "default", pod, Resource::kCpu),
+                        ShapeGenerator(p % 3 == 0 ? Shape::kSpiky : Shape::kDiurnal, p));
+    series.emplace_back(SeriesKey::Pod("node-7", "default", pod, Resource::kMemory),
+                        ShapeGenerator(Shape::kSteady, 100 + p));
+  }
+  for (int64_t secs = 0; secs < 86400 + 600; secs += 10) {
+    for (auto& [key, gen] : series) {
+      ASSERT_TRUE(
+          IngestAndStore(*engine, source, key, kDayStart + seconds(secs), gen.Next(secs)).ok());
+    }
+  }
+  const double per_series = static_cast<double>(engine->MemoryBytes()) / series.size();
+  // 0.5 MiB per node of ~190 series.
+  EXPECT_LT(per_series * 190, 512.0 * 1024) << per_series << " bytes per series";
+  std::cout << "engine memory per series after a day: " << per_series << " bytes\n";
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator
