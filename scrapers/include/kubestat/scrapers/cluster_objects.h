@@ -1,0 +1,57 @@
+// The parts of Kubernetes Node and Pod objects that kubestat keeps.
+//
+// Plain values, filled by discovery (kube API list+watch, a kubeconfig-selected cluster, or
+// a static list) and read by address selection and the scrape loop. They own their strings
+// and are safe to copy between threads.
+#ifndef KUBESTAT_SCRAPERS_CLUSTER_OBJECTS_H_
+#define KUBESTAT_SCRAPERS_CLUSTER_OBJECTS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kubestat::scrapers {
+
+// One entry of a Node's status.addresses.
+struct NodeAddress {
+  // "Hostname", "InternalDNS", "InternalIP", "ExternalDNS" or "ExternalIP".
+  std::string type;
+  std::string address;
+
+  friend bool operator==(const NodeAddress&, const NodeAddress&) = default;
+};
+
+struct NodeInfo {
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  std::map<std::string, std::string> labels;
+  std::vector<NodeAddress> addresses;
+  // status.daemonEndpoints.kubeletEndpoint.Port; 0 when absent.
+  int kubelet_port = 0;
+
+  friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
+};
+
+struct PodInfo {
+  std::string name;
+  std::string namespace_name;
+  std::string uid;
+  std::string resource_version;
+  std::map<std::string, std::string> labels;
+  // spec.nodeName; empty while the pod is not scheduled.
+  std::string node_name;
+  // status.phase: Pending, Running, Succeeded, Failed, Unknown (empty when absent).
+  std::string phase;
+  // Whether metadata.deletionTimestamp is set (the pod is terminating).
+  bool terminating = false;
+
+  // "namespace/name".
+  std::string Key() const { return namespace_name + "/" + name; }
+
+  friend bool operator==(const PodInfo&, const PodInfo&) = default;
+};
+
+}  // namespace kubestat::scrapers
+
+#endif  // KUBESTAT_SCRAPERS_CLUSTER_OBJECTS_H_

@@ -1,0 +1,170 @@
+// Discovery: which nodes exist (to scrape) and which pods (for labels and deletions).
+//
+// A Discovery keeps a thread-safe snapshot of the cluster: nodes by name (addresses,
+// kubelet port, labels) and pods by namespace/name (uid, labels, node, phase, whether
+// terminating), plus a `synced` flag that turns true once the first full list of every
+// watched resource has been applied. Listeners registered before Start() are told of every
+// change (added, modified, deleted) and of the first sync.
+//
+// Two implementations:
+//  - StaticDiscovery: a fixed node list (`--static-nodes=name=host:port,...`), no pods;
+//    synced as soon as it starts. For tests and single-node setups.
+//  - KubeApiDiscovery: list+watch of /api/v1/nodes and /api/v1/pods on the kube API
+//    (kubeconfig.h gives the server and credentials). Lists are paginated (limit/continue).
+//    A watch that ends or breaks is resumed from the last resourceVersion seen (an event's
+//    or a bookmark's), so no change is missed; when the server answers 410 Gone (that
+//    version is too old), the resource is listed again and the differences from the
+//    snapshot are emitted as events, deletions included. Errors are retried after
+//    `retry_backoff`; they never stop discovery.
+//
+// Threads: each watched resource has its own thread. Listener callbacks run on those
+// threads, without any Discovery lock held (they may read the snapshot); callbacks for one
+// resource are delivered in order. The read functions may be called from any thread.
+#ifndef KUBESTAT_SCRAPERS_DISCOVERY_H_
+#define KUBESTAT_SCRAPERS_DISCOVERY_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/scrapers/cluster_objects.h"
+#include "kubestat/scrapers/kubeconfig.h"
+
+namespace kubestat::scrapers {
+
+enum class ChangeType { kAdded, kModified, kDeleted };
+
+// "ADDED", "MODIFIED", "DELETED".
+std::string_view ChangeTypeName(ChangeType type);
+
+class ClusterListener {
+ public:
+  virtual ~ClusterListener() = default;
+  virtual void OnNodeChange(ChangeType type, const NodeInfo& node) { (void)type, (void)node; }
+  virtual void OnPodChange(ChangeType type, const PodInfo& pod) { (void)type, (void)pod; }
+  // Once, when every watched resource has been listed for the first time.
+  virtual void OnSynced() {}
+};
+
+// Counters of what discovery did (for tests, logs and metrics).
+struct DiscoveryStats {
+  uint64_t lists = 0;  // full lists (first list and relists)
+  uint64_t relists_after_gone = 0;
+  uint64_t watches = 0;  // watch requests started
+  uint64_t events = 0;   // watch events applied
+  uint64_t errors = 0;   // failed list/watch requests and undecodable events
+};
+
+class Discovery {
+ public:
+  virtual ~Discovery();
+  // Registers a listener (not owned; must outlive the Discovery). Call before Start().
+  void AddListener(ClusterListener* listener);
+  virtual void Start() = 0;
+  // Stops the watches and joins their threads. Idempotent.
+  virtual void Stop() = 0;
+
+  bool synced() const;
+  // Waits (in real time) until synced or `timeout` passes; returns synced().
+  bool WaitForSync(std::chrono::milliseconds timeout) const;
+  std::vector<NodeInfo> Nodes() const;
+  std::optional<NodeInfo> Node(std::string_view name) const;
+  std::vector<PodInfo> Pods() const;
+  std::optional<PodInfo> Pod(std::string_view namespace_name, std::string_view name) const;
+  size_t node_count() const;
+  size_t pod_count() const;
+  DiscoveryStats stats() const;
+
+ protected:
+  // For implementations: apply one change / a full list (emitting the differences), and
+  // mark a resource listed. Never call with a lock held.
+  void ApplyNode(ChangeType type, NodeInfo node);
+  void ApplyPod(ChangeType type, PodInfo pod);
+  void ReplaceNodes(std::vector<NodeInfo> nodes);
+  void ReplacePods(std::vector<PodInfo> pods);
+  // Marks resource number `resource` (0..31) listed; synced once every resource in
+  // 0..resources-1 has been.
+  void MarkListed(int resource, int resources);
+  void CountStat(uint64_t DiscoveryStats::*field);
+
+ private:
+  void EmitNode(ChangeType type, const NodeInfo& node);
+  void EmitPod(ChangeType type, const PodInfo& pod);
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable synced_cv_;
+  std::map<std::string, NodeInfo, std::less<>> nodes_;
+  std::map<std::string, PodInfo, std::less<>> pods_;  // key: namespace/name
+  uint32_t listed_ = 0;                               // bit i: resource i has been listed
+  bool sync_announced_ = false;
+  bool synced_ = false;
+  DiscoveryStats stats_;
+  std::vector<ClusterListener*> listeners_;
+};
+
+// Parses `--static-nodes`: "name=host:port,name=host" (host may be a name, an IPv4 address
+// or a bracketed IPv6 address; without a port the node reports none). An IP host becomes an
+// InternalIP address, a name a Hostname address. InvalidArgument naming the bad entry.
+[[nodiscard]] absl::StatusOr<std::vector<NodeInfo>> ParseStaticNodes(std::string_view spec);
+
+class StaticDiscovery final : public Discovery {
+ public:
+  explicit StaticDiscovery(std::vector<NodeInfo> nodes) : initial_(std::move(nodes)) {}
+  void Start() override;
+  void Stop() override {}
+
+ private:
+  std::vector<NodeInfo> initial_;
+};
+
+struct KubeApiDiscoveryOptions {
+  // Also list and watch pods. Default: true
+  bool watch_pods = true;
+  // timeoutSeconds asked of each watch; the server ends the watch then and it is resumed.
+  // Default: 5m
+  Duration watch_timeout = std::chrono::minutes(5);
+  // Wait after a failed request before retrying. Default: 1s
+  Duration retry_backoff = std::chrono::seconds(1);
+  // Items per list page (limit=). Default: 500
+  int list_page_size = 500;
+  // Deadline for one list page. Default: 60s
+  Duration request_timeout = std::chrono::seconds(60);
+  // Largest list page or watch event accepted. Default: 256 MiB
+  size_t max_response_bytes = 256u << 20;
+
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+class KubeApiDiscovery final : public Discovery {
+ public:
+  // InvalidArgument for bad options or unusable TLS material.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> Create(
+      KubeApiConfig config, KubeApiDiscoveryOptions options, const Clock& clock);
+  ~KubeApiDiscovery() override;
+  void Start() override;
+  void Stop() override;
+
+  // The resourceVersion each resource's watch resumes from ("" before the first list).
+  std::string node_resource_version() const;
+  std::string pod_resource_version() const;
+
+ private:
+  struct Impl;
+  explicit KubeApiDiscovery(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kubestat::scrapers
+
+#endif  // KUBESTAT_SCRAPERS_DISCOVERY_H_

@@ -1,0 +1,119 @@
+// The kubelet client: fetches one node's /stats/summary or /metrics/resource over HTTPS and
+// hands the bytes to the matching decoder.
+//
+// KubeletClient only moves bytes: it builds the URL from a ScrapeTarget (node_address.h),
+// verifies the kubelet's certificate against `ca_file` (or the system roots; or not at all
+// with `insecure_skip_tls_verify`), sends `Authorization: Bearer <token>` read from
+// `token_file` (re-read when the file changes, see bearer_token.h), enforces one deadline
+// over the whole exchange (`timeout`) and a cap on the body (`max_response_bytes`, enforced
+// while reading: reading stops past the cap). Every failure is a Status carrying a reason
+// (fetch_error.h): timeout, connect, tls, read, http_<code>, too_large, auth.
+// KubeletScraper adds decoding (summary_decoder.h / resource_metrics_decoder.h; reason
+// "decode") and is the NodeScraper the scheduler uses.
+//
+// Thread-safety: Fetch and Scrape may be called concurrently from any threads. One
+// cpprestsdk http_client (with its keep-alive connections) is kept per kubelet host:port.
+#ifndef KUBESTAT_SCRAPERS_KUBELET_CLIENT_H_
+#define KUBESTAT_SCRAPERS_KUBELET_CLIENT_H_
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/scrapers/bearer_token.h"
+#include "kubestat/scrapers/node_address.h"
+#include "kubestat/scrapers/node_scrape.h"
+#include "kubestat/scrapers/node_scraper.h"
+
+namespace web::http::client {
+class http_client;
+}  // namespace web::http::client
+
+namespace kubestat::scrapers {
+
+// Which kubelet endpoint to scrape.
+enum class KubeletEndpoint {
+  kSummary,          // GET /stats/summary?only_cpu_and_memory=true
+  kResourceMetrics,  // GET /metrics/resource
+};
+
+// "summary" or "resource"; InvalidArgument otherwise.
+[[nodiscard]] absl::StatusOr<KubeletEndpoint> ParseKubeletEndpoint(std::string_view name);
+
+struct KubeletClientOptions {
+  // The endpoint scraped (--kubelet-endpoint=summary|resource). Default: summary
+  KubeletEndpoint endpoint = KubeletEndpoint::kSummary;
+  // "https" or "http" (plain HTTP only for tests and demos). Default: https
+  std::string scheme = "https";
+  // PEM file of the CA that signed the kubelets' serving certificates; empty: the system's
+  // trusted roots (--kubelet-certificate-authority). Default: ""
+  std::string ca_file;
+  // Skip verification of the kubelets' certificates (--kubelet-insecure-tls). Default: false
+  bool insecure_skip_tls_verify = false;
+  // File holding the bearer token sent to kubelets; empty: none. Default: ""
+  std::string token_file;
+  // PEM client certificate and key presented to kubelets; empty: none. Default: ""
+  std::string client_cert_file;
+  std::string client_key_file;
+  // Deadline for one whole request (connect, headers and body). Default: 5s
+  Duration timeout = std::chrono::seconds(5);
+  // Largest body accepted; larger ones fail with reason too_large. Default: 32 MiB
+  size_t max_response_bytes = 32u << 20;
+
+  // InvalidArgument naming the flag for a bad value (unknown scheme, timeout <= 0, cap 0,
+  // unreadable CA or client certificate files).
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// A fetched kubelet body.
+struct KubeletResponse {
+  std::string body;  // capacity leaves room for the summary decoder's padding
+  std::string content_type;
+};
+
+class KubeletClient {
+ public:
+  // Reads the CA and client certificate files. InvalidArgument when options are invalid.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<KubeletClient>> Create(
+      KubeletClientOptions options);
+  ~KubeletClient();
+
+  // GETs the configured endpoint of `target`.
+  [[nodiscard]] absl::StatusOr<KubeletResponse> Fetch(const ScrapeTarget& target);
+
+  // The path and query for the configured endpoint.
+  std::string PathAndQuery() const;
+  const KubeletClientOptions& options() const { return options_; }
+
+ private:
+  explicit KubeletClient(KubeletClientOptions options);
+  std::shared_ptr<web::http::client::http_client> ClientFor(const ScrapeTarget& target);
+
+  struct Impl;
+  const KubeletClientOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Fetches with a KubeletClient and decodes the body into a NodeScrape. For
+// /metrics/resource, which carries no node name, the target's node name and the clock's
+// time when the body arrived are used.
+class KubeletScraper final : public NodeScraper {
+ public:
+  KubeletScraper(KubeletClient& client, const Clock& clock) : client_(client), clock_(clock) {}
+  [[nodiscard]] absl::StatusOr<NodeScrape> Scrape(const ScrapeTarget& target) override;
+
+ private:
+  KubeletClient& client_;
+  const Clock& clock_;
+};
+
+}  // namespace kubestat::scrapers
+
+#endif  // KUBESTAT_SCRAPERS_KUBELET_CLIENT_H_

@@ -1,0 +1,168 @@
+// The scrape scheduler: every `resolution`, scrape every node once, with bounded
+// concurrency and staggered starts, and hand each result to a ScrapeSink.
+//
+// Rounds start at fixed times (the first at Start(), then every `resolution` of the injected
+// Clock). At a round's start the target list is taken from the TargetSource; each node's
+// scrape is delayed by a stable per-node offset within the first `stagger` fraction of the
+// resolution (StaggerOffset: a hash of the node name), so load on the kubelets and here is
+// spread and a node is scraped at the same phase every round. At most
+// `max_concurrent_scrapes` scrapes run at once (one worker thread each). A node whose
+// previous scrape has not finished yet is skipped for this round (counted as
+// outcome="skipped"), so a slow or failing node never delays the others: it holds one
+// worker for at most the scraper's own timeout, which must be shorter than the resolution.
+//
+// Metrics (registered in the prometheus::Registry passed in; names per Prometheus
+// conventions, node label only where it is needed to find a failing node):
+//   kubestat_scrapes_total{outcome="success"|"failure"|"skipped",reason}   counter
+//   kubestat_scrape_duration_seconds{outcome}                              histogram
+//   kubestat_node_scrape_failures_total{node,reason}                       counter
+//   kubestat_last_successful_scrape_timestamp_seconds{node}                gauge (wall clock)
+//   kubestat_scrape_rounds_total                                           counter
+//   kubestat_scrape_round_duration_seconds                                 histogram
+//   kubestat_scrape_targets                                                gauge
+//   kubestat_scrape_decode_issues_total{kind}                              counter
+// Per-node series are removed when the node leaves the target list.
+//
+// Threads: ScrapeSink::OnScrape is called from worker threads, concurrently for different
+// nodes (never twice at once for the same node); OnRoundComplete from the worker that
+// finished a round's last scrape (rounds may overlap when scrapes are slow). Sinks must be
+// thread-safe and should not block. Start/Stop/Wake may be called from any thread.
+#ifndef KUBESTAT_SCRAPERS_SCHEDULER_H_
+#define KUBESTAT_SCRAPERS_SCHEDULER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/scrapers/node_address.h"
+#include "kubestat/scrapers/node_scrape.h"
+#include "kubestat/scrapers/node_scraper.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
+
+namespace kubestat::scrapers {
+
+struct SchedulerOptions {
+  // Time between rounds (--metric-resolution). Default: 10s
+  Duration resolution = std::chrono::seconds(10);
+  // Scrapes running at once (--max-concurrent-scrapes). Default: 32
+  int max_concurrent_scrapes = 32;
+  // Fraction of the resolution over which the round's starts are spread (--scrape-stagger);
+  // 0 starts every scrape at the round's start. Default: 0.5
+  double stagger = 0.5;
+
+  // InvalidArgument naming the flag: resolution <= 0, concurrency outside 1..4096, stagger
+  // outside [0, 1).
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// What one round did.
+struct RoundSummary {
+  uint64_t round = 0;    // 1 for the first round
+  Timestamp start;       // wall clock at the round's start
+  Duration duration{0};  // from the round's start until its last scrape returned
+  size_t targets = 0;
+  size_t succeeded = 0;
+  size_t failed = 0;
+  size_t skipped = 0;  // still busy with an earlier round
+  size_t pods = 0;     // over the successful scrapes
+  size_t containers = 0;
+  std::map<std::string, size_t> failures_by_reason;
+};
+
+class ScrapeSink {
+ public:
+  virtual ~ScrapeSink() = default;
+  // One node's result. See the header comment for threading.
+  virtual void OnScrape(const ScrapeTarget& target, absl::StatusOr<NodeScrape> result) = 0;
+  // Called once per round after its last scrape returned. Default: nothing.
+  virtual void OnRoundComplete(const RoundSummary& summary) { (void)summary; }
+};
+
+// Returns the nodes to scrape this round (e.g. from discovery). Called on the scheduler's
+// own thread once per round.
+using TargetSource = std::function<std::vector<ScrapeTarget>()>;
+
+class ScrapeScheduler {
+ public:
+  // All references must outlive the scheduler. Options must be valid.
+  ScrapeScheduler(SchedulerOptions options, TargetSource targets, NodeScraper& scraper,
+                  ScrapeSink& sink, const Clock& clock, prometheus::Registry& registry);
+  ~ScrapeScheduler();
+  ScrapeScheduler(const ScrapeScheduler&) = delete;
+  ScrapeScheduler& operator=(const ScrapeScheduler&) = delete;
+
+  // Starts the worker threads and the round timer; the first round starts now.
+  void Start();
+  // Stops starting scrapes, waits for running ones to return, joins every thread.
+  // Idempotent.
+  void Stop();
+  // Makes the timer re-read the clock now (a FakeClock does not notify anyone when it is
+  // advanced; without Wake the timer notices within 50 ms).
+  void Wake();
+
+  // Rounds started so far.
+  uint64_t rounds_started() const;
+
+  // The stable start offset of `node_name` within `window`, in [0, window).
+  static Duration StaggerOffset(std::string_view node_name, Duration window);
+
+ private:
+  struct Round;
+  struct Task {
+    Timestamp not_before;
+    ScrapeTarget target;
+    std::shared_ptr<Round> round;
+  };
+  struct Metrics;
+
+  void TimerLoop();
+  void WorkerLoop();
+  void BeginRound(std::unique_lock<std::mutex>& lock);
+  void RunTask(Task task);
+  void FinishTask(const std::shared_ptr<Round>& round);
+
+  const SchedulerOptions options_;
+  const TargetSource targets_;
+  NodeScraper& scraper_;
+  ScrapeSink& sink_;
+  const Clock& clock_;
+  std::unique_ptr<Metrics> metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable timer_cv_;
+  std::condition_variable worker_cv_;
+  bool started_ = false;
+  bool stopping_ = false;
+  Timestamp next_round_;
+  uint64_t rounds_started_ = 0;
+  // Scrapes waiting for their stagger offset, ordered by not_before.
+  std::multimap<Timestamp, Task> delayed_;
+  // Scrapes due, waiting for a free worker.
+  std::deque<Task> ready_;
+  // Nodes queued or being scraped.
+  std::set<std::string> busy_;
+  // Nodes of the previous round (to drop per-node series of nodes that left).
+  std::set<std::string> known_nodes_;
+  std::thread timer_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace kubestat::scrapers
+
+#endif  // KUBESTAT_SCRAPERS_SCHEDULER_H_

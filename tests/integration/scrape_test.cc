@@ -1,0 +1,287 @@
+// kubestat-sim (20 nodes, four of them faulty) and kubestat-aggregator as real processes on
+// loopback: every healthy node is scraped every round with exactly the values the
+// simulator's model gives at the scraped timestamps, and every faulty node is counted as a
+// failure with the right reason.
+#define _TURN_OFF_PLATFORM_STRING
+#include <arpa/inet.h>
+#include <cpprest/http_client.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kubestat/core/time.h"
+#include "kubestat/sim/flags.h"
+#include "kubestat/sim/model.h"
+
+namespace kubestat {
+namespace {
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
+// A child process; killed (SIGKILL) and reaped when destroyed unless it already exited.
+class Process {
+ public:
+  Process(const std::string& binary, const std::vector<std::string>& args, const std::string& log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      FILE* out = std::freopen(log.c_str(), "w", stdout);
+      (void)out;
+      ::dup2(::fileno(stdout), STDERR_FILENO);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(binary.c_str()));
+      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Sends `signal` and waits (with a deadline) for the exit; returns the exit status or -1.
+  int Stop(int signal, std::chrono::seconds deadline) {
+    ::kill(pid_, signal);
+    int status = 0;
+    bool done = PollUntil([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, deadline);
+    if (!done) return -1;
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  bool Running() {
+    if (exited_) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) exited_ = true;
+    return !exited_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+std::string HttpGet(int port, const std::string& path) {
+  try {
+    web::http::client::http_client client("http://127.0.0.1:" + std::to_string(port));
+    auto response = client.request(web::http::methods::GET, path).get();
+    return response.extract_utf8string(true).get();
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// The value of one sample line "name{labels} value" in a Prometheus exposition, or -1.
+double MetricValue(const std::string& exposition, const std::string& series) {
+  size_t at = exposition.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(exposition.substr(at + series.size() + 2));
+}
+
+struct Usage {
+  std::optional<uint64_t> cumulative, nano_cores, working_set;
+  std::optional<std::string> start;
+};
+
+Usage UsageOf(simdjson::dom::element object) {
+  Usage usage;
+  uint64_t value;
+  std::string_view text;
+  if (object.at_pointer("/cpu/usageCoreNanoSeconds").get(value) == simdjson::SUCCESS)
+    usage.cumulative = value;
+  if (object.at_pointer("/cpu/usageNanoCores").get(value) == simdjson::SUCCESS)
+    usage.nano_cores = value;
+  if (object.at_pointer("/memory/workingSetBytes").get(value) == simdjson::SUCCESS)
+    usage.working_set = value;
+  if (object["startTime"].get(text) == simdjson::SUCCESS) usage.start = std::string(text);
+  return usage;
+}
+
+void ExpectUsage(const Usage& got, const sim::ResourceUsage& want, const std::string& what) {
+  EXPECT_EQ(got.cumulative, want.usage_core_nano_seconds) << what;
+  EXPECT_EQ(got.nano_cores, want.usage_nano_cores) << what;
+  EXPECT_EQ(got.working_set, want.working_set_bytes) << what;
+  EXPECT_EQ(got.start, FormatRfc3339Nano(want.start_time)) << what;
+}
+
+TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByReason) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kubestat-scrape-it-" + std::to_string(::getpid()) +
+                                                "-" + std::to_string(std::random_device()()));
+  std::filesystem::create_directories(dir);
+  const std::map<std::string, std::string> faults = {{"node-0003", "timeout"},
+                                                     {"node-0007", "http_500"},
+                                                     {"node-0011", "decode"},
+                                                     {"node-0015", "too_large"},
+                                                     {"node-0018", "timeout"}};
+  const std::vector<std::string> sim_args = {
+      "--nodes=20",
+      "--pods-per-node=6",
+      "--seed=7",
+      "--kubelet-address-mode=ports",
+      "--kubelet-port=0",
+      "--kubeconfig-out=" + (dir / "kubeconfig").string(),
+      "--faults=node-0003=timeout,node-0007=http500,node-0011=garbage,node-0015=oversized,"
+      "node-0018=slowdrip"};
+  absl::StatusOr<sim::SimulatorFlags> sim_flags = sim::ParseSimulatorFlags(sim_args);
+  ASSERT_TRUE(sim_flags.ok()) << sim_flags.status();
+  absl::StatusOr<sim::ClusterModel> model = sim::ClusterModel::Create(sim_flags->options.model);
+  ASSERT_TRUE(model.ok()) << model.status();
+
+  Process simulator(KUBESTAT_SIM_BINARY, sim_args, (dir / "sim.log").string());
+  ASSERT_TRUE(PollUntil(
+      [&] { return ReadAll((dir / "sim.log").string()).find("READY") != std::string::npos; },
+      std::chrono::seconds(60)))
+      << ReadAll((dir / "sim.log").string());
+
+  const int port = FreePort();
+  const std::string dump = (dir / "dump.jsonl").string();
+  Process aggregator(
+      KUBESTAT_AGGREGATOR_BINARY,
+      {"--kubeconfig=" + (dir / "kubeconfig").string(), "--kubelet-scheme=http",
+       "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
+       "--metric-resolution=2s", "--kubelet-timeout=1s", "--kubelet-max-response-bytes=4194304",
+       "--listen-address=127.0.0.1", "--port=" + std::to_string(port), "--scrape-dump=" + dump},
+      (dir / "aggregator.log").string());
+  std::string metrics;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        metrics = HttpGet(port, "/metrics");
+        return MetricValue(metrics, "kubestat_scrape_rounds_total") >= 4;
+      },
+      std::chrono::seconds(60)))
+      << ReadAll((dir / "aggregator.log").string());
+  EXPECT_EQ(HttpGet(port, "/healthz"), "ok");
+  const double rounds = MetricValue(metrics, "kubestat_scrape_rounds_total");
+  ASSERT_EQ(aggregator.Stop(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
+  ASSERT_TRUE(simulator.Running());
+
+  // Failures: each faulty node with its reason, and no healthy node failing.
+  for (const auto& [node, reason] : faults) {
+    EXPECT_GE(MetricValue(metrics, "kubestat_node_scrape_failures_total{node=\"" + node +
+                                       "\",reason=\"" + reason + "\"}"),
+              rounds - 1)
+        << node << "\n"
+        << metrics;
+  }
+  std::regex failure_line(
+      R"re(kubestat_node_scrape_failures_total\{node="([^"]+)",reason="([^"]+)"\})re");
+  for (std::sregex_iterator it(metrics.begin(), metrics.end(), failure_line), end; it != end;
+       ++it) {
+    EXPECT_TRUE(faults.count((*it)[1].str())) << "healthy node failed: " << (*it)[0].str();
+  }
+
+  // Every healthy node was scraped every round, with exactly the model's values.
+  std::map<std::string, int> scrapes;
+  simdjson::dom::parser parser;
+  std::ifstream lines(dump);
+  std::string line;
+  int pods_checked = 0;
+  while (std::getline(lines, line)) {
+    simdjson::dom::element scrape;
+    ASSERT_EQ(parser.parse(line).get(scrape), simdjson::SUCCESS) << line;
+    std::string node_name(scrape["node"].get_string().value());
+    ++scrapes[node_name];
+    ASSERT_FALSE(faults.count(node_name)) << "faulty node scraped: " << node_name;
+    const int node = model->NodeIndex(node_name);
+    ASSERT_GE(node, 0) << node_name;
+    absl::StatusOr<Timestamp> time =
+        ParseRfc3339(std::string(scrape.at_pointer("/cpu/time").get_string().value()));
+    ASSERT_TRUE(time.ok());
+    sim::NodeSnapshot want = model->Snapshot(node, *time);
+    ExpectUsage(UsageOf(scrape), want.usage, node_name);
+    simdjson::dom::array system_containers = scrape["systemContainers"].get_array();
+    ASSERT_EQ(system_containers.size(), 3u);
+    for (simdjson::dom::element c : system_containers) {
+      std::string_view name = c["name"].get_string().value();
+      size_t which =
+          std::find(sim::kSystemContainerNames.begin(), sim::kSystemContainerNames.end(), name) -
+          sim::kSystemContainerNames.begin();
+      ASSERT_LT(which, 3u) << name;
+      ExpectUsage(UsageOf(c), want.system_containers[which], node_name + "/" + std::string(name));
+    }
+    std::map<std::string, const sim::PodSnapshot*> want_pods;
+    for (const sim::PodSnapshot& pod : want.pods)
+      want_pods[pod.pod.namespace_name + "/" + pod.pod.name] = &pod;
+    simdjson::dom::array pods = scrape["pods"].get_array();
+    ASSERT_EQ(pods.size(), want.pods.size()) << node_name;
+    for (simdjson::dom::element pod : pods) {
+      std::string key = std::string(pod["namespace"].get_string().value()) + "/" +
+                        std::string(pod["name"].get_string().value());
+      auto it = want_pods.find(key);
+      ASSERT_NE(it, want_pods.end()) << key;
+      const sim::PodSnapshot& want_pod = *it->second;
+      EXPECT_EQ(pod["uid"].get_string().value(), want_pod.pod.uid);
+      simdjson::dom::array containers = pod["containers"].get_array();
+      ASSERT_EQ(containers.size(), want_pod.containers.size()) << key;
+      for (simdjson::dom::element c : containers) {
+        std::string_view name = c["name"].get_string().value();
+        const sim::ContainerSnapshot* match = nullptr;
+        for (const sim::ContainerSnapshot& wc : want_pod.containers) {
+          if (want_pod.pod.containers[wc.index].name == name) match = &wc;
+        }
+        ASSERT_NE(match, nullptr) << key << "/" << name;
+        ExpectUsage(UsageOf(c), match->usage, key + "/" + std::string(name));
+      }
+      ++pods_checked;
+    }
+  }
+  for (int i = 0; i < 20; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "node-%04d", i);
+    if (faults.count(name)) continue;
+    EXPECT_GE(scrapes[name], rounds) << name << " missed a round";
+    EXPECT_EQ(MetricValue(metrics, "kubestat_last_successful_scrape_timestamp_seconds{node=\"" +
+                                       std::string(name) + "\"}") > 0,
+              true)
+        << name;
+  }
+  EXPECT_GE(pods_checked, static_cast<int>(rounds) * 15 * 6);
+  simulator.Stop(SIGTERM, std::chrono::seconds(20));
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kubestat

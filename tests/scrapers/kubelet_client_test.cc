@@ -1,0 +1,378 @@
+// cpprestsdk's U() macro collides with GoogleTest's template parameters.
+#define _TURN_OFF_PLATFORM_STRING
+#include "kubestat/scrapers/kubelet_client.h"
+
+#include <cpprest/http_listener.h>
+#include <cpprest/producerconsumerstream.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/ssl.hpp>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kubestat/scrapers/fetch_error.h"
+#include "loopback_pki.h"
+
+namespace kubestat::scrapers {
+namespace {
+
+using testing::FreeLoopbackPort;
+using testing::TempDir;
+using testing::TestPki;
+using web::http::http_request;
+using web::http::status_codes;
+
+constexpr char kSummary[] =
+    R"({"node":{"nodeName":"node-a","systemContainers":[],"startTime":"2026-11-21T09:00:00Z"},)"
+    R"("pods":[{"podRef":{"name":"web-1","namespace":"shop","uid":"u1"},"containers":[)"
+    R"({"name":"app","cpu":{"time":"2026-11-21T10:00:00Z","usageCoreNanoSeconds":42},)"
+    R"("memory":{"time":"2026-11-21T10:00:00Z","workingSetBytes":1024}}]}]})";
+
+// A fake kubelet on loopback: each request goes to `handler`; requests the handler keeps
+// (to never answer) are answered at teardown.
+class FakeKubelet {
+ public:
+  using Handler = std::function<void(http_request)>;
+
+  explicit FakeKubelet(Handler handler, const std::pair<std::string, std::string>* tls = nullptr)
+      : port_(FreeLoopbackPort()), handler_(std::move(handler)) {
+    web::http::experimental::listener::http_listener_config config;
+    std::string scheme = "http";
+    if (tls != nullptr) {
+      scheme = "https";
+      auto material = *tls;
+      config.set_ssl_context_callback([material](boost::asio::ssl::context& ctx) {
+        ctx.use_certificate_chain(boost::asio::buffer(material.first));
+        ctx.use_private_key(boost::asio::buffer(material.second), boost::asio::ssl::context::pem);
+      });
+    }
+    listener_ = std::make_unique<web::http::experimental::listener::http_listener>(
+        scheme + "://127.0.0.1:" + std::to_string(port_), config);
+    listener_->support([this](http_request request) {
+      ++requests_;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        authorizations_.push_back(
+            request.headers().has("Authorization") ? request.headers()["Authorization"] : "");
+        paths_.push_back(request.request_uri().to_string());
+      }
+      handler_(request);
+    });
+    listener_->open().wait();
+  }
+  ~FakeKubelet() {
+    std::vector<http_request> held;
+    std::vector<concurrency::streams::producer_consumer_buffer<uint8_t>> streams;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held.swap(held_);
+      streams.swap(streams_);
+    }
+    for (auto& request : held) request.reply(status_codes::ServiceUnavailable).wait();
+    for (auto& stream : streams) stream.close(std::ios_base::out).wait();
+    listener_->close().wait();
+  }
+
+  ScrapeTarget Target() const { return ScrapeTarget{"node-a", "127.0.0.1", port_}; }
+  void Hold(http_request request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_.push_back(std::move(request));
+  }
+  // Answers 200 with a body that starts but never ends.
+  void ReplyNeverEnding(http_request request) {
+    concurrency::streams::producer_consumer_buffer<uint8_t> stream;
+    std::string start = R"({"node":{"nodeName":)";
+    stream.putn_nocopy(reinterpret_cast<const uint8_t*>(start.data()), start.size()).wait();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      streams_.push_back(stream);
+    }
+    request.reply(status_codes::OK, stream.create_istream());
+  }
+  std::vector<std::string> authorizations() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return authorizations_;
+  }
+  std::vector<std::string> paths() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return paths_;
+  }
+
+ private:
+  int port_;
+  Handler handler_;
+  std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+  std::atomic<int> requests_{0};
+  mutable std::mutex mu_;
+  std::vector<std::string> authorizations_;
+  std::vector<std::string> paths_;
+  std::vector<http_request> held_;
+  std::vector<concurrency::streams::producer_consumer_buffer<uint8_t>> streams_;
+};
+
+void ReplySummary(http_request request) {
+  request.reply(status_codes::OK, std::string(kSummary), "application/json");
+}
+
+KubeletClientOptions PlainOptions() {
+  KubeletClientOptions options;
+  options.scheme = "http";
+  options.timeout = std::chrono::seconds(10);
+  return options;
+}
+
+std::unique_ptr<KubeletClient> MakeClient(KubeletClientOptions options) {
+  auto client = KubeletClient::Create(std::move(options));
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? *std::move(client) : nullptr;
+}
+
+TEST(KubeletClientTest, ScrapesSummaryWithCpuAndMemoryOnlyAndDecodesIt) {
+  FakeKubelet kubelet(ReplySummary);
+  auto client = MakeClient(PlainOptions());
+  KubeletScraper scraper(*client, RealClock::Get());
+  absl::StatusOr<NodeScrape> scrape = scraper.Scrape(kubelet.Target());
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_EQ(scrape->node_name, "node-a");
+  ASSERT_EQ(scrape->pods.size(), 1u);
+  ASSERT_EQ(scrape->pods[0].containers.size(), 1u);
+  EXPECT_EQ(scrape->pods[0].containers[0].cpu->usage_core_nanoseconds, 42u);
+  EXPECT_EQ(scrape->pods[0].containers[0].memory->working_set_bytes, 1024u);
+  EXPECT_EQ(kubelet.paths(), std::vector<std::string>{"/stats/summary?only_cpu_and_memory=true"});
+  EXPECT_EQ(kubelet.authorizations(), std::vector<std::string>{""});
+}
+
+TEST(KubeletClientTest, ResourceEndpointFetchesMetricsResourceAndUsesTargetNodeName) {
+  FakeKubelet kubelet([](http_request request) {
+    request.reply(status_codes::OK,
+                  std::string("container_memory_working_set_bytes{container=\"app\",namespace="
+                              "\"shop\",pod=\"web-1\"} 2048 1700000000000\n"),
+                  "text/plain");
+  });
+  KubeletClientOptions options = PlainOptions();
+  options.endpoint = KubeletEndpoint::kResourceMetrics;
+  auto client = MakeClient(options);
+  KubeletScraper scraper(*client, RealClock::Get());
+  absl::StatusOr<NodeScrape> scrape = scraper.Scrape(kubelet.Target());
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_EQ(scrape->node_name, "node-a");
+  ASSERT_EQ(scrape->pods.size(), 1u);
+  EXPECT_EQ(scrape->pods[0].containers[0].memory->working_set_bytes, 2048u);
+  EXPECT_EQ(kubelet.paths(), std::vector<std::string>{"/metrics/resource"});
+}
+
+TEST(KubeletClientTest, SendsBearerTokenAndRereadsTheFileWhenItChanges) {
+  TempDir dir;
+  std::string token_file = dir.Write("token", "first-token\n");
+  FakeKubelet kubelet(ReplySummary);
+  KubeletClientOptions options = PlainOptions();
+  options.token_file = token_file;
+  auto client = MakeClient(options);
+  ASSERT_TRUE(client->Fetch(kubelet.Target()).ok());
+  ASSERT_TRUE(client->Fetch(kubelet.Target()).ok());
+  // Rotation as the kubelet does it: a new file renamed over the old one.
+  std::string rotated = dir.Write("token.new", "second-token");
+  std::filesystem::rename(rotated, token_file);
+  ASSERT_TRUE(client->Fetch(kubelet.Target()).ok());
+  EXPECT_EQ(kubelet.authorizations(),
+            (std::vector<std::string>{"Bearer first-token", "Bearer first-token",
+                                      "Bearer second-token"}));
+}
+
+TEST(KubeletClientTest, WrongTokenIsUnauthenticatedWithReasonHttp401) {
+  TempDir dir;
+  FakeKubelet kubelet([](http_request request) {
+    if (request.headers()["Authorization"] == "Bearer right") {
+      ReplySummary(request);
+    } else {
+      request.reply(status_codes::Unauthorized, std::string("Unauthorized"));
+    }
+  });
+  KubeletClientOptions options = PlainOptions();
+  options.token_file = dir.Write("token", "wrong");
+  auto client = MakeClient(options);
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(FailureReason(response.status()), "http_401");
+}
+
+TEST(KubeletClientTest, MissingTokenFileFailsWithReasonAuth) {
+  FakeKubelet kubelet(ReplySummary);
+  KubeletClientOptions options = PlainOptions();
+  options.token_file = "/nonexistent/kubestat/token";
+  auto client = MakeClient(options);
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(FailureReason(response.status()), "auth");
+}
+
+TEST(KubeletClientTest, ServerErrorHasReasonHttp500) {
+  FakeKubelet kubelet([](http_request request) {
+    request.reply(status_codes::InternalError, std::string("boom"));
+  });
+  auto client = MakeClient(PlainOptions());
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(FailureReason(response.status()), "http_500");
+  EXPECT_NE(response.status().message().find("boom"), std::string::npos);
+}
+
+TEST(KubeletClientTest, DeclaredBodyOverTheCapIsRejected) {
+  FakeKubelet kubelet(
+      [](http_request request) { request.reply(status_codes::OK, std::string(1 << 20, 'x')); });
+  KubeletClientOptions options = PlainOptions();
+  options.max_response_bytes = 64 * 1024;
+  auto client = MakeClient(options);
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(FailureReason(response.status()), "too_large");
+  EXPECT_NE(response.status().message().find("response larger than 65536 bytes"), std::string::npos)
+      << response.status();
+}
+
+TEST(KubeletClientTest, StreamedBodyOverTheCapStopsReadingAtTheCap) {
+  // Chunked, without a Content-Length, and never finished: only the cap can end it.
+  std::vector<concurrency::streams::producer_consumer_buffer<uint8_t>> streams;
+  std::mutex mu;
+  FakeKubelet kubelet([&](http_request request) {
+    concurrency::streams::producer_consumer_buffer<uint8_t> stream;
+    std::string chunk(256 * 1024, 'y');
+    stream.putn_nocopy(reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size()).wait();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      streams.push_back(stream);
+    }
+    request.reply(status_codes::OK, stream.create_istream());
+  });
+  KubeletClientOptions options = PlainOptions();
+  options.max_response_bytes = 100 * 1024;
+  auto client = MakeClient(options);
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(FailureReason(response.status()), "too_large");
+  EXPECT_NE(response.status().message().find("response larger than 102400 bytes"),
+            std::string::npos);
+  for (auto& stream : streams) stream.close(std::ios_base::out).wait();
+}
+
+TEST(KubeletClientTest, KubeletThatNeverAnswersTimesOut) {
+  FakeKubelet* self = nullptr;
+  FakeKubelet kubelet([&](http_request request) { self->Hold(std::move(request)); });
+  self = &kubelet;
+  KubeletClientOptions options = PlainOptions();
+  options.timeout = std::chrono::milliseconds(200);
+  auto client = MakeClient(options);
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(FailureReason(response.status()), "timeout");
+}
+
+TEST(KubeletClientTest, BodyThatNeverEndsTimesOut) {
+  FakeKubelet* self = nullptr;
+  FakeKubelet kubelet([&](http_request request) { self->ReplyNeverEnding(std::move(request)); });
+  self = &kubelet;
+  KubeletClientOptions options = PlainOptions();
+  options.timeout = std::chrono::milliseconds(300);
+  auto client = MakeClient(options);
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(FailureReason(response.status()), "timeout");
+}
+
+TEST(KubeletClientTest, NothingListeningIsAConnectFailure) {
+  auto client = MakeClient(PlainOptions());
+  absl::StatusOr<KubeletResponse> response =
+      client->Fetch(ScrapeTarget{"node-a", "127.0.0.1", FreeLoopbackPort()});
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(FailureReason(response.status()), "connect") << response.status();
+}
+
+TEST(KubeletClientTest, GarbageBodyIsADecodeFailure) {
+  FakeKubelet kubelet([](http_request request) {
+    request.reply(status_codes::OK, std::string("\x01\x02 not json {{{"));
+  });
+  auto client = MakeClient(PlainOptions());
+  KubeletScraper scraper(*client, RealClock::Get());
+  absl::StatusOr<NodeScrape> scrape = scraper.Scrape(kubelet.Target());
+  ASSERT_FALSE(scrape.ok());
+  EXPECT_EQ(FailureReason(scrape.status()), "decode");
+}
+
+class KubeletTlsTest : public ::testing::Test {
+ protected:
+  KubeletClientOptions TlsOptions(const std::string& ca_pem) {
+    KubeletClientOptions options;
+    options.timeout = std::chrono::seconds(10);
+    options.ca_file = dir_.Write("ca.crt", ca_pem);
+    return options;
+  }
+  TempDir dir_;
+  TestPki pki_;
+  std::pair<std::string, std::string> serving_ = pki_.Issue("node-a", "IP:127.0.0.1");
+};
+
+TEST_F(KubeletTlsTest, VerifiesTheKubeletCertificateAgainstTheGivenCa) {
+  FakeKubelet kubelet(ReplySummary, &serving_);
+  auto client = MakeClient(TlsOptions(pki_.ca_pem()));
+  KubeletScraper scraper(*client, RealClock::Get());
+  absl::StatusOr<NodeScrape> scrape = scraper.Scrape(kubelet.Target());
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_EQ(scrape->node_name, "node-a");
+}
+
+TEST_F(KubeletTlsTest, CertificateFromAnotherCaIsATlsFailure) {
+  FakeKubelet kubelet(ReplySummary, &serving_);
+  TestPki other("another-ca");
+  auto client = MakeClient(TlsOptions(other.ca_pem()));
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(FailureReason(response.status()), "tls") << response.status();
+}
+
+TEST_F(KubeletTlsTest, CertificateForAnotherAddressIsATlsFailure) {
+  auto wrong_host = pki_.Issue("node-b", "IP:127.0.0.2");
+  FakeKubelet kubelet(ReplySummary, &wrong_host);
+  auto client = MakeClient(TlsOptions(pki_.ca_pem()));
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(FailureReason(response.status()), "tls") << response.status();
+}
+
+TEST_F(KubeletTlsTest, InsecureModeSkipsVerification) {
+  FakeKubelet kubelet(ReplySummary, &serving_);
+  TestPki other("another-ca");
+  KubeletClientOptions options = TlsOptions(other.ca_pem());
+  options.insecure_skip_tls_verify = true;
+  auto client = MakeClient(options);
+  absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_NE(response->body.find("node-a"), std::string::npos);
+}
+
+TEST(KubeletClientOptionsTest, RejectsBadValuesNamingTheFlag) {
+  KubeletClientOptions options;
+  options.scheme = "ftp";
+  EXPECT_NE(options.Validate().message().find("--kubelet-scheme"), std::string::npos);
+  options = KubeletClientOptions();
+  options.timeout = Duration::zero();
+  EXPECT_NE(options.Validate().message().find("--kubelet-timeout"), std::string::npos);
+  options = KubeletClientOptions();
+  options.ca_file = "/nonexistent/ca.crt";
+  auto client = KubeletClient::Create(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_NE(client.status().message().find("--kubelet-certificate-authority"), std::string::npos);
+  EXPECT_TRUE(KubeletClientOptions().Validate().ok());
+}
+
+TEST(KubeletClientOptionsTest, ParsesEndpointNames) {
+  EXPECT_EQ(*ParseKubeletEndpoint("summary"), KubeletEndpoint::kSummary);
+  EXPECT_EQ(*ParseKubeletEndpoint("resource"), KubeletEndpoint::kResourceMetrics);
+  EXPECT_FALSE(ParseKubeletEndpoint("stats").ok());
+}
+
+}  // namespace
+}  // namespace kubestat::scrapers

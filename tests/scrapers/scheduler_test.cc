@@ -1,0 +1,318 @@
+#include "kubestat/scrapers/scheduler.h"
+
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "kubestat/scrapers/fetch_error.h"
+#include "loopback_pki.h"
+
+namespace kubestat::scrapers {
+namespace {
+
+using testing::PollUntil;
+
+std::vector<ScrapeTarget> Targets(int n) {
+  std::vector<ScrapeTarget> targets;
+  for (int i = 0; i < n; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "node-%04d", i);
+    targets.push_back(ScrapeTarget{name, "127.0.0.1", 10250});
+  }
+  return targets;
+}
+
+// A scraper whose behaviour per node the test controls; nodes listed in `blocked` wait
+// until released.
+class FakeScraper final : public NodeScraper {
+ public:
+  absl::StatusOr<NodeScrape> Scrape(const ScrapeTarget& target) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++calls_[target.node_name];
+    max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !blocked_all_ && blocked_.count(target.node_name) == 0; });
+    --in_flight_;
+    if (auto it = failures_.find(target.node_name); it != failures_.end()) {
+      return WithFailureReason(absl::UnavailableError("injected"), it->second);
+    }
+    NodeScrape scrape;
+    scrape.node_name = target.node_name;
+    scrape.pods.resize(2);
+    scrape.pods[0].containers.resize(1);
+    scrape.pods[1].containers.resize(2);
+    return scrape;
+  }
+
+  void Block(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocked_.insert(node);
+  }
+  void BlockAll(bool blocked) {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocked_all_ = blocked;
+    cv_.notify_all();
+  }
+  void Release(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocked_.erase(node);
+    cv_.notify_all();
+  }
+  void Fail(const std::string& node, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failures_[node] = reason;
+  }
+  int Calls(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_[node];
+  }
+  int in_flight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_flight_;
+  }
+  int max_in_flight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_in_flight_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> blocked_;
+  bool blocked_all_ = false;
+  std::map<std::string, std::string> failures_;
+  std::map<std::string, int> calls_;
+  int in_flight_ = 0;
+  int max_in_flight_ = 0;
+};
+
+class RecordingSink final : public ScrapeSink {
+ public:
+  void OnScrape(const ScrapeTarget& target, absl::StatusOr<NodeScrape> result) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++results_[target.node_name];
+    if (result.ok()) ++ok_[target.node_name];
+  }
+  void OnRoundComplete(const RoundSummary& summary) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    rounds_.push_back(summary);
+  }
+  int Results(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return results_[node];
+  }
+  int TotalResults() {
+    std::lock_guard<std::mutex> lock(mu_);
+    int total = 0;
+    for (const auto& [node, n] : results_) total += n;
+    return total;
+  }
+  std::vector<RoundSummary> rounds() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return rounds_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> results_;
+  std::map<std::string, int> ok_;
+  std::vector<RoundSummary> rounds_;
+};
+
+std::string Exposition(prometheus::Registry& registry) {
+  return prometheus::TextSerializer().Serialize(registry.Collect());
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<ScrapeScheduler> Make(int nodes, int concurrency, double stagger = 0) {
+    SchedulerOptions options;
+    options.resolution = std::chrono::seconds(10);
+    options.max_concurrent_scrapes = concurrency;
+    options.stagger = stagger;
+    auto targets = Targets(nodes);
+    return std::make_unique<ScrapeScheduler>(
+        options, [targets] { return targets; }, scraper_, sink_, clock_, registry_);
+  }
+  void NextRound(ScrapeScheduler& scheduler) {
+    clock_.Advance(std::chrono::seconds(10));
+    scheduler.Wake();
+  }
+
+  FakeClock clock_;
+  FakeScraper scraper_;
+  RecordingSink sink_;
+  prometheus::Registry registry_;
+};
+
+TEST_F(SchedulerTest, EveryNodeIsScrapedOnceEachRound) {
+  auto scheduler = Make(25, 4);
+  scheduler->Start();
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }));
+  for (const ScrapeTarget& target : Targets(25)) EXPECT_EQ(sink_.Results(target.node_name), 1);
+  NextRound(*scheduler);
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }));
+  NextRound(*scheduler);
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 3; }));
+  scheduler->Stop();
+  for (const ScrapeTarget& target : Targets(25)) EXPECT_EQ(sink_.Results(target.node_name), 3);
+  std::vector<RoundSummary> rounds = sink_.rounds();
+  EXPECT_EQ(rounds[2].round, 3u);
+  EXPECT_EQ(rounds[2].targets, 25u);
+  EXPECT_EQ(rounds[2].succeeded, 25u);
+  EXPECT_EQ(rounds[2].pods, 50u);
+  EXPECT_EQ(rounds[2].containers, 75u);
+  std::string text = Exposition(registry_);
+  EXPECT_NE(text.find("kubestat_scrape_rounds_total 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("kubestat_scrapes_total{outcome=\"success\",reason=\"none\"} 75"),
+            std::string::npos);
+  EXPECT_NE(text.find("kubestat_last_successful_scrape_timestamp_seconds{node=\"node-0007\"}"),
+            std::string::npos);
+}
+
+TEST_F(SchedulerTest, NoRoundStartsBeforeTheResolutionHasPassed) {
+  auto scheduler = Make(3, 2);
+  scheduler->Start();
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }));
+  clock_.Advance(std::chrono::seconds(9));
+  scheduler->Wake();
+  // The timer re-reads the clock on Wake; give it a chance to (wrongly) start a round.
+  PollUntil([&] { return scheduler->rounds_started() > 1; }, 200);
+  EXPECT_EQ(scheduler->rounds_started(), 1u);
+  clock_.Advance(std::chrono::seconds(1));
+  scheduler->Wake();
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }));
+  scheduler->Stop();
+}
+
+TEST_F(SchedulerTest, ConcurrencyNeverExceedsTheBound) {
+  scraper_.BlockAll(true);
+  auto scheduler = Make(20, 4);
+  scheduler->Start();
+  ASSERT_TRUE(PollUntil([&] { return scraper_.in_flight() == 4; }));
+  // All four workers are blocked; no fifth scrape may start.
+  PollUntil([&] { return scraper_.in_flight() > 4; }, 200);
+  EXPECT_EQ(scraper_.in_flight(), 4);
+  scraper_.BlockAll(false);
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 20; }));
+  scheduler->Stop();
+  EXPECT_EQ(scraper_.max_in_flight(), 4);
+}
+
+TEST_F(SchedulerTest, SlowNodeDoesNotDelayTheOthers) {
+  scraper_.Block("node-0003");
+  auto scheduler = Make(10, 3);
+  scheduler->Start();
+  // Round 1: the nine others finish while node-0003 is still stuck.
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 9; }));
+  EXPECT_EQ(sink_.Results("node-0003"), 0);
+  // Round 2 starts on time; node-0003 is skipped instead of queued behind itself.
+  NextRound(*scheduler);
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 18; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }));
+  RoundSummary second = sink_.rounds()[0];
+  EXPECT_EQ(second.round, 2u);
+  EXPECT_EQ(second.skipped, 1u);
+  EXPECT_EQ(second.succeeded, 9u);
+  scraper_.Release("node-0003");
+  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0003") == 1; }));
+  scheduler->Stop();
+  EXPECT_EQ(scraper_.Calls("node-0003"), 1);
+  EXPECT_NE(Exposition(registry_).find(
+                "kubestat_scrapes_total{outcome=\"skipped\",reason=\"in_flight\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(SchedulerTest, FailuresAreCountedByReasonAndNode) {
+  scraper_.Fail("node-0001", "timeout");
+  scraper_.Fail("node-0002", "http_500");
+  scraper_.Fail("node-0004", "timeout");
+  auto scheduler = Make(6, 2);
+  scheduler->Start();
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }));
+  NextRound(*scheduler);
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }));
+  scheduler->Stop();
+  RoundSummary round = sink_.rounds()[1];
+  EXPECT_EQ(round.failed, 3u);
+  EXPECT_EQ(round.succeeded, 3u);
+  EXPECT_EQ(round.failures_by_reason,
+            (std::map<std::string, size_t>{{"http_500", 1}, {"timeout", 2}}));
+  std::string text = Exposition(registry_);
+  EXPECT_NE(text.find("kubestat_scrapes_total{outcome=\"failure\",reason=\"timeout\"} 4"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kubestat_scrapes_total{outcome=\"failure\",reason=\"http_500\"} 2"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("kubestat_node_scrape_failures_total{node=\"node-0002\",reason=\"http_500\"} 2"),
+      std::string::npos);
+  EXPECT_EQ(text.find("kubestat_last_successful_scrape_timestamp_seconds{node=\"node-0001\"}"),
+            std::string::npos);
+}
+
+TEST_F(SchedulerTest, StaggeredStartsWaitForTheirOffset) {
+  auto scheduler = Make(40, 8, /*stagger=*/0.5);
+  scheduler->Start();
+  // Offsets are spread over [0, 5s); at the round start only nodes with offset 0 may run.
+  const Duration window = std::chrono::seconds(5);
+  int due_now = 0;
+  for (const ScrapeTarget& target : Targets(40)) {
+    if (ScrapeScheduler::StaggerOffset(target.node_name, window) == Duration::zero()) ++due_now;
+  }
+  PollUntil([&] { return sink_.TotalResults() > due_now; }, 200);
+  EXPECT_EQ(sink_.TotalResults(), due_now);
+  clock_.Advance(std::chrono::milliseconds(2500));
+  scheduler->Wake();
+  int half = 0;
+  for (const ScrapeTarget& target : Targets(40)) {
+    if (ScrapeScheduler::StaggerOffset(target.node_name, window) <=
+        std::chrono::milliseconds(2500)) {
+      ++half;
+    }
+  }
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == half; }));
+  EXPECT_GT(half, 5);
+  EXPECT_LT(half, 35);
+  clock_.Advance(std::chrono::milliseconds(2500));
+  scheduler->Wake();
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 40; }));
+  scheduler->Stop();
+}
+
+TEST(StaggerOffsetTest, IsStableWithinTheWindowAndSpread) {
+  const Duration window = std::chrono::seconds(5);
+  std::set<int64_t> seconds_buckets;
+  for (const ScrapeTarget& target : Targets(200)) {
+    Duration offset = ScrapeScheduler::StaggerOffset(target.node_name, window);
+    EXPECT_EQ(offset, ScrapeScheduler::StaggerOffset(target.node_name, window));
+    EXPECT_GE(offset, Duration::zero());
+    EXPECT_LT(offset, window);
+    seconds_buckets.insert(std::chrono::duration_cast<std::chrono::seconds>(offset).count());
+  }
+  EXPECT_EQ(seconds_buckets.size(), 5u);  // every second of the window is used
+  EXPECT_EQ(ScrapeScheduler::StaggerOffset("node-0001", Duration::zero()), Duration::zero());
+}
+
+TEST(SchedulerOptionsTest, RejectsBadValuesNamingTheFlag) {
+  SchedulerOptions options;
+  EXPECT_TRUE(options.Validate().ok());
+  options.max_concurrent_scrapes = 0;
+  EXPECT_NE(options.Validate().message().find("--max-concurrent-scrapes"), std::string::npos);
+  options = SchedulerOptions();
+  options.resolution = Duration::zero();
+  EXPECT_NE(options.Validate().message().find("--metric-resolution"), std::string::npos);
+  options = SchedulerOptions();
+  options.stagger = 1.0;
+  EXPECT_NE(options.Validate().message().find("--scrape-stagger"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kubestat::scrapers
