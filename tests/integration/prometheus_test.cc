@@ -1,0 +1,380 @@
+// kubestat's /metrics against the real Prometheus tools: kubestat-sim (a few nodes) and
+// kubestat-aggregator run as real processes on loopback; `promtool check metrics` must find
+// nothing to report in the aggregator's exposition; a real `prometheus` server scrapes the
+// aggregator every second until its API shows up == 1 for the job and a kubestat_ series
+// with a value. The gRPC service's own metrics are linted the same way. Skips when
+// prometheus or promtool is not installed.
+#define _TURN_OFF_PLATFORM_STRING
+#include <arpa/inet.h>
+#include <cpprest/http_client.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aggregator/grpc_fake_source.h"
+#include "kubestat/aggregator/grpc_service.h"
+#include "kubestat/aggregator/watch_hub.h"
+
+namespace kubestat {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The absolute path of `name` on $PATH, or std::nullopt.
+std::optional<std::string> FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return std::nullopt;
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Polls `done` until it holds or `deadline` passes (waiting for another process).
+bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return true;
+}
+
+// A temporary directory, removed when destroyed.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "kubestat-prometheus-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// A child process with stdin from `input` (or /dev/null) and stdout+stderr into `log`.
+// Destroying it sends SIGTERM, waits briefly, then SIGKILLs and reaps it.
+class Process {
+ public:
+  Process(const std::string& binary, const std::vector<std::string>& args, const fs::path& log,
+          const std::string& input = "/dev/null") {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int in = ::open(input.c_str(), O_RDONLY);
+      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (in < 0 || out < 0) ::_exit(126);
+      ::dup2(in, STDIN_FILENO);
+      ::dup2(out, STDOUT_FILENO);
+      ::dup2(out, STDERR_FILENO);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(binary.c_str()));
+      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~Process() { Stop(); }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  bool Running() {
+    if (pid_ <= 0 || exit_code_) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return false;
+    }
+    return true;
+  }
+
+  // Waits for the process to exit on its own; its exit code, or -1 after `deadline`.
+  int Wait(std::chrono::seconds deadline) {
+    PollUntil([this] { return !Running(); }, deadline);
+    return exit_code_ ? *exit_code_ : -1;
+  }
+
+  void Stop() {
+    if (!Running()) return;
+    ::kill(pid_, SIGTERM);
+    if (PollUntil([this] { return !Running(); }, std::chrono::seconds(5))) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    exit_code_ = 137;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+};
+
+// GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.
+std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {
+  try {
+    web::http::client::http_client_config config;
+    config.set_timeout(std::chrono::seconds(5));
+    web::http::client::http_client client("http://127.0.0.1:" + std::to_string(port), config);
+    web::http::http_response response =
+        client.request(web::http::methods::GET, path_and_query).get();
+    if (response.status_code() != web::http::status_codes::OK) return std::nullopt;
+    return response.extract_string(true).get();
+  } catch (const std::exception&) {
+    return std::nullopt;  // not listening yet, or reset
+  }
+}
+
+struct PromtoolResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+// `promtool check metrics` on `exposition`.
+PromtoolResult CheckMetrics(const std::string& promtool, const std::string& exposition,
+                            const fs::path& dir) {
+  fs::path input = dir / "exposition.prom";
+  std::ofstream(input) << exposition;
+  fs::path log = dir / "promtool.log";
+  Process process(promtool, {"check", "metrics"}, log, input.string());
+  PromtoolResult result;
+  result.exit_code = process.Wait(std::chrono::seconds(60));
+  result.output = ReadAll(log);
+  return result;
+}
+
+// The instant vector of a Prometheus /api/v1/query answer: (labels as JSON text, value).
+std::vector<std::pair<std::string, std::string>> QueryResult(const std::string& body) {
+  std::vector<std::pair<std::string, std::string>> out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(body).get(doc) != simdjson::SUCCESS) return out;
+  std::string_view status;
+  if (doc["status"].get(status) != simdjson::SUCCESS || status != "success") return out;
+  simdjson::dom::array result;
+  if (doc["data"]["result"].get(result) != simdjson::SUCCESS) return out;
+  for (simdjson::dom::element sample : result) {
+    simdjson::dom::array value;
+    std::string_view number;
+    if (sample["value"].get(value) != simdjson::SUCCESS || value.size() != 2 ||
+        value.at(1).get(number) != simdjson::SUCCESS) {
+      continue;
+    }
+    out.emplace_back(simdjson::to_string(sample["metric"]), std::string(number));
+  }
+  return out;
+}
+
+struct Tools {
+  std::string prometheus;
+  std::string promtool;
+};
+
+std::optional<Tools> FindTools() {
+  std::optional<std::string> prometheus = FindOnPath("prometheus");
+  std::optional<std::string> promtool = FindOnPath("promtool");
+  if (!prometheus || !promtool) return std::nullopt;
+  return Tools{*prometheus, *promtool};
+}
+
+constexpr char kMissingTools[] =
+    "prometheus and promtool are not installed (Debian package `prometheus`); skipping";
+
+TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) {
+  std::optional<Tools> tools = FindTools();
+  if (!tools) GTEST_SKIP() << kMissingTools;
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+
+  // A small simulated cluster; its kubelets answer over plain HTTP on consecutive ports.
+  fs::path sim_log = dir.path() / "sim.log";
+  fs::path kubeconfig = dir.path() / "kubeconfig";
+  Process sim(KUBESTAT_SIM_BINARY,
+              {"--nodes=3", "--pods-per-node=4", "--kubelet-address-mode=ports", "--kubelet-port=0",
+               "--kubeconfig-out=" + kubeconfig.string()},
+              sim_log);
+  ASSERT_TRUE(PollUntil(
+      [&] { return ReadAll(sim_log).find("READY") != std::string::npos || !sim.Running(); },
+      std::chrono::seconds(60)));
+  ASSERT_TRUE(sim.Running()) << "kubestat-sim exited:\n" << ReadAll(sim_log);
+
+  const int aggregator_port = FreePort();
+  ASSERT_GT(aggregator_port, 0);
+  fs::path aggregator_log = dir.path() / "aggregator.log";
+  Process aggregator(
+      KUBESTAT_AGGREGATOR_BINARY,
+      {"--kubeconfig=" + kubeconfig.string(), "--kubelet-scheme=http",
+       "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
+       "--metric-resolution=1s", "--kubelet-timeout=500ms", "--listen-address=127.0.0.1",
+       "--port=" + std::to_string(aggregator_port)},
+      aggregator_log);
+
+  // Wait until the aggregator has finished a scrape, so the exposition has every family.
+  std::string exposition;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        if (!aggregator.Running()) return true;
+        std::optional<std::string> body = HttpGet(aggregator_port, "/metrics");
+        if (!body) return false;
+        exposition = *body;
+        return exposition.find("\nkubestat_scrapes_total{") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << "no kubestat_scrapes_total in /metrics:\n"
+      << exposition << "\naggregator log:\n"
+      << ReadAll(aggregator_log);
+  ASSERT_TRUE(aggregator.Running()) << "kubestat-aggregator exited:\n" << ReadAll(aggregator_log);
+
+  PromtoolResult lint = CheckMetrics(tools->promtool, exposition, dir.path());
+  EXPECT_EQ(lint.exit_code, 0) << "promtool check metrics:\n" << lint.output;
+  EXPECT_EQ(lint.output, "") << "promtool check metrics:\n" << lint.output;
+
+  // A real Prometheus scraping the aggregator every second.
+  const int prometheus_port = FreePort();
+  ASSERT_GT(prometheus_port, 0);
+  fs::path config = dir.path() / "prometheus.yml";
+  std::ofstream(config) << "global:\n"
+                           "  scrape_interval: 1s\n"
+                           "  evaluation_interval: 1s\n"
+                           "scrape_configs:\n"
+                           "  - job_name: kubestat-aggregator\n"
+                           "    scrape_interval: 1s\n"
+                           "    scrape_timeout: 1s\n"
+                           "    static_configs:\n"
+                           "      - targets: ['127.0.0.1:"
+                        << aggregator_port << "']\n";
+  PromtoolResult config_check = [&] {
+    fs::path log = dir.path() / "promtool-config.log";
+    Process check(tools->promtool, {"check", "config", config.string()}, log);
+    return PromtoolResult{check.Wait(std::chrono::seconds(60)), ReadAll(log)};
+  }();
+  ASSERT_EQ(config_check.exit_code, 0) << config_check.output;
+
+  fs::path prometheus_log = dir.path() / "prometheus.log";
+  Process prometheus(
+      tools->prometheus,
+      {"--config.file=" + config.string(), "--storage.tsdb.path=" + (dir.path() / "tsdb").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port)},
+      prometheus_log);
+
+  std::string last_up;
+  bool up = PollUntil(
+      [&] {
+        if (!prometheus.Running()) return true;
+        std::optional<std::string> body = HttpGet(prometheus_port, "/api/v1/query?query=up");
+        if (!body) return false;
+        last_up = *body;
+        for (const auto& [labels, value] : QueryResult(*body)) {
+          if (labels.find("\"job\":\"kubestat-aggregator\"") != std::string::npos && value == "1") {
+            return true;
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(90));
+  ASSERT_TRUE(prometheus.Running()) << "prometheus exited:\n" << ReadAll(prometheus_log);
+  ASSERT_TRUE(up) << "up never became 1 for the aggregator; last answer: " << last_up
+                  << "\nprometheus log:\n"
+                  << ReadAll(prometheus_log);
+
+  std::string last_scrapes;
+  bool scraped = PollUntil(
+      [&] {
+        std::optional<std::string> body =
+            HttpGet(prometheus_port, "/api/v1/query?query=kubestat_scrapes_total");
+        if (!body) return false;
+        last_scrapes = *body;
+        for (const auto& [labels, value] : QueryResult(*body)) {
+          if (labels.find("\"job\":\"kubestat-aggregator\"") != std::string::npos &&
+              std::strtod(value.c_str(), nullptr) > 0) {
+            return true;
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(60));
+  EXPECT_TRUE(scraped) << "kubestat_scrapes_total never had a positive value; last answer: "
+                       << last_scrapes;
+  EXPECT_TRUE(aggregator.Running()) << ReadAll(aggregator_log);
+  // Every process is stopped by the Process destructors, also when an assertion failed.
+}
+
+TEST(PrometheusTest, GrpcServiceMetricsPassPromtool) {
+  std::optional<Tools> tools = FindTools();
+  if (!tools) GTEST_SKIP() << kMissingTools;
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+
+  aggregator::testing::FakeMetricsSource source;
+  source.PutNode(aggregator::testing::MakeNode("node-a", {}, aggregator::testing::BaseTime(), 1));
+  aggregator::WatchHub hub(&source);
+  prometheus::Registry registry;
+  aggregator::AggregatorService service(&source, &hub, &registry);
+  // A successful and a failed call, so every family has samples.
+  grpc::ServerContext context;
+  v1::ListNodesRequest all;
+  v1::ListNodesResponse nodes;
+  ASSERT_TRUE(service.ListNodes(&context, &all, &nodes).ok());
+  v1::ListPodsRequest bad;
+  bad.set_label_selector("app in (");
+  v1::ListPodsResponse pods;
+  ASSERT_EQ(service.ListPods(&context, &bad, &pods).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  std::string exposition = prometheus::TextSerializer().Serialize(registry.Collect());
+  ASSERT_NE(exposition.find("kubestat_grpc_requests_total{"), std::string::npos) << exposition;
+  ASSERT_NE(exposition.find("kubestat_grpc_request_duration_seconds_bucket{"), std::string::npos);
+  ASSERT_NE(exposition.find("kubestat_grpc_watchers 0"), std::string::npos) << exposition;
+  PromtoolResult lint = CheckMetrics(tools->promtool, exposition, dir.path());
+  EXPECT_EQ(lint.exit_code, 0) << lint.output;
+  EXPECT_EQ(lint.output, "") << lint.output;
+}
+
+}  // namespace
+}  // namespace kubestat
