@@ -1,0 +1,65 @@
+// AggregatorState: the MetricsSource the front ends read, over the ingest pipeline's
+// windows joined with discovery's labels.
+//
+// Nodes and pods are those the engine holds series for. Labels (and a pod's node) come from
+// a LabelProvider, which discovery implements; an object the provider does not know (yet)
+// is still listed, with empty labels, and a pod's node is then the node that reported it.
+// Ready() is true once the ingestor's rebuild is done and the provider has synced.
+//
+// Ownership: borrows the Ingestor and the LabelProvider, which must outlive it.
+// Thread-safety: every method is safe to call from any thread, concurrently with ingest,
+// provided the LabelProvider's methods are.
+#ifndef KUBESTAT_AGGREGATOR_AGGREGATOR_STATE_H_
+#define KUBESTAT_AGGREGATOR_AGGREGATOR_STATE_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/metrics_source.h"
+
+namespace kubestat::aggregator {
+
+// What discovery knows of a pod.
+struct PodLabels {
+  Labels labels;
+  std::string node_name;  // spec.nodeName; empty when unknown
+};
+
+// Labels from discovery. Implementations must be thread-safe.
+class LabelProvider {
+ public:
+  virtual ~LabelProvider() = default;
+  // True once discovery has listed every watched resource once.
+  virtual bool HasSynced() const = 0;
+  // Labels of a node; std::nullopt when discovery does not know it.
+  virtual std::optional<Labels> NodeLabels(std::string_view name) const = 0;
+  virtual std::optional<PodLabels> PodInfo(std::string_view namespace_name,
+                                           std::string_view name) const = 0;
+};
+
+class AggregatorState final : public MetricsSource {
+ public:
+  AggregatorState(const Ingestor* ingestor, const LabelProvider* labels)
+      : ingestor_(ingestor), labels_(labels) {}
+
+  bool Ready() const override;
+  std::vector<NodeView> ListNodes() const override;
+  std::optional<NodeView> GetNode(std::string_view name) const override;
+  std::vector<PodView> ListPods(std::string_view namespace_name) const override;
+  std::optional<PodView> GetPod(std::string_view namespace_name,
+                                std::string_view name) const override;
+
+ private:
+  NodeView MakeNodeView(const NodeSnapshot& snapshot) const;
+  PodView MakePodView(const PodSnapshot& snapshot) const;
+
+  const Ingestor* ingestor_;
+  const LabelProvider* labels_;
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_AGGREGATOR_STATE_H_

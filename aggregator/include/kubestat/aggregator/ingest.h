@@ -1,0 +1,175 @@
+// Ingestor: turns decoded node scrapes into samples, stores them, and keeps the window
+// engine up to date; rebuilds the windows from the store at start.
+//
+// Samples of one scrape of a node (all at one time, the scrape's time; see Ingest):
+// - the node's machine, each system container, each pod container: memory = working set
+//   bytes; cpu = nanocores, the rate of the cumulative counter between this scrape and the
+//   previous one of the same object, rounded to the nearest integer, computed with the
+//   counter's own timestamps. No cpu sample is produced for the first reading of an object,
+//   after a counter that went backwards, after a start time that changed (a restart), or
+//   when the reading is not newer than the previous one (the kubelet repeated a cached
+//   value). Each of those starts a new counter segment. After a restart of kubestat the
+//   first scrape of every object gives no cpu sample (counters are not persisted).
+// - each pod: its own series, the sum of its containers' values at this scrape, per
+//   resource. When any container of the pod present in the scrape has no value for that
+//   resource in this step (no rate yet, memory missing), the pod gets no sample for that
+//   resource in this step: a partial sum would be a false dip.
+// Objects that leave the node's scrape (a pod, a container of a pod, a system container)
+// leave the engine at once; their store entries are retired and their data ages out. A pod
+// that comes back gets new series (new ids) that start empty. DeletePod / DeleteNode do the
+// same on discovery's word; a pod deleted that way is ignored in later scrapes of that
+// node until it has disappeared from one of them.
+//
+// Order of work per scrape: compute samples, write one store batch (blob, dictionary
+// additions, retirements, rollups of the buckets this scrape closes), then update the
+// engine, feeding it the expiring samples it asks for from the store. A failed write
+// leaves the ingestor and the engine unchanged (the scrape is lost and counted).
+//
+// Concurrency: nodes are sharded by a hash of their name; each shard has its own lock and
+// window engine, so scrapes of different nodes ingest in parallel. Queries lock one shard
+// at a time: each returned object is consistent; a list is not one atomic cut.
+//
+// Start: Create() opens nothing itself; Rebuild() restores every series from the store's
+// rollups and newest samples (not a replay of the day) and then sets ready(). Ingest
+// before Rebuild() finishes returns FailedPrecondition.
+//
+// Errors: absl::Status; every rejected scrape is counted in IngestStats.
+#ifndef KUBESTAT_AGGREGATOR_INGEST_H_
+#define KUBESTAT_AGGREGATOR_INGEST_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kubestat/aggregator/window_engine.h"
+#include "kubestat/aggregator/window_stats.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/scrapers/node_scrape.h"
+#include "kubestat/storage/store.h"
+
+namespace kubestat::aggregator {
+
+struct IngestOptions {
+  // The window engine's options (windows, exact limit, rollup width, accuracy).
+  // Default: WindowEngineOptions{} (10s, 1m, 1h, 1d)
+  WindowEngineOptions engine;
+  // Independent shards (lock + engine each); scrapes of nodes in different shards ingest
+  // in parallel. In [1, 1024]. Default: 16
+  size_t shards = 16;
+  // Threads used by Rebuild(). In [1, 64]. Default: 2
+  size_t rebuild_threads = 2;
+  // Apply the store's retention when a scrape enters a new hour. Default: true
+  bool apply_retention = true;
+
+  // InvalidArgument naming the field.
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// Counters for /metrics. Read with Ingestor::Stats().
+struct IngestStats {
+  uint64_t scrapes = 0;           // scrapes ingested (batch committed)
+  uint64_t scrapes_rejected = 0;  // invalid (no node name, no time) or not newer
+  uint64_t store_errors = 0;      // failed store writes or reads
+  uint64_t engine_errors = 0;     // samples the engine refused (counted per sample)
+  uint64_t samples = 0;           // samples stored
+  uint64_t series_created = 0;
+  uint64_t series_retired = 0;
+  uint64_t rollups_written = 0;
+  uint64_t counter_resets = 0;  // cpu counters that went backwards or restarted
+  uint64_t rebuilt_series = 0;  // series restored by Rebuild()
+  uint64_t rebuild_errors = 0;  // series that could not be restored
+  double rebuild_seconds = 0;   // duration of the last Rebuild()
+};
+
+// A pod or node as the engine knows it.
+struct PodRef {
+  std::string namespace_name;
+  std::string name;
+  std::string node;
+  friend bool operator==(const PodRef&, const PodRef&) = default;
+};
+
+// Every series of one object set, read under one lock.
+struct NodeSnapshot {
+  std::string name;
+  std::vector<SeriesWindows> series;  // machine and system containers, in key order
+};
+struct PodSnapshot {
+  PodRef pod;
+  std::vector<SeriesWindows> series;  // the pod's own series, then its containers', key order
+};
+
+class Ingestor {
+ public:
+  // `store` must outlive the ingestor. `clock` measures the rebuild duration.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Ingestor>> Create(IngestOptions options,
+                                                                        storage::Store* store,
+                                                                        Clock* clock);
+  ~Ingestor();
+  Ingestor(const Ingestor&) = delete;
+  Ingestor& operator=(const Ingestor&) = delete;
+
+  // Restores the windows from the store; then ready() is true. Series that cannot be
+  // restored are counted and skipped; an unreadable dictionary fails the call.
+  [[nodiscard]] absl::Status Rebuild();
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+
+  // Ingests one scrape at `time`: the node's own cpu time when present, else its memory
+  // time, else the newest time in the scrape. InvalidArgument when the scrape has no node
+  // name or no time; FailedPrecondition when `time` is not after the node's previous
+  // scrape or before Rebuild(); the store's error when the write fails.
+  [[nodiscard]] absl::Status Ingest(const scrapers::NodeScrape& scrape);
+  // Same, at an explicit time (e.g. when the scrape was taken).
+  [[nodiscard]] absl::Status IngestAt(const scrapers::NodeScrape& scrape, Timestamp time);
+
+  // Removes a pod (every node that has it) / a node and all its series from the engine at
+  // once and retires them in the store. Return whether anything was removed.
+  [[nodiscard]] absl::StatusOr<bool> DeletePod(std::string_view namespace_name,
+                                               std::string_view name);
+  [[nodiscard]] absl::StatusOr<bool> DeleteNode(std::string_view name);
+
+  // Known nodes (sorted by name) and pods (sorted by namespace, name).
+  std::vector<std::string> ListNodes() const;
+  std::vector<PodRef> ListPods() const;
+  std::optional<NodeSnapshot> QueryNode(std::string_view name) const;
+  std::optional<PodSnapshot> QueryPod(std::string_view namespace_name, std::string_view name) const;
+  // Every node's snapshot, by name.
+  std::vector<NodeSnapshot> QueryNodes() const;
+  // Every pod's snapshot (only those of `namespace_name` when it is non-empty), by
+  // (namespace, name). A pod reported by two nodes at once appears once per node.
+  std::vector<PodSnapshot> QueryPods(std::string_view namespace_name) const;
+  // Every series of every node, in key order per node, nodes by name (tests, dumps).
+  std::vector<SeriesWindows> QueryAll() const;
+
+  IngestStats Stats() const;
+  // Bytes held by the engines plus the ingestor's own per-series state (approximate).
+  size_t MemoryBytes() const;
+  const WindowEngineOptions& engine_options() const { return options_.engine; }
+
+ private:
+  struct Shard;
+  struct Counters;
+  Ingestor(IngestOptions options, storage::Store* store, Clock* clock);
+  Shard& ShardOf(std::string_view node) const;
+  void MaybeApplyRetention(Timestamp time);
+
+  IngestOptions options_;
+  storage::Store* store_;
+  Clock* clock_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::unique_ptr<Counters> counters_;
+  std::atomic<bool> ready_{false};
+  std::atomic<int64_t> retention_hour_{INT64_MIN};
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_INGEST_H_

@@ -1,0 +1,26 @@
+// The store's names for series: SeriesKey <-> the opaque bytes kept in the store's series
+// dictionary.
+//
+// Layout (version 1): a version byte (1), the kind byte, the resource byte, then node,
+// namespace, pod and container, each as a varint length followed by the bytes. Decoding
+// checks the version, the enum values, the lengths and that the fields a kind needs are
+// set (and the others empty); malformed bytes give DataLoss, never a crash.
+//
+// Plain functions, thread-safe.
+#ifndef KUBESTAT_AGGREGATOR_SERIES_REGISTRY_H_
+#define KUBESTAT_AGGREGATOR_SERIES_REGISTRY_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "kubestat/aggregator/series_key.h"
+
+namespace kubestat::aggregator {
+
+std::string EncodeSeriesKey(const SeriesKey& key);
+[[nodiscard]] absl::StatusOr<SeriesKey> DecodeSeriesKey(std::string_view bytes);
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_SERIES_REGISTRY_H_

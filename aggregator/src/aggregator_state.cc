@@ -1,0 +1,97 @@
+#include "kubestat/aggregator/aggregator_state.h"
+
+#include <utility>
+
+namespace kubestat::aggregator {
+
+namespace {
+
+void Assign(ResourceWindows* windows, SeriesWindows series) {
+  if (series.key.resource == Resource::kCpu) {
+    windows->cpu = std::move(series);
+  } else {
+    windows->memory = std::move(series);
+  }
+}
+
+// Series of one kind grouped by container name (series arrive in key order, so the
+// containers come out sorted by name).
+void AddContainer(std::vector<ContainerView>* containers, SeriesWindows series) {
+  if (containers->empty() || containers->back().name != series.key.container) {
+    containers->push_back({series.key.container, {}});
+  }
+  Assign(&containers->back().windows, std::move(series));
+}
+
+}  // namespace
+
+bool AggregatorState::Ready() const { return ingestor_->ready() && labels_->HasSynced(); }
+
+NodeView AggregatorState::MakeNodeView(const NodeSnapshot& snapshot) const {
+  NodeView view;
+  view.name = snapshot.name;
+  view.labels = labels_->NodeLabels(snapshot.name).value_or(Labels{});
+  for (const SeriesWindows& series : snapshot.series) {
+    if (series.key.kind == ObjectKind::kNode) {
+      Assign(&view.machine, series);
+    } else if (series.key.kind == ObjectKind::kSystemContainer) {
+      AddContainer(&view.system_containers, series);
+    }
+  }
+  return view;
+}
+
+PodView AggregatorState::MakePodView(const PodSnapshot& snapshot) const {
+  PodView view;
+  view.name = snapshot.pod.name;
+  view.namespace_name = snapshot.pod.namespace_name;
+  view.node_name = snapshot.pod.node;
+  if (std::optional<PodLabels> info = labels_->PodInfo(view.namespace_name, view.name)) {
+    view.labels = std::move(info->labels);
+    if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
+  }
+  for (const SeriesWindows& series : snapshot.series) {
+    if (series.key.kind == ObjectKind::kPod) {
+      Assign(&view.pod, series);
+    } else if (series.key.kind == ObjectKind::kContainer) {
+      AddContainer(&view.containers, series);
+    }
+  }
+  return view;
+}
+
+std::vector<NodeView> AggregatorState::ListNodes() const {
+  std::vector<NodeView> views;
+  for (const NodeSnapshot& snapshot : ingestor_->QueryNodes()) {
+    views.push_back(MakeNodeView(snapshot));
+  }
+  return views;
+}
+
+std::optional<NodeView> AggregatorState::GetNode(std::string_view name) const {
+  std::optional<NodeSnapshot> snapshot = ingestor_->QueryNode(name);
+  if (!snapshot) return std::nullopt;
+  return MakeNodeView(*snapshot);
+}
+
+std::vector<PodView> AggregatorState::ListPods(std::string_view namespace_name) const {
+  std::vector<PodView> views;
+  for (const PodSnapshot& snapshot : ingestor_->QueryPods(namespace_name)) {
+    // A pod reported by two nodes at once (it moved) is listed once.
+    if (!views.empty() && views.back().namespace_name == snapshot.pod.namespace_name &&
+        views.back().name == snapshot.pod.name) {
+      continue;
+    }
+    views.push_back(MakePodView(snapshot));
+  }
+  return views;
+}
+
+std::optional<PodView> AggregatorState::GetPod(std::string_view namespace_name,
+                                               std::string_view name) const {
+  std::optional<PodSnapshot> snapshot = ingestor_->QueryPod(namespace_name, name);
+  if (!snapshot) return std::nullopt;
+  return MakePodView(*snapshot);
+}
+
+}  // namespace kubestat::aggregator

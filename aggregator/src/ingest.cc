@@ -1,0 +1,728 @@
+#include "kubestat/aggregator/ingest.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ingest_sample_cache.h"
+#include "kubestat/aggregator/series_registry.h"
+#include "kubestat/core/time.h"
+
+namespace kubestat::aggregator {
+
+using internal::IngestSampleCache;
+using scrapers::ContainerScrape;
+using scrapers::CpuSample;
+using scrapers::NodeScrape;
+using storage::NodeId;
+using storage::SeriesId;
+
+namespace {
+
+int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
+constexpr int64_t kHourNanos = int64_t{3600} * 1000 * 1000 * 1000;
+int64_t HourOf(Timestamp t) {
+  const int64_t ns = Nanos(t);
+  return ns >= 0 ? ns / kHourNanos : -((-(ns + 1)) / kHourNanos) - 1;
+}
+
+// The previous reading of a cumulative cpu counter.
+struct CpuCounter {
+  Timestamp time{};
+  uint64_t value = 0;
+  std::optional<Timestamp> start;
+};
+
+struct SeriesState {
+  SeriesId id = 0;
+  Timestamp newest{};  // time of the newest stored sample
+};
+
+using PodName = std::pair<std::string, std::string>;  // namespace, name
+
+// The rate between two readings, or nullopt (first reading, reset, restart, stale).
+std::optional<uint64_t> CpuRate(const CpuCounter* previous, const std::optional<CpuSample>& cpu,
+                                const std::optional<Timestamp>& start, Timestamp at,
+                                std::optional<CpuCounter>* next, bool* reset) {
+  if (!cpu || !cpu->usage_core_nanoseconds) {
+    // No reading this step: keep the previous one, the next rate spans the gap.
+    if (previous) *next = *previous;
+    return std::nullopt;
+  }
+  CpuCounter current{cpu->time == Timestamp{} ? at : cpu->time, *cpu->usage_core_nanoseconds,
+                     start};
+  if (previous == nullptr) {
+    *next = current;
+    return std::nullopt;
+  }
+  if ((previous->start && start && *previous->start != *start) || current.value < previous->value) {
+    *reset = true;
+    *next = current;
+    return std::nullopt;
+  }
+  if (current.time <= previous->time) {
+    *next = *previous;  // the same (cached) reading again
+    return std::nullopt;
+  }
+  const auto dt = static_cast<unsigned __int128>(Nanos(current.time) - Nanos(previous->time));
+  const unsigned __int128 rate =
+      (static_cast<unsigned __int128>(current.value - previous->value) * 1000000000u + dt / 2) / dt;
+  *next = current;
+  return rate > std::numeric_limits<uint64_t>::max() ? std::numeric_limits<uint64_t>::max()
+                                                     : static_cast<uint64_t>(rate);
+}
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
+                                                      : a + b;
+}
+
+bool IsPodSeries(const SeriesKey& k) {
+  return k.kind == ObjectKind::kPod || k.kind == ObjectKind::kContainer;
+}
+
+std::optional<Timestamp> ScrapeTime(const NodeScrape& scrape) {
+  if (scrape.cpu && scrape.cpu->time != Timestamp{}) return scrape.cpu->time;
+  if (scrape.memory && scrape.memory->time != Timestamp{}) return scrape.memory->time;
+  std::optional<Timestamp> newest;
+  auto consider = [&](const ContainerScrape& c) {
+    if (c.cpu && c.cpu->time != Timestamp{})
+      newest = std::max(newest.value_or(c.cpu->time), c.cpu->time);
+    if (c.memory && c.memory->time != Timestamp{}) {
+      newest = std::max(newest.value_or(c.memory->time), c.memory->time);
+    }
+  };
+  for (const ContainerScrape& c : scrape.system_containers) consider(c);
+  for (const auto& pod : scrape.pods) {
+    for (const ContainerScrape& c : pod.containers) consider(c);
+  }
+  return newest;
+}
+
+}  // namespace
+
+struct NodeState {
+  NodeId id = 0;
+  bool persisted = false;  // the node's dictionary entry is in the store
+  bool has_scrape = false;
+  Timestamp last_scrape{};
+  std::map<SeriesKey, SeriesState> series;  // live series with at least one stored sample
+  std::unordered_map<SeriesKey, CpuCounter, SeriesKeyHash> counters;  // by cpu key
+  std::set<PodName> pods;                                             // pods in the last scrape
+  std::set<PodName> deleted_pods;  // deleted by DeletePod, ignored until they disappear
+};
+
+struct Ingestor::Shard {
+  mutable std::mutex mu;
+  std::unique_ptr<WindowEngine> engine;
+  std::map<std::string, NodeState, std::less<>> nodes;
+};
+
+struct Ingestor::Counters {
+  std::atomic<uint64_t> scrapes{0};
+  std::atomic<uint64_t> scrapes_rejected{0};
+  std::atomic<uint64_t> store_errors{0};
+  std::atomic<uint64_t> engine_errors{0};
+  std::atomic<uint64_t> samples{0};
+  std::atomic<uint64_t> series_created{0};
+  std::atomic<uint64_t> series_retired{0};
+  std::atomic<uint64_t> rollups_written{0};
+  std::atomic<uint64_t> counter_resets{0};
+  std::atomic<uint64_t> rebuilt_series{0};
+  std::atomic<uint64_t> rebuild_errors{0};
+  std::atomic<int64_t> rebuild_nanos{0};
+};
+
+absl::Status IngestOptions::Validate() const {
+  if (absl::Status s = engine.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("engine.", s.message()));
+  }
+  if (shards < 1 || shards > 1024)
+    return absl::InvalidArgumentError("shards: must be in [1, 1024]");
+  if (rebuild_threads < 1 || rebuild_threads > 64) {
+    return absl::InvalidArgumentError("rebuild_threads: must be in [1, 64]");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(IngestOptions options,
+                                                           storage::Store* store, Clock* clock) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (store == nullptr || clock == nullptr) {
+    return absl::InvalidArgumentError("Ingestor needs a store and a clock");
+  }
+  std::unique_ptr<Ingestor> ingestor(new Ingestor(std::move(options), store, clock));
+  for (size_t i = 0; i < ingestor->options_.shards; ++i) {
+    auto shard = std::make_unique<Shard>();
+    auto engine = WindowEngine::Create(ingestor->options_.engine);
+    if (!engine.ok()) return engine.status();
+    shard->engine = std::move(*engine);
+    ingestor->shards_.push_back(std::move(shard));
+  }
+  return ingestor;
+}
+
+Ingestor::Ingestor(IngestOptions options, storage::Store* store, Clock* clock)
+    : options_(std::move(options)),
+      store_(store),
+      clock_(clock),
+      counters_(std::make_unique<Counters>()) {}
+
+Ingestor::~Ingestor() = default;
+
+Ingestor::Shard& Ingestor::ShardOf(std::string_view node) const {
+  return *shards_[std::hash<std::string_view>{}(node) % shards_.size()];
+}
+
+absl::Status Ingestor::Ingest(const NodeScrape& scrape) {
+  const std::optional<Timestamp> time = ScrapeTime(scrape);
+  if (!time) {
+    counters_->scrapes_rejected.fetch_add(1, std::memory_order_relaxed);
+    return absl::InvalidArgumentError(
+        absl::StrCat("scrape of node \"", scrape.node_name, "\" carries no timestamp"));
+  }
+  return IngestAt(scrape, *time);
+}
+
+absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
+  if (!ready()) {
+    counters_->scrapes_rejected.fetch_add(1, std::memory_order_relaxed);
+    return absl::FailedPreconditionError("the store is not rebuilt yet");
+  }
+  if (scrape.node_name.empty()) {
+    counters_->scrapes_rejected.fetch_add(1, std::memory_order_relaxed);
+    return absl::InvalidArgumentError("scrape without a node name");
+  }
+  Shard& shard = ShardOf(scrape.node_name);
+  {
+    std::lock_guard lock(shard.mu);
+    auto node_it = shard.nodes.find(scrape.node_name);
+    if (node_it == shard.nodes.end()) {
+      node_it = shard.nodes.emplace(scrape.node_name, NodeState{}).first;
+      node_it->second.id = store_->AllocateNodeId();
+    }
+    NodeState& node = node_it->second;
+    if (node.has_scrape && at <= node.last_scrape) {
+      counters_->scrapes_rejected.fetch_add(1, std::memory_order_relaxed);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "scrape of node ", scrape.node_name, " at ", FormatRfc3339Nano(at),
+          " is not after its previous scrape at ", FormatRfc3339Nano(node.last_scrape)));
+    }
+    const std::string& name = scrape.node_name;
+
+    // 1. Samples of this step, and the objects present.
+    std::vector<std::pair<SeriesKey, uint64_t>> samples;
+    std::vector<SeriesKey> alive;
+    std::unordered_map<SeriesKey, CpuCounter, SeriesKeyHash> next_counters;
+    uint64_t resets = 0;
+    // Adds an object's readings; returns its cpu rate and memory for pod sums.
+    auto add_object = [&](SeriesKey cpu_key, SeriesKey memory_key,
+                          const std::optional<CpuSample>& cpu,
+                          const std::optional<scrapers::MemorySample>& memory,
+                          const std::optional<Timestamp>& start)
+        -> std::pair<std::optional<uint64_t>, std::optional<uint64_t>> {
+      auto previous = node.counters.find(cpu_key);
+      std::optional<CpuCounter> next;
+      bool reset = false;
+      std::optional<uint64_t> rate =
+          CpuRate(previous == node.counters.end() ? nullptr : &previous->second, cpu, start, at,
+                  &next, &reset);
+      if (reset) ++resets;
+      if (next) next_counters.insert_or_assign(cpu_key, *next);
+      std::optional<uint64_t> bytes;
+      if (memory && memory->working_set_bytes) bytes = *memory->working_set_bytes;
+      if (rate) samples.emplace_back(cpu_key, *rate);
+      if (bytes) samples.emplace_back(memory_key, *bytes);
+      alive.push_back(std::move(cpu_key));
+      alive.push_back(std::move(memory_key));
+      return {rate, bytes};
+    };
+    add_object(SeriesKey::Node(name, Resource::kCpu), SeriesKey::Node(name, Resource::kMemory),
+               scrape.cpu, scrape.memory, scrape.start_time);
+    std::set<std::string_view> seen_system;
+    for (const ContainerScrape& c : scrape.system_containers) {
+      if (c.name.empty() || !seen_system.insert(c.name).second) continue;
+      add_object(SeriesKey::SystemContainer(name, c.name, Resource::kCpu),
+                 SeriesKey::SystemContainer(name, c.name, Resource::kMemory), c.cpu, c.memory,
+                 c.start_time);
+    }
+    std::set<PodName> present;
+    for (const scrapers::PodScrape& pod : scrape.pods) {
+      if (pod.name.empty() || pod.namespace_name.empty()) continue;
+      PodName pod_name{pod.namespace_name, pod.name};
+      if (!present.insert(pod_name).second) continue;  // a duplicate: the first one counts
+      if (node.deleted_pods.contains(pod_name)) continue;
+      std::optional<uint64_t> cpu_sum = 0, memory_sum = 0;
+      std::set<std::string_view> seen;
+      for (const ContainerScrape& c : pod.containers) {
+        if (c.name.empty() || !seen.insert(c.name).second) continue;
+        auto [rate, bytes] = add_object(
+            SeriesKey::Container(name, pod.namespace_name, pod.name, c.name, Resource::kCpu),
+            SeriesKey::Container(name, pod.namespace_name, pod.name, c.name, Resource::kMemory),
+            c.cpu, c.memory, c.start_time);
+        cpu_sum = cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
+        memory_sum =
+            memory_sum && bytes ? std::optional(SaturatingAdd(*memory_sum, *bytes)) : std::nullopt;
+      }
+      SeriesKey pod_cpu = SeriesKey::Pod(name, pod.namespace_name, pod.name, Resource::kCpu);
+      SeriesKey pod_memory = SeriesKey::Pod(name, pod.namespace_name, pod.name, Resource::kMemory);
+      if (!seen.empty() && cpu_sum) samples.emplace_back(pod_cpu, *cpu_sum);
+      if (!seen.empty() && memory_sum) samples.emplace_back(pod_memory, *memory_sum);
+      alive.push_back(std::move(pod_cpu));
+      alive.push_back(std::move(pod_memory));
+    }
+    std::sort(alive.begin(), alive.end());
+    std::sort(samples.begin(), samples.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+
+    // 2. The batch: node entry, new series, retirements, closed rollups, the blob.
+    storage::ScrapeBatch batch;
+    if (!node.persisted) batch.AddNode(node.id, name);
+    std::vector<SeriesKey> retired;
+    for (const auto& [key, state] : node.series) {
+      if (!std::binary_search(alive.begin(), alive.end(), key)) {
+        batch.RetireSeries(state.id, at);
+        retired.push_back(key);
+      }
+    }
+    auto lookup = [&node](const SeriesKey& key) -> std::optional<SeriesId> {
+      auto it = node.series.find(key);
+      if (it == node.series.end()) return std::nullopt;
+      return it->second.id;
+    };
+    IngestSampleCache cache(store_, node.id, lookup);
+    std::vector<storage::SeriesValue> values;
+    values.reserve(samples.size());
+    std::vector<std::pair<SeriesKey, SeriesId>> created;
+    uint64_t rollups = 0;
+    const Duration width = options_.engine.rollup_width;
+    std::vector<Sample> bucket;
+    for (const auto& [key, value] : samples) {
+      auto it = node.series.find(key);
+      SeriesId id = 0;
+      if (it == node.series.end()) {
+        id = store_->AllocateSeriesId();
+        batch.AddSeries(id, node.id, EncodeSeriesKey(key));
+        created.emplace_back(key, id);
+      } else {
+        id = it->second.id;
+        const Timestamp previous_bucket = shard.engine->RollupBucketStart(it->second.newest);
+        if (previous_bucket < shard.engine->RollupBucketStart(at)) {
+          // This sample closes the bucket of the series' previous sample.
+          bucket.clear();
+          absl::Status s = cache.Read(id, previous_bucket - Duration(1),
+                                      previous_bucket + width - Duration(1), &bucket);
+          if (!s.ok()) {
+            counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+            return s;
+          }
+          if (!bucket.empty()) {
+            absl::StatusOr<BucketRollup> rollup =
+                shard.engine->BuildRollup(previous_bucket, bucket);
+            if (rollup.ok()) {
+              batch.PutRollup(node.id, id, previous_bucket, SerializeRollup(*rollup));
+              ++rollups;
+            }
+          }
+        }
+      }
+      values.push_back({id, value});
+    }
+    batch.PutScrape(node.id, at, values);
+    if (absl::Status s = store_->Write(batch); !s.ok()) {
+      counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+      return s;
+    }
+
+    // 3. Committed: update the state, then the engine.
+    node.persisted = true;
+    node.has_scrape = true;
+    node.last_scrape = at;
+    node.counters = std::move(next_counters);
+    for (const SeriesKey& key : retired) {
+      node.series.erase(key);
+      shard.engine->DeleteSeries(key);
+    }
+    for (auto& [key, id] : created) node.series.emplace(key, SeriesState{id, at});
+    for (const auto& [key, value] : samples) node.series[key].newest = at;
+    for (auto it = node.deleted_pods.begin(); it != node.deleted_pods.end();) {
+      it = present.contains(*it) ? std::next(it) : node.deleted_pods.erase(it);
+    }
+    for (const PodName& p : node.deleted_pods) present.erase(p);
+    node.pods = std::move(present);
+    uint64_t engine_errors = 0;
+    for (const auto& [key, value] : samples) {
+      if (!shard.engine->Ingest(key, at, value, cache).ok()) ++engine_errors;
+    }
+    counters_->scrapes.fetch_add(1, std::memory_order_relaxed);
+    counters_->samples.fetch_add(samples.size(), std::memory_order_relaxed);
+    counters_->series_created.fetch_add(created.size(), std::memory_order_relaxed);
+    counters_->series_retired.fetch_add(retired.size(), std::memory_order_relaxed);
+    counters_->rollups_written.fetch_add(rollups, std::memory_order_relaxed);
+    counters_->counter_resets.fetch_add(resets, std::memory_order_relaxed);
+    counters_->engine_errors.fetch_add(engine_errors, std::memory_order_relaxed);
+  }
+  if (options_.apply_retention) MaybeApplyRetention(at);
+  return absl::OkStatus();
+}
+
+void Ingestor::MaybeApplyRetention(Timestamp time) {
+  const int64_t hour = HourOf(time);
+  int64_t done = retention_hour_.load();
+  if (hour <= done || !retention_hour_.compare_exchange_strong(done, hour)) return;
+  if (!store_->ApplyRetention(time).ok()) {
+    counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+absl::StatusOr<bool> Ingestor::DeletePod(std::string_view namespace_name, std::string_view name) {
+  const PodName pod_name{std::string(namespace_name), std::string(name)};
+  bool removed = false;
+  for (const auto& shard_ptr : shards_) {
+    Shard& shard = *shard_ptr;
+    std::lock_guard lock(shard.mu);
+    for (auto& [node_name, node] : shard.nodes) {
+      if (!node.pods.contains(pod_name)) continue;
+      storage::ScrapeBatch batch;
+      std::vector<SeriesKey> keys;
+      for (const auto& [key, state] : node.series) {
+        if (IsPodSeries(key) && key.pod_namespace == namespace_name && key.pod == name) {
+          batch.RetireSeries(state.id, node.last_scrape);
+          keys.push_back(key);
+        }
+      }
+      if (!batch.empty()) {
+        if (absl::Status s = store_->Write(batch); !s.ok()) {
+          counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+          return s;
+        }
+      }
+      for (const SeriesKey& key : keys) {
+        node.series.erase(key);
+        node.counters.erase(SeriesKey{key.node, key.kind, key.pod_namespace, key.pod, key.container,
+                                      Resource::kCpu});
+      }
+      shard.engine->DeletePod(node_name, namespace_name, name);
+      node.pods.erase(pod_name);
+      node.deleted_pods.insert(pod_name);
+      counters_->series_retired.fetch_add(keys.size(), std::memory_order_relaxed);
+      removed = true;
+    }
+  }
+  return removed;
+}
+
+absl::StatusOr<bool> Ingestor::DeleteNode(std::string_view name) {
+  Shard& shard = ShardOf(name);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.nodes.find(name);
+  if (it == shard.nodes.end()) return false;
+  NodeState& node = it->second;
+  storage::ScrapeBatch batch;
+  for (const auto& [key, state] : node.series) batch.RetireSeries(state.id, node.last_scrape);
+  if (!batch.empty()) {
+    if (absl::Status s = store_->Write(batch); !s.ok()) {
+      counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+      return s;
+    }
+  }
+  counters_->series_retired.fetch_add(node.series.size(), std::memory_order_relaxed);
+  shard.engine->DeleteNode(name);
+  shard.nodes.erase(it);
+  return true;
+}
+
+absl::Status Ingestor::Rebuild() {
+  const Timestamp started = clock_->MonotonicNow();
+  absl::StatusOr<storage::Dictionary> dict = store_->LoadDictionary();
+  if (!dict.ok()) {
+    counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+    return dict.status();
+  }
+  struct NodeWork {
+    NodeId id = 0;
+    std::string name;
+    std::vector<std::pair<SeriesId, SeriesKey>> series;
+  };
+  std::map<NodeId, NodeWork> work;
+  for (const storage::NodeEntry& n : dict->nodes) work[n.id] = NodeWork{n.id, n.name, {}};
+  for (const storage::SeriesEntry& e : dict->series) {
+    auto node = work.find(e.node);
+    absl::StatusOr<SeriesKey> key = DecodeSeriesKey(e.key);
+    if (node == work.end() || !key.ok() || key->node != node->second.name) {
+      counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    node->second.series.emplace_back(e.id, std::move(*key));
+  }
+  // Each thread takes whole shards, so no two threads touch one engine.
+  std::vector<std::vector<NodeWork*>> per_thread(options_.rebuild_threads);
+  std::hash<std::string_view> hash;
+  for (auto& [id, node] : work) {
+    const size_t shard = hash(node.name) % shards_.size();
+    per_thread[shard % per_thread.size()].push_back(&node);
+  }
+  Duration longest = Duration(0);
+  for (Duration w : options_.engine.windows) longest = std::max(longest, w);
+  const Duration retention = store_->options().retention;
+
+  std::mutex error_mu;
+  absl::Status first_error;
+  auto rebuild_node = [&](NodeWork& w) -> absl::Status {
+    NodeState state;
+    state.id = w.id;
+    state.persisted = true;
+    std::unordered_map<SeriesId, const SeriesKey*> wanted;
+    for (const auto& [id, key] : w.series) wanted.emplace(id, &key);
+    std::unordered_map<SeriesId, Timestamp> newest;
+    std::optional<Timestamp> last;
+    absl::Status s =
+        store_->ReadScrapesBackward(w.id, Timestamp::max(), Timestamp::min(),
+                                    [&](Timestamp t, std::span<const storage::SeriesValue> values) {
+                                      if (!last) last = t;
+                                      if (t <= *last - retention) return false;
+                                      for (const storage::SeriesValue& v : values) {
+                                        if (wanted.contains(v.id)) newest.try_emplace(v.id, t);
+                                      }
+                                      return newest.size() < wanted.size();
+                                    });
+    if (!s.ok()) return s;
+    Shard& shard = ShardOf(w.name);
+    storage::ScrapeBatch retire;
+    std::map<SeriesId, std::vector<BucketRollup>> rollups;
+    if (last) {
+      s = store_->ReadRollups(w.id, *last - longest - options_.engine.rollup_width, *last,
+                              [&](SeriesId id, Timestamp, std::string_view bytes) {
+                                if (!wanted.contains(id)) return;
+                                absl::StatusOr<BucketRollup> r = ParseRollup(bytes);
+                                if (r.ok()) {
+                                  rollups[id].push_back(std::move(*r));
+                                } else {
+                                  // Without it the engine reads the bucket's samples instead.
+                                  counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
+                                }
+                              });
+      if (!s.ok()) return s;
+    }
+    auto lookup = [&state](const SeriesKey& key) -> std::optional<SeriesId> {
+      auto it = state.series.find(key);
+      if (it == state.series.end()) return std::nullopt;
+      return it->second.id;
+    };
+    IngestSampleCache cache(store_, w.id, lookup);
+    std::lock_guard lock(shard.mu);
+    for (const auto& [id, key] : w.series) {
+      auto found = newest.find(id);
+      if (found == newest.end()) {
+        // No data left: the series aged out.
+        retire.RetireSeries(id, last.value_or(clock_->Now()));
+        continue;
+      }
+      state.series.emplace(key, SeriesState{id, found->second});
+    }
+    for (const auto& [key, series] : state.series) {
+      auto r = rollups.find(series.id);
+      std::span<const BucketRollup> span;
+      if (r != rollups.end()) span = r->second;
+      if (absl::Status rs = shard.engine->RestoreSeries(key, series.newest, span, cache); rs.ok()) {
+        counters_->rebuilt_series.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (IsPodSeries(key)) state.pods.insert({key.pod_namespace, key.pod});
+    }
+    if (last) {
+      state.has_scrape = true;
+      state.last_scrape = *last;
+    }
+    if (!retire.empty()) {
+      if (absl::Status ws = store_->Write(retire); !ws.ok()) return ws;
+    }
+    if (last && !state.series.empty()) shard.nodes.insert_or_assign(w.name, std::move(state));
+    return absl::OkStatus();
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < per_thread.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (NodeWork* w : per_thread[t]) {
+        if (absl::Status s = rebuild_node(*w); !s.ok()) {
+          counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+          std::lock_guard lock(error_mu);
+          if (first_error.ok()) {
+            first_error = absl::Status(
+                s.code(), absl::StrCat("rebuilding node ", w->name, ": ", s.message()));
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (!first_error.ok()) return first_error;
+  counters_->rebuild_nanos.store(Nanos(clock_->MonotonicNow()) - Nanos(started));
+  ready_.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> Ingestor::ListNodes() const {
+  std::vector<std::string> names;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    for (const auto& [name, node] : shard->nodes) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<PodRef> Ingestor::ListPods() const {
+  std::vector<PodRef> pods;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    for (const auto& [name, node] : shard->nodes) {
+      for (const PodName& p : node.pods) pods.push_back({p.first, p.second, name});
+    }
+  }
+  std::sort(pods.begin(), pods.end(), [](const PodRef& a, const PodRef& b) {
+    return std::tie(a.namespace_name, a.name, a.node) < std::tie(b.namespace_name, b.name, b.node);
+  });
+  return pods;
+}
+
+std::optional<NodeSnapshot> Ingestor::QueryNode(std::string_view name) const {
+  Shard& shard = ShardOf(name);
+  std::lock_guard lock(shard.mu);
+  if (!shard.nodes.contains(name)) return std::nullopt;
+  NodeSnapshot snapshot;
+  snapshot.name = std::string(name);
+  for (SeriesWindows& w : shard.engine->QueryNode(name)) {
+    if (IsPodSeries(w.key)) break;  // pods follow the node's own series in key order
+    snapshot.series.push_back(std::move(w));
+  }
+  return snapshot;
+}
+
+std::optional<PodSnapshot> Ingestor::QueryPod(std::string_view namespace_name,
+                                              std::string_view name) const {
+  const PodName pod_name{std::string(namespace_name), std::string(name)};
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    for (const auto& [node_name, node] : shard->nodes) {
+      if (!node.pods.contains(pod_name)) continue;
+      PodSnapshot snapshot;
+      snapshot.pod = {pod_name.first, pod_name.second, node_name};
+      snapshot.series = shard->engine->QueryPod(node_name, namespace_name, name);
+      return snapshot;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<NodeSnapshot> Ingestor::QueryNodes() const {
+  std::vector<NodeSnapshot> nodes;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    for (const auto& [name, node] : shard->nodes) {
+      NodeSnapshot snapshot;
+      snapshot.name = name;
+      for (SeriesWindows& w : shard->engine->QueryNode(name)) {
+        if (IsPodSeries(w.key)) break;
+        snapshot.series.push_back(std::move(w));
+      }
+      nodes.push_back(std::move(snapshot));
+    }
+  }
+  std::sort(nodes.begin(), nodes.end(),
+            [](const NodeSnapshot& a, const NodeSnapshot& b) { return a.name < b.name; });
+  return nodes;
+}
+
+std::vector<PodSnapshot> Ingestor::QueryPods(std::string_view namespace_name) const {
+  std::vector<PodSnapshot> pods;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    for (const auto& [name, node] : shard->nodes) {
+      for (const PodName& p : node.pods) {
+        if (!namespace_name.empty() && p.first != namespace_name) continue;
+        PodSnapshot snapshot;
+        snapshot.pod = {p.first, p.second, name};
+        snapshot.series = shard->engine->QueryPod(name, p.first, p.second);
+        pods.push_back(std::move(snapshot));
+      }
+    }
+  }
+  std::sort(pods.begin(), pods.end(), [](const PodSnapshot& a, const PodSnapshot& b) {
+    return std::tie(a.pod.namespace_name, a.pod.name, a.pod.node) <
+           std::tie(b.pod.namespace_name, b.pod.name, b.pod.node);
+  });
+  return pods;
+}
+
+std::vector<SeriesWindows> Ingestor::QueryAll() const {
+  std::vector<std::pair<std::string, std::vector<SeriesWindows>>> per_node;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    for (const auto& [name, node] : shard->nodes) {
+      per_node.emplace_back(name, shard->engine->QueryNode(name));
+    }
+  }
+  std::sort(per_node.begin(), per_node.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<SeriesWindows> all;
+  for (auto& [name, series] : per_node) {
+    for (SeriesWindows& w : series) all.push_back(std::move(w));
+  }
+  return all;
+}
+
+IngestStats Ingestor::Stats() const {
+  IngestStats s;
+  s.scrapes = counters_->scrapes.load();
+  s.scrapes_rejected = counters_->scrapes_rejected.load();
+  s.store_errors = counters_->store_errors.load();
+  s.engine_errors = counters_->engine_errors.load();
+  s.samples = counters_->samples.load();
+  s.series_created = counters_->series_created.load();
+  s.series_retired = counters_->series_retired.load();
+  s.rollups_written = counters_->rollups_written.load();
+  s.counter_resets = counters_->counter_resets.load();
+  s.rebuilt_series = counters_->rebuilt_series.load();
+  s.rebuild_errors = counters_->rebuild_errors.load();
+  s.rebuild_seconds = static_cast<double>(counters_->rebuild_nanos.load()) / 1e9;
+  return s;
+}
+
+size_t Ingestor::MemoryBytes() const {
+  constexpr size_t kTreeNode = 4 * sizeof(void*);
+  constexpr size_t kHashNode = 2 * sizeof(void*);
+  auto heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
+  auto key_heap = [&](const SeriesKey& k) {
+    return heap(k.node) + heap(k.pod_namespace) + heap(k.pod) + heap(k.container);
+  };
+  size_t bytes = sizeof(*this);
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    bytes += sizeof(Shard) + shard->engine->MemoryBytes();
+    for (const auto& [name, node] : shard->nodes) {
+      bytes += kTreeNode + sizeof(std::pair<const std::string, NodeState>) + heap(name);
+      for (const auto& [key, state] : node.series) {
+        bytes += kTreeNode + sizeof(std::pair<const SeriesKey, SeriesState>) + key_heap(key);
+      }
+      bytes += node.counters.bucket_count() * sizeof(void*);
+      for (const auto& [key, counter] : node.counters) {
+        bytes += kHashNode + sizeof(std::pair<const SeriesKey, CpuCounter>) + key_heap(key);
+      }
+      for (const PodName& p : node.pods) {
+        bytes += kTreeNode + sizeof(PodName) + heap(p.first) + heap(p.second);
+      }
+    }
+  }
+  return bytes;
+}
+
+}  // namespace kubestat::aggregator

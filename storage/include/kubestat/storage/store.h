@@ -1,0 +1,218 @@
+// Store: the RocksDB database that keeps a day of samples and rollups in one directory, so
+// that the windows survive a restart.
+//
+// What is stored (one default column family, every key starts with a one-byte tag; all
+// integers big-endian so that byte order is numeric order; times are int64 nanoseconds
+// since the epoch with the sign bit flipped, so that they too sort numerically):
+//
+//   'N' node_id:u32                                        -> node name
+//   'D' series_id:u64                                      -> series entry (node id, key)
+//   'X' series_id:u64                                      -> retirement time
+//   'B' hour:i64 node_id:u32 time:i64                      -> scrape blob
+//   'R' hour:i64 node_id:u32 bucket_start:i64 series_id:u64 -> rollup bytes
+//
+// Samples are stored as one blob per node scrape (scrape_blob.h: every series value of that
+// scrape, id deltas and values as varints), not as one key per (series, time). The window
+// engine asks for old samples of every series of a node at the same times (the samples
+// leaving a window, the rest of the oldest bucket); with blobs that is one seek per node
+// per window edge instead of one per series, the keys cost 21 bytes per scrape instead of
+// per sample, and a write is one Put per scrape.
+//
+// Blobs and rollups are partitioned by the hour of their time (`hour` = floor(time / 1h))
+// before the node id: retention is then one DeleteRange per tag below the cutoff hour, and
+// the files that hold only expired hours are dropped by compaction without rewriting live
+// data. A node's range read costs one seek per hour it spans. Retention is applied with an
+// hour's granularity: data is removed once its whole hour is older than `retention`.
+//
+// Identifiers: node ids (u32) and series ids (u64) are allocated by the store, never reused
+// while any data can refer to them: a series that goes away (its pod disappeared or was
+// deleted) is retired ('X'), and its dictionary entries are removed only when retention has
+// removed its data. The series key itself is opaque bytes to the store (the aggregator's
+// encoding of a SeriesKey).
+//
+// Durability: every ScrapeBatch is one RocksDB WriteBatch with the WAL on, so a batch is
+// applied entirely or not at all, and an acknowledged batch survives `kill -9`. With
+// `sync` it also survives a power loss (fsync per batch).
+//
+// Errors: absl::Status. Open() reports a corrupt or unreadable database as a Status naming
+// the directory and the RocksDB message (never a crash). A blob or rollup that fails to
+// decode is DataLoss naming its key. Read callbacks see only decoded, validated data.
+//
+// Thread-safety: every method may be called concurrently from any thread (RocksDB is
+// thread-safe; the store's own state is atomic). A ScrapeBatch is not thread-safe.
+#ifndef KUBESTAT_STORAGE_STORE_H_
+#define KUBESTAT_STORAGE_STORE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/storage/scrape_blob.h"
+
+namespace rocksdb {
+class DB;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace kubestat::storage {
+
+struct StoreOptions {
+  // Directory of the database; created when missing. Default: "" (must be set)
+  std::string dir;
+  // How long samples and rollups are kept: a day plus a margin. At least 1h.
+  // Default: 26h
+  Duration retention = std::chrono::hours(26);
+  // fsync every batch (survives power loss) instead of relying on the WAL in the page
+  // cache (survives a process crash). Default: false
+  bool sync = false;
+  // RocksDB block cache, bytes. Default: 64 MiB
+  size_t block_cache_bytes = size_t{64} << 20;
+  // RocksDB memtable size, bytes. Default: 32 MiB
+  size_t write_buffer_bytes = size_t{32} << 20;
+  // Create the database when the directory holds none. Default: true
+  bool create_if_missing = true;
+
+  // InvalidArgument naming the field.
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// Counters of what the store did, for /metrics. Read with Store::Stats().
+struct StoreStats {
+  uint64_t batches = 0;           // batches written
+  uint64_t batch_errors = 0;      // batches that failed to write
+  uint64_t bytes_written = 0;     // WriteBatch bytes
+  uint64_t write_nanos = 0;       // total time spent in writes
+  uint64_t max_write_nanos = 0;   // slowest write
+  uint64_t read_errors = 0;       // failed reads and undecodable records
+  uint64_t retention_passes = 0;  // ApplyRetention calls that succeeded
+  uint64_t retention_errors = 0;  // ApplyRetention calls that failed
+  uint64_t series_forgotten = 0;  // dictionary entries removed by retention
+};
+
+struct NodeEntry {
+  NodeId id = 0;
+  std::string name;
+};
+
+struct SeriesEntry {
+  SeriesId id = 0;
+  NodeId node = 0;
+  std::string key;  // opaque: the aggregator's encoding of the series key
+};
+
+// Every node and every live (not retired) series.
+struct Dictionary {
+  std::vector<NodeEntry> nodes;     // by id
+  std::vector<SeriesEntry> series;  // by id
+};
+
+// What one node scrape writes: its samples blob, dictionary additions and retirements, and
+// the rollups of the buckets it closes. Applied atomically by Store::Write.
+class ScrapeBatch {
+ public:
+  ScrapeBatch();
+  ~ScrapeBatch();
+  ScrapeBatch(const ScrapeBatch&) = delete;
+  ScrapeBatch& operator=(const ScrapeBatch&) = delete;
+
+  void AddNode(NodeId id, std::string_view name);
+  void AddSeries(SeriesId id, NodeId node, std::string_view key);
+  // The series gets no more samples; its data ages out, then its entry is removed.
+  void RetireSeries(SeriesId id, Timestamp at);
+  // The samples of one scrape of `node` at `time`; `values` in any order, ids distinct.
+  void PutScrape(NodeId node, Timestamp time, std::span<const SeriesValue> values);
+  // The serialized rollup of one series' bucket starting at `bucket_start`.
+  void PutRollup(NodeId node, SeriesId series, Timestamp bucket_start, std::string_view bytes);
+
+  bool empty() const;
+  size_t ByteSize() const;  // bytes of the underlying WriteBatch
+  void Clear();
+
+ private:
+  friend class Store;
+  std::unique_ptr<rocksdb::WriteBatch> batch_;
+  std::string scratch_;
+};
+
+class Store {
+ public:
+  // Opens (or creates) the database in options.dir. Options must pass Validate().
+  // Errors name the directory: InvalidArgument for bad options, DataLoss for a corrupt
+  // database, FailedPrecondition for a directory that cannot be used (permissions, not a
+  // database of this format), Unavailable for a database locked by another process.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(StoreOptions options);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const StoreOptions& options() const { return options_; }
+
+  // New ids, never handed out before (also across restarts).
+  NodeId AllocateNodeId();
+  SeriesId AllocateSeriesId();
+
+  // Applies the batch atomically (WAL on; fsync when options.sync). The batch is left
+  // unchanged.
+  [[nodiscard]] absl::Status Write(const ScrapeBatch& batch);
+
+  // Every node and live series.
+  [[nodiscard]] absl::StatusOr<Dictionary> LoadDictionary() const;
+
+  using ScrapeVisitor = std::function<void(Timestamp time, std::span<const SeriesValue> values)>;
+  // Calls `visit` for every scrape of `node` with after < time <= through, oldest first.
+  [[nodiscard]] absl::Status ReadScrapes(NodeId node, Timestamp after, Timestamp through,
+                                         const ScrapeVisitor& visit) const;
+  // Newest first, from `through` down to (but excluding) `after`, while `visit` returns
+  // true.
+  using BackwardVisitor = std::function<bool(Timestamp time, std::span<const SeriesValue> values)>;
+  [[nodiscard]] absl::Status ReadScrapesBackward(NodeId node, Timestamp through, Timestamp after,
+                                                 const BackwardVisitor& visit) const;
+  // The scrape of `node` at exactly `time`; NotFound when there is none.
+  [[nodiscard]] absl::StatusOr<std::vector<SeriesValue>> GetScrape(NodeId node,
+                                                                   Timestamp time) const;
+
+  using RollupVisitor =
+      std::function<void(SeriesId series, Timestamp bucket_start, std::string_view bytes)>;
+  // Every rollup of `node`'s series with after < bucket_start <= through, by bucket start,
+  // then series id.
+  [[nodiscard]] absl::Status ReadRollups(NodeId node, Timestamp after, Timestamp through,
+                                         const RollupVisitor& visit) const;
+
+  // Removes every blob and rollup whose hour ended at or before now - retention, and the
+  // dictionary entries of series retired before then; compacts the removed range so the
+  // space is returned. Cheap when nothing expired (idempotent per hour).
+  [[nodiscard]] absl::Status ApplyRetention(Timestamp now);
+
+  // Flushes memtables to SST files (tests and benchmarks measuring disk use).
+  [[nodiscard]] absl::Status Flush();
+  // Bytes of every file in the directory (SSTs, WAL, manifest).
+  uint64_t DiskBytes() const;
+
+  StoreStats Stats() const;
+
+ private:
+  struct Counters;
+  Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db);
+  absl::Status LoadIdCounters();
+
+  StoreOptions options_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<Counters> counters_;
+  std::atomic<uint32_t> next_node_id_{1};
+  std::atomic<uint64_t> next_series_id_{1};
+  std::atomic<int64_t> retained_from_hour_{INT64_MIN};
+};
+
+}  // namespace kubestat::storage
+
+#endif  // KUBESTAT_STORAGE_STORE_H_

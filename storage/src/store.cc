@@ -1,0 +1,514 @@
+#include "kubestat/storage/store.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "keys.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "rocksdb/write_batch.h"
+
+namespace kubestat::storage {
+
+namespace {
+
+// Under ThreadSanitizer, writes are serialised: the Debian librocksdb.a is not instrumented,
+// and its write group (a leader thread stamps and applies the followers' batches) looks
+// like a race on the followers' WriteBatch memory. Production builds keep group commit.
+#if defined(__SANITIZE_THREAD__)
+#define KUBESTAT_STORE_SERIAL_WRITES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KUBESTAT_STORE_SERIAL_WRITES 1
+#endif
+#endif
+#ifdef KUBESTAT_STORE_SERIAL_WRITES
+std::mutex serial_writes;
+#endif
+
+constexpr std::string_view kFormatKey = "Mformat";
+constexpr std::string_view kFormatValue = "kubestat-store-1";
+
+rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+std::string_view ToView(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
+
+absl::Status OpenError(const std::string& dir, const rocksdb::Status& s) {
+  const std::string message =
+      absl::StrCat("cannot open the RocksDB store in ", dir, ": ", s.ToString());
+  if (s.IsCorruption()) return absl::DataLossError(message);
+  if (s.IsIOError() && absl::StrContains(s.ToString(), "lock")) {
+    return absl::UnavailableError(message);
+  }
+  if (s.IsIOError() || s.IsInvalidArgument() || s.IsNotSupported() || s.IsPathNotFound()) {
+    return absl::FailedPreconditionError(message);
+  }
+  return absl::InternalError(message);
+}
+
+absl::Status ReadError(const char* what, const rocksdb::Status& s) {
+  const std::string message = absl::StrCat("store: ", what, ": ", s.ToString());
+  if (s.IsCorruption()) return absl::DataLossError(message);
+  return absl::UnavailableError(message);
+}
+
+std::string Describe(Duration d) {
+  return absl::StrCat(std::chrono::duration_cast<std::chrono::seconds>(d).count(), "s");
+}
+
+}  // namespace
+
+struct Store::Counters {
+  std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> batch_errors{0};
+  std::atomic<uint64_t> bytes_written{0};
+  std::atomic<uint64_t> write_nanos{0};
+  std::atomic<uint64_t> max_write_nanos{0};
+  mutable std::atomic<uint64_t> read_errors{0};
+  std::atomic<uint64_t> retention_passes{0};
+  std::atomic<uint64_t> retention_errors{0};
+  std::atomic<uint64_t> series_forgotten{0};
+};
+
+absl::Status StoreOptions::Validate() const {
+  if (dir.empty()) return absl::InvalidArgumentError("dir: must be set");
+  if (retention < std::chrono::hours(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("retention: ", Describe(retention), " is below the minimum of 1h"));
+  }
+  if (block_cache_bytes < (size_t{1} << 20)) {
+    return absl::InvalidArgumentError("block_cache_bytes: must be at least 1 MiB");
+  }
+  if (write_buffer_bytes < (size_t{1} << 20)) {
+    return absl::InvalidArgumentError("write_buffer_bytes: must be at least 1 MiB");
+  }
+  return absl::OkStatus();
+}
+
+// --- ScrapeBatch ---
+
+ScrapeBatch::ScrapeBatch() : batch_(std::make_unique<rocksdb::WriteBatch>()) {}
+ScrapeBatch::~ScrapeBatch() = default;
+
+void ScrapeBatch::AddNode(NodeId id, std::string_view name) {
+  batch_->Put(keys::NodeKey(id), ToSlice(name));
+}
+
+void ScrapeBatch::AddSeries(SeriesId id, NodeId node, std::string_view key) {
+  scratch_.clear();
+  keys::PutU32(&scratch_, node);
+  scratch_.append(key);
+  batch_->Put(keys::SeriesKey(id), scratch_);
+}
+
+void ScrapeBatch::RetireSeries(SeriesId id, Timestamp at) {
+  scratch_.clear();
+  keys::PutI64(&scratch_, keys::Nanos(at));
+  batch_->Put(keys::RetiredKey(id), scratch_);
+}
+
+void ScrapeBatch::PutScrape(NodeId node, Timestamp time, std::span<const SeriesValue> values) {
+  std::vector<SeriesValue> sorted(values.begin(), values.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const SeriesValue& a, const SeriesValue& b) { return a.id < b.id; });
+  scratch_.clear();
+  // Ids are distinct by contract; a duplicate is a caller bug caught here.
+  const absl::Status s = EncodeScrapeBlob(sorted, &scratch_);
+  if (!s.ok()) std::abort();
+  batch_->Put(keys::BlobKey(node, keys::Nanos(time)), scratch_);
+}
+
+void ScrapeBatch::PutRollup(NodeId node, SeriesId series, Timestamp bucket_start,
+                            std::string_view bytes) {
+  batch_->Put(keys::RollupKey(node, keys::Nanos(bucket_start), series), ToSlice(bytes));
+}
+
+bool ScrapeBatch::empty() const { return batch_->Count() == 0; }
+size_t ScrapeBatch::ByteSize() const { return batch_->GetDataSize(); }
+void ScrapeBatch::Clear() { batch_->Clear(); }
+
+// --- Store ---
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  rocksdb::Options db_options;
+  db_options.create_if_missing = options.create_if_missing;
+  db_options.paranoid_checks = true;
+  db_options.write_buffer_size = options.write_buffer_bytes;
+  db_options.max_background_jobs = 2;
+  db_options.compression = rocksdb::kLZ4Compression;
+  db_options.keep_log_file_num = 2;
+  db_options.max_log_file_size = 4 << 20;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  table.block_size = 16 << 10;
+  db_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, &raw);
+  if (!s.ok()) return OpenError(options.dir, s);
+  std::unique_ptr<rocksdb::DB> db(raw);
+
+  // The format marker: written into an empty database, checked in an existing one.
+  std::string format;
+  s = db->Get(rocksdb::ReadOptions(), ToSlice(kFormatKey), &format);
+  if (s.IsNotFound()) {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot open the RocksDB store in ", options.dir,
+          ": the database holds data but no kubestat format marker (not a kubestat store)"));
+    }
+    if (!it->status().ok()) return OpenError(options.dir, it->status());
+    rocksdb::WriteOptions w;
+    w.sync = true;
+    s = db->Put(w, ToSlice(kFormatKey), ToSlice(kFormatValue));
+    if (!s.ok()) return OpenError(options.dir, s);
+  } else if (!s.ok()) {
+    return OpenError(options.dir, s);
+  } else if (format != kFormatValue) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot open the RocksDB store in ",
+                                                      options.dir, ": unknown format \"",
+                                                      format.substr(0, 64), "\""));
+  }
+  std::unique_ptr<Store> store(new Store(std::move(options), std::move(db)));
+  if (absl::Status status = store->LoadIdCounters(); !status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("cannot open the RocksDB store in ",
+                                                    store->options_.dir, ": ", status.message()));
+  }
+  return store;
+}
+
+Store::Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db)
+    : options_(std::move(options)), db_(std::move(db)), counters_(std::make_unique<Counters>()) {}
+
+Store::~Store() {
+  if (db_) {
+    // Let background work finish before the handle goes.
+    rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
+    (void)db_->Close();
+  }
+}
+
+absl::Status Store::LoadIdCounters() {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  // The last key with a tag is the one before the first key of the next tag.
+  it->SeekForPrev(std::string(1, keys::kNodeTag + 1));
+  if (it->Valid() && it->key().size() == 5 && it->key()[0] == keys::kNodeTag) {
+    next_node_id_ = keys::GetU32(ToView(it->key()).substr(1)) + 1;
+  }
+  it->SeekForPrev(std::string(1, keys::kSeriesTag + 1));
+  if (it->Valid() && it->key().size() == 9 && it->key()[0] == keys::kSeriesTag) {
+    next_series_id_ = keys::GetU64(ToView(it->key()).substr(1)) + 1;
+  }
+  if (!it->status().ok()) return ReadError("reading the dictionary", it->status());
+  return absl::OkStatus();
+}
+
+NodeId Store::AllocateNodeId() { return next_node_id_.fetch_add(1); }
+SeriesId Store::AllocateSeriesId() { return next_series_id_.fetch_add(1); }
+
+absl::Status Store::Write(const ScrapeBatch& batch) {
+  rocksdb::WriteOptions w;
+  w.sync = options_.sync;
+  const auto start = std::chrono::steady_clock::now();
+#ifdef KUBESTAT_STORE_SERIAL_WRITES
+  std::lock_guard serial(serial_writes);
+#endif
+  const rocksdb::Status s = db_->Write(w, batch.batch_.get());
+  const auto nanos = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+  if (!s.ok()) {
+    counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
+    return absl::UnavailableError(
+        absl::StrCat("store: writing a batch to ", options_.dir, ": ", s.ToString()));
+  }
+  counters_->batches.fetch_add(1, std::memory_order_relaxed);
+  counters_->bytes_written.fetch_add(batch.ByteSize(), std::memory_order_relaxed);
+  counters_->write_nanos.fetch_add(nanos, std::memory_order_relaxed);
+  uint64_t max = counters_->max_write_nanos.load(std::memory_order_relaxed);
+  while (nanos > max && !counters_->max_write_nanos.compare_exchange_weak(max, nanos)) {
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Dictionary> Store::LoadDictionary() const {
+  Dictionary dict;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(std::string(1, keys::kNodeTag));
+       it->Valid() && it->key().size() > 0 && it->key()[0] == keys::kNodeTag; it->Next()) {
+    if (it->key().size() != 5) {
+      counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+      return absl::DataLossError("store: malformed node dictionary key");
+    }
+    dict.nodes.push_back({keys::GetU32(ToView(it->key()).substr(1)), it->value().ToString()});
+  }
+  std::vector<SeriesId> retired;
+  for (it->Seek(std::string(1, keys::kRetiredTag));
+       it->Valid() && it->key().size() > 0 && it->key()[0] == keys::kRetiredTag; it->Next()) {
+    if (it->key().size() == 9) retired.push_back(keys::GetU64(ToView(it->key()).substr(1)));
+  }
+  for (it->Seek(std::string(1, keys::kSeriesTag));
+       it->Valid() && it->key().size() > 0 && it->key()[0] == keys::kSeriesTag; it->Next()) {
+    if (it->key().size() != 9 || it->value().size() < 4) {
+      counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+      return absl::DataLossError("store: malformed series dictionary entry");
+    }
+    const SeriesId id = keys::GetU64(ToView(it->key()).substr(1));
+    if (std::binary_search(retired.begin(), retired.end(), id)) continue;
+    const std::string_view value = ToView(it->value());
+    dict.series.push_back({id, keys::GetU32(value), std::string(value.substr(4))});
+  }
+  if (!it->status().ok()) {
+    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+    return ReadError("reading the dictionary", it->status());
+  }
+  return dict;
+}
+
+absl::Status Store::ReadScrapes(NodeId node, Timestamp after, Timestamp through,
+                                const ScrapeVisitor& visit) const {
+  const int64_t hi = keys::Nanos(through);
+  if (keys::Nanos(after) >= hi) return absl::OkStatus();
+  const int64_t lo = keys::Nanos(after) + 1;
+  const int64_t last_hour = keys::HourOf(hi);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  std::vector<SeriesValue> values;
+  int64_t hour = keys::HourOf(lo);
+  bool first = true;
+  while (hour <= last_hour) {
+    const std::string prefix = keys::BlobPrefix(hour, node);
+    it->Seek(first ? keys::BlobKey(node, lo) : prefix);
+    first = false;
+    if (!it->Valid() || it->key()[0] != keys::kBlobTag) break;
+    if (it->key().size() != keys::kBlobKeySize) {
+      counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+      return absl::DataLossError("store: malformed scrape key");
+    }
+    const int64_t key_hour = keys::GetI64(ToView(it->key()).substr(1));
+    if (key_hour > hour) {
+      hour = key_hour;  // skip the hours that hold nothing
+      continue;
+    }
+    for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const int64_t t = keys::BlobTime(ToView(it->key()));
+      if (t > hi) return absl::OkStatus();
+      if (absl::Status s = DecodeScrapeBlob(ToView(it->value()), &values); !s.ok()) {
+        counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+        return absl::DataLossError(
+            absl::StrCat("store: scrape of node ", node, " at ", t, "ns: ", s.message()));
+      }
+      visit(keys::AtNanos(t), values);
+    }
+    ++hour;
+  }
+  if (!it->status().ok()) {
+    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+    return ReadError("reading scrapes", it->status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestamp after,
+                                        const BackwardVisitor& visit) const {
+  const int64_t hi = keys::Nanos(through);
+  const int64_t lo = keys::Nanos(after);  // exclusive
+  if (lo >= hi) return absl::OkStatus();
+  const int64_t first_hour = keys::HourOf(lo + 1);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  std::vector<SeriesValue> values;
+  int64_t hour = keys::HourOf(hi);
+  bool first = true;
+  while (hour >= first_hour) {
+    const std::string prefix = keys::BlobPrefix(hour, node);
+    std::string target = first ? keys::BlobKey(node, hi) : prefix;
+    if (!first) keys::PutI64(&target, std::numeric_limits<int64_t>::max());
+    first = false;
+    it->SeekForPrev(target);
+    if (!it->Valid() || it->key()[0] != keys::kBlobTag) break;
+    if (it->key().size() != keys::kBlobKeySize) {
+      counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+      return absl::DataLossError("store: malformed scrape key");
+    }
+    const int64_t key_hour = keys::GetI64(ToView(it->key()).substr(1));
+    if (key_hour < hour) {
+      hour = key_hour;
+      continue;
+    }
+    for (; it->Valid() && it->key().starts_with(prefix); it->Prev()) {
+      const int64_t t = keys::BlobTime(ToView(it->key()));
+      if (t <= lo) return absl::OkStatus();
+      if (absl::Status s = DecodeScrapeBlob(ToView(it->value()), &values); !s.ok()) {
+        counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+        return absl::DataLossError(
+            absl::StrCat("store: scrape of node ", node, " at ", t, "ns: ", s.message()));
+      }
+      if (!visit(keys::AtNanos(t), values)) return absl::OkStatus();
+    }
+    --hour;
+  }
+  if (!it->status().ok()) {
+    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+    return ReadError("reading scrapes", it->status());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SeriesValue>> Store::GetScrape(NodeId node, Timestamp time) const {
+  std::string value;
+  const rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), keys::BlobKey(node, keys::Nanos(time)), &value);
+  if (s.IsNotFound()) {
+    return absl::NotFoundError(
+        absl::StrCat("store: no scrape of node ", node, " at ", keys::Nanos(time), "ns"));
+  }
+  if (!s.ok()) {
+    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+    return ReadError("reading a scrape", s);
+  }
+  std::vector<SeriesValue> values;
+  if (absl::Status d = DecodeScrapeBlob(value, &values); !d.ok()) {
+    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+    return d;
+  }
+  return values;
+}
+
+absl::Status Store::ReadRollups(NodeId node, Timestamp after, Timestamp through,
+                                const RollupVisitor& visit) const {
+  const int64_t hi = keys::Nanos(through);
+  if (keys::Nanos(after) >= hi) return absl::OkStatus();
+  const int64_t lo = keys::Nanos(after) + 1;
+  const int64_t last_hour = keys::HourOf(hi);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  int64_t hour = keys::HourOf(lo);
+  bool first = true;
+  while (hour <= last_hour) {
+    std::string prefix = keys::RollupPrefix(hour, node);
+    std::string target = prefix;
+    if (first) keys::PutI64(&target, lo);
+    first = false;
+    it->Seek(target);
+    if (!it->Valid() || it->key()[0] != keys::kRollupTag) break;
+    if (it->key().size() != keys::kRollupKeySize) {
+      counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+      return absl::DataLossError("store: malformed rollup key");
+    }
+    const int64_t key_hour = keys::GetI64(ToView(it->key()).substr(1));
+    if (key_hour > hour) {
+      hour = key_hour;
+      continue;
+    }
+    for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const std::string_view key = ToView(it->key());
+      const int64_t start = keys::GetI64(key.substr(13));
+      if (start > hi) return absl::OkStatus();
+      visit(keys::GetU64(key.substr(21)), keys::AtNanos(start), ToView(it->value()));
+    }
+    ++hour;
+  }
+  if (!it->status().ok()) {
+    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+    return ReadError("reading rollups", it->status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::ApplyRetention(Timestamp now) {
+  const int64_t cutoff_ns = keys::Nanos(now) - options_.retention.count();
+  const int64_t cutoff_hour = keys::HourOf(cutoff_ns);
+  int64_t done = retained_from_hour_.load();
+  if (cutoff_hour <= done || !retained_from_hour_.compare_exchange_strong(done, cutoff_hour)) {
+    return absl::OkStatus();  // this hour is done (or another thread is doing it)
+  }
+  auto fail = [&](const char* what, const rocksdb::Status& s) {
+    counters_->retention_errors.fetch_add(1, std::memory_order_relaxed);
+    retained_from_hour_.store(done);  // retry on the next call
+    return absl::UnavailableError(
+        absl::StrCat("store: retention in ", options_.dir, ": ", what, ": ", s.ToString()));
+  };
+  rocksdb::WriteOptions w;
+  w.sync = options_.sync;
+  // Forget the series retired before the cutoff: their data is all older.
+  rocksdb::WriteBatch forget;
+  uint64_t forgotten = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek(std::string(1, keys::kRetiredTag));
+         it->Valid() && it->key()[0] == keys::kRetiredTag; it->Next()) {
+      if (it->key().size() != 9 || it->value().size() != 8) continue;
+      if (keys::GetI64(ToView(it->value())) >= cutoff_hour * keys::kPartitionNanos) continue;
+      const SeriesId id = keys::GetU64(ToView(it->key()).substr(1));
+      forget.Delete(keys::RetiredKey(id));
+      forget.Delete(keys::SeriesKey(id));
+      ++forgotten;
+    }
+    if (!it->status().ok()) return fail("scanning retired series", it->status());
+  }
+  for (char tag : {keys::kBlobTag, keys::kRollupTag}) {
+    forget.DeleteRange(std::string(1, tag), keys::PartitionStart(tag, cutoff_hour));
+  }
+  if (rocksdb::Status s = db_->Write(w, &forget); !s.ok()) return fail("deleting", s);
+  for (char tag : {keys::kBlobTag, keys::kRollupTag}) {
+    const std::string begin(1, tag);
+    const std::string end = keys::PartitionStart(tag, cutoff_hour);
+    const rocksdb::Slice b(begin), e(end);
+    if (rocksdb::Status s =
+            rocksdb::DeleteFilesInRange(db_.get(), db_->DefaultColumnFamily(), &b, &e);
+        !s.ok()) {
+      return fail("dropping files", s);
+    }
+    rocksdb::CompactRangeOptions compact;
+    compact.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    if (rocksdb::Status s = db_->CompactRange(compact, &b, &e); !s.ok()) {
+      return fail("compacting", s);
+    }
+  }
+  counters_->series_forgotten.fetch_add(forgotten, std::memory_order_relaxed);
+  counters_->retention_passes.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status Store::Flush() {
+  rocksdb::FlushOptions f;
+  f.wait = true;
+  if (rocksdb::Status s = db_->Flush(f); !s.ok()) {
+    return absl::UnavailableError(absl::StrCat("store: flush: ", s.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t Store::DiskBytes() const {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.dir, ec)) {
+    if (entry.is_regular_file(ec)) total += entry.file_size(ec);
+  }
+  return total;
+}
+
+StoreStats Store::Stats() const {
+  StoreStats s;
+  s.batches = counters_->batches.load();
+  s.batch_errors = counters_->batch_errors.load();
+  s.bytes_written = counters_->bytes_written.load();
+  s.write_nanos = counters_->write_nanos.load();
+  s.max_write_nanos = counters_->max_write_nanos.load();
+  s.read_errors = counters_->read_errors.load();
+  s.retention_passes = counters_->retention_passes.load();
+  s.retention_errors = counters_->retention_errors.load();
+  s.series_forgotten = counters_->series_forgotten.load();
+  return s;
+}
+
+}  // namespace kubestat::storage

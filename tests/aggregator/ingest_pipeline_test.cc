@@ -1,0 +1,423 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aggregator/ingest_scrape_builder.h"
+#include "kubestat/aggregator/aggregator_state.h"
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/series_registry.h"
+#include "storage/temp_dir.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using testing::MakeContainer;
+
+const Timestamp kT0 = Timestamp(std::chrono::hours(24 * 20000));
+
+class IngestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = OpenStore();
+    ingestor_ = NewIngestor();
+  }
+
+  std::unique_ptr<storage::Store> OpenStore() {
+    storage::StoreOptions options;
+    options.dir = dir_.Sub("db");
+    options.block_cache_bytes = 4 << 20;
+    options.write_buffer_bytes = 4 << 20;
+    auto store = storage::Store::Open(options);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return std::move(*store);
+  }
+
+  std::unique_ptr<Ingestor> NewIngestor(size_t shards = 4) {
+    IngestOptions options;
+    options.shards = shards;
+    auto ingestor = Ingestor::Create(options, store_.get(), &clock_);
+    EXPECT_TRUE(ingestor.ok()) << ingestor.status();
+    EXPECT_TRUE((*ingestor)->Rebuild().ok());
+    return std::move(*ingestor);
+  }
+
+  // The newest window stats of one series (the 1m window), or nullopt.
+  std::optional<WindowStats> Minute(const SeriesKey& key) {
+    for (const SeriesWindows& w : ingestor_->QueryAll()) {
+      if (w.key == key) return w.windows[1];
+    }
+    return std::nullopt;
+  }
+
+  static scrapers::NodeScrape Node(Timestamp t, std::optional<uint64_t> cpu,
+                                   std::optional<uint64_t> memory) {
+    scrapers::NodeScrape s;
+    s.node_name = "n1";
+    if (cpu) s.cpu = scrapers::CpuSample{t, cpu, std::nullopt};
+    s.memory = scrapers::MemorySample{t, memory};
+    return s;
+  }
+
+  ::kubestat::testing::TempDir dir_;
+  FakeClock clock_;
+  std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<Ingestor> ingestor_;
+};
+
+TEST_F(IngestTest, CpuIsTheCounterRateAndTheFirstScrapeGivesNone) {
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0, 5'000'000'000, 100)).ok());
+  EXPECT_FALSE(Minute(SeriesKey::Node("n1", Resource::kCpu)));
+  EXPECT_EQ(Minute(SeriesKey::Node("n1", Resource::kMemory))->max, 100u);
+  // 1.5 s of cpu over 10 s: 0.15 cores = 150,000,000 nanocores.
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(10), 6'500'000'000, 200)).ok());
+  // 1 ns of cpu over 3 s rounds to 0.
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(13), 6'500'000'001, 300)).ok());
+  auto cpu = Minute(SeriesKey::Node("n1", Resource::kCpu));
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->count, 2u);
+  EXPECT_EQ(cpu->max, 150'000'000u);
+  EXPECT_EQ(cpu->min, 0u);
+  EXPECT_EQ(Minute(SeriesKey::Node("n1", Resource::kMemory))->count, 3u);
+}
+
+TEST_F(IngestTest, CounterGoingBackwardsStartsANewSegment) {
+  const SeriesKey cpu = SeriesKey::Node("n1", Resource::kCpu);
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0, 1'000'000'000, 1)).ok());
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(10), 2'000'000'000, 1)).ok());  // 100m
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(20), 500'000'000, 1)).ok());    // reset
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(30), 2'500'000'000, 1)).ok());  // 200m
+  auto stats = Minute(cpu);
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(stats->count, 2u);
+  EXPECT_EQ(stats->min, 100'000'000u);
+  EXPECT_EQ(stats->max, 200'000'000u);
+  EXPECT_EQ(ingestor_->Stats().counter_resets, 1u);
+}
+
+TEST_F(IngestTest, RestartedContainerGivesNoRateForThatStep) {
+  auto scrape = [&](Timestamp t, uint64_t counter, Timestamp start) {
+    scrapers::NodeScrape s = Node(t, std::nullopt, 1);
+    scrapers::PodScrape pod;
+    pod.name = "web";
+    pod.namespace_name = "shop";
+    pod.containers.push_back(MakeContainer("app", t, counter, 10, start));
+    s.pods.push_back(pod);
+    return s;
+  };
+  const Timestamp start1 = kT0 - hours(1), start2 = kT0 + seconds(15);
+  ASSERT_TRUE(ingestor_->Ingest(scrape(kT0, 10'000'000'000, start1)).ok());
+  ASSERT_TRUE(ingestor_->Ingest(scrape(kT0 + seconds(10), 11'000'000'000, start1)).ok());
+  // Restarted: the counter is higher than before, but it is a new container.
+  ASSERT_TRUE(ingestor_->Ingest(scrape(kT0 + seconds(20), 12'000'000'000, start2)).ok());
+  ASSERT_TRUE(ingestor_->Ingest(scrape(kT0 + seconds(30), 12'300'000'000, start2)).ok());
+  auto stats = Minute(SeriesKey::Container("n1", "shop", "web", "app", Resource::kCpu));
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(stats->count, 2u);
+  EXPECT_EQ(stats->max, 100'000'000u);
+  EXPECT_EQ(stats->min, 30'000'000u);
+}
+
+TEST_F(IngestTest, MissingReadingLeavesAGapAndTheNextRateSpansIt) {
+  const SeriesKey cpu = SeriesKey::Node("n1", Resource::kCpu);
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0, 0, 1)).ok());
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(10), std::nullopt, 1)).ok());
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(20), 4'000'000'000, 1)).ok());
+  auto stats = Minute(cpu);
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(stats->count, 1u);
+  EXPECT_EQ(stats->max, 200'000'000u);  // 4 s over 20 s
+}
+
+TEST_F(IngestTest, RepeatedCachedReadingGivesNoRate) {
+  scrapers::NodeScrape s1 = Node(kT0, 1'000'000'000, 1);
+  scrapers::NodeScrape s2 = Node(kT0 + seconds(10), 2'000'000'000, 1);
+  scrapers::NodeScrape s3 = s2;  // the kubelet served the same cpu reading again
+  ASSERT_TRUE(ingestor_->Ingest(s1).ok());
+  ASSERT_TRUE(ingestor_->Ingest(s2).ok());
+  ASSERT_TRUE(ingestor_->IngestAt(s3, kT0 + seconds(20)).ok());
+  EXPECT_EQ(Minute(SeriesKey::Node("n1", Resource::kCpu))->count, 1u);
+  EXPECT_EQ(Minute(SeriesKey::Node("n1", Resource::kMemory))->count, 3u);
+}
+
+TEST_F(IngestTest, ScrapesNotNewerThanThePreviousAreRejected) {
+  ASSERT_TRUE(ingestor_->Ingest(Node(kT0, 0, 1)).ok());
+  EXPECT_EQ(ingestor_->Ingest(Node(kT0, 0, 1)).code(), absl::StatusCode::kFailedPrecondition);
+  scrapers::NodeScrape nameless = Node(kT0 + seconds(1), 0, 1);
+  nameless.node_name.clear();
+  EXPECT_EQ(ingestor_->Ingest(nameless).code(), absl::StatusCode::kInvalidArgument);
+  scrapers::NodeScrape timeless;
+  timeless.node_name = "n2";
+  EXPECT_EQ(ingestor_->Ingest(timeless).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ingestor_->Stats().scrapes_rejected, 3u);
+}
+
+scrapers::NodeScrape PodScrape(Timestamp t, uint64_t step, bool include_b_memory = true,
+                               bool with_pod = true) {
+  scrapers::NodeScrape s;
+  s.node_name = "n1";
+  s.memory = scrapers::MemorySample{t, 1};
+  if (!with_pod) return s;
+  scrapers::PodScrape pod;
+  pod.name = "web";
+  pod.namespace_name = "shop";
+  pod.containers.push_back(MakeContainer("a", t, step * 1'000'000'000, 100 + step));
+  pod.containers.push_back(
+      MakeContainer("b", t, step * 3'000'000'000,
+                    include_b_memory ? std::optional<uint64_t>(1000) : std::nullopt));
+  s.pods.push_back(pod);
+  return s;
+}
+
+TEST_F(IngestTest, PodValueIsTheSumOfItsContainersAtEachScrape) {
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(10 * i), i, i != 2)).ok());
+  }
+  auto cpu = Minute(SeriesKey::Pod("n1", "shop", "web", Resource::kCpu));
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->count, 3u);
+  EXPECT_EQ(cpu->max, 400'000'000u);  // 100m + 300m
+  EXPECT_EQ(cpu->min, 400'000'000u);
+  // Step 2 lacks container b's memory: no pod memory sample for that step.
+  auto memory = Minute(SeriesKey::Pod("n1", "shop", "web", Resource::kMemory));
+  ASSERT_TRUE(memory);
+  EXPECT_EQ(memory->count, 3u);
+  EXPECT_EQ(memory->min, 1100u);
+  EXPECT_EQ(memory->max, 1103u);
+  auto pod = ingestor_->QueryPod("shop", "web");
+  ASSERT_TRUE(pod);
+  EXPECT_EQ(pod->pod.node, "n1");
+  ASSERT_EQ(pod->series.size(), 6u);  // pod cpu/memory, then a and b
+  EXPECT_EQ(pod->series[0].key.kind, ObjectKind::kPod);
+}
+
+TEST_F(IngestTest, PodThatDisappearsLeavesAtOnceAndComesBackEmpty) {
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0, 0)).ok());
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(10), 1)).ok());
+  ASSERT_EQ(ingestor_->ListPods().size(), 1u);
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(20), 2, true, false)).ok());
+  EXPECT_TRUE(ingestor_->ListPods().empty());
+  EXPECT_FALSE(ingestor_->QueryPod("shop", "web"));
+  EXPECT_EQ(ingestor_->Stats().series_retired, 6u);
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(30), 3)).ok());
+  auto memory = Minute(SeriesKey::Container("n1", "shop", "web", "a", Resource::kMemory));
+  ASSERT_TRUE(memory);
+  EXPECT_EQ(memory->count, 1u);  // the old samples do not come back
+  // And not after a rebuild either.
+  ingestor_ = NewIngestor();
+  memory = Minute(SeriesKey::Container("n1", "shop", "web", "a", Resource::kMemory));
+  ASSERT_TRUE(memory);
+  EXPECT_EQ(memory->count, 1u);
+}
+
+TEST_F(IngestTest, DeletedPodLeavesAndIsIgnoredUntilItDisappears) {
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0, 0)).ok());
+  auto deleted = ingestor_->DeletePod("shop", "web");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_TRUE(*deleted);
+  EXPECT_FALSE(ingestor_->QueryPod("shop", "web"));
+  // The kubelet still reports it for a while: ignored.
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(10), 1)).ok());
+  EXPECT_TRUE(ingestor_->ListPods().empty());
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(20), 2, true, false)).ok());
+  // A new pod of that name later is a new pod.
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(30), 3)).ok());
+  EXPECT_EQ(ingestor_->ListPods().size(), 1u);
+  EXPECT_FALSE(*ingestor_->DeletePod("shop", "absent"));
+  // Deleting the node removes everything it had.
+  EXPECT_TRUE(*ingestor_->DeleteNode("n1"));
+  EXPECT_TRUE(ingestor_->ListNodes().empty());
+  EXPECT_TRUE(ingestor_->QueryAll().empty());
+  ingestor_ = NewIngestor();
+  EXPECT_TRUE(ingestor_->QueryAll().empty());
+}
+
+TEST_F(IngestTest, IngestBeforeRebuildIsRefused) {
+  auto fresh = Ingestor::Create(IngestOptions{}, store_.get(), &clock_);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE((*fresh)->ready());
+  EXPECT_EQ((*fresh)->Ingest(Node(kT0, 0, 1)).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A day and more through the pipeline, then a second ingestor rebuilt from the same store
+// reports every window of every series exactly as the one that ingested it all.
+TEST_F(IngestTest, RebuildFromTheStoreEqualsTheLiveWindows) {
+  testing::SyntheticCluster cluster(3, 4, 2, 99);
+  const Duration step = seconds(60);
+  for (Timestamp t = kT0; t < kT0 + hours(27) + minutes(17); t += step) {
+    for (size_t n = 0; n < cluster.nodes(); ++n) {
+      ASSERT_TRUE(ingestor_->IngestAt(cluster.Scrape(n, t), t + seconds(n)).ok());
+    }
+  }
+  const IngestStats stats = ingestor_->Stats();
+  EXPECT_GT(stats.rollups_written, 27u * 3 * 26);
+  EXPECT_EQ(stats.engine_errors, 0u);
+  const std::vector<SeriesWindows> live = ingestor_->QueryAll();
+  ASSERT_EQ(live.size(), 3u * (2 + 6 + 4 * 2 + 8 * 2));
+  clock_.Advance(seconds(3));
+  auto rebuilt = NewIngestor(3);
+  EXPECT_EQ(rebuilt->Stats().rebuild_errors, 0u);
+  EXPECT_EQ(rebuilt->Stats().rebuilt_series, live.size());
+  const std::vector<SeriesWindows> restored = rebuilt->QueryAll();
+  ASSERT_EQ(restored.size(), live.size());
+  for (size_t i = 0; i < live.size(); ++i) {
+    ASSERT_EQ(restored[i], live[i]) << live[i].key.ToString();
+  }
+  EXPECT_EQ(rebuilt->ListPods(), ingestor_->ListPods());
+  // And ingestion continues from there in both alike.
+  const Timestamp t = kT0 + hours(28);
+  for (size_t n = 0; n < cluster.nodes(); ++n) {
+    scrapers::NodeScrape s = cluster.Scrape(n, t);
+    ASSERT_TRUE(rebuilt->IngestAt(s, t).ok());
+  }
+  EXPECT_EQ(rebuilt->Stats().engine_errors, 0u);
+}
+
+TEST_F(IngestTest, ManyNodesIngestConcurrentlyWhileQueriesRun) {
+  testing::SyntheticCluster cluster(16, 3, 2, 5);
+  std::vector<scrapers::NodeScrape> unused;
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> queries{0};
+  std::thread reader([&] {
+    while (!done.load()) {
+      for (const PodRef& pod : ingestor_->ListPods()) {
+        auto snapshot = ingestor_->QueryPod(pod.namespace_name, pod.name);
+        if (snapshot) {
+          // Consistent per object: every series of the pod answers for the same node.
+          for (const SeriesWindows& w : snapshot->series) EXPECT_EQ(w.key.node, pod.node);
+        }
+      }
+      for (const std::string& node : ingestor_->ListNodes()) (void)ingestor_->QueryNode(node);
+      queries.fetch_add(1);
+    }
+  });
+  // The scrapes are generated up front (the generator is not thread-safe).
+  constexpr int kSteps = 40;
+  std::vector<std::vector<scrapers::NodeScrape>> per_node(cluster.nodes());
+  for (int i = 0; i < kSteps; ++i) {
+    for (size_t n = 0; n < cluster.nodes(); ++n) {
+      per_node[n].push_back(cluster.Scrape(n, kT0 + seconds(10 * i)));
+    }
+  }
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&, w] {
+      for (size_t n = static_cast<size_t>(w); n < cluster.nodes(); n += 4) {
+        for (const scrapers::NodeScrape& s : per_node[n]) EXPECT_TRUE(ingestor_->Ingest(s).ok());
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  done.store(true);
+  reader.join();
+  EXPECT_GT(queries.load(), 0u);
+  EXPECT_EQ(ingestor_->Stats().scrapes, cluster.nodes() * kSteps);
+  EXPECT_EQ(ingestor_->ListNodes().size(), cluster.nodes());
+  EXPECT_EQ(ingestor_->ListPods().size(), cluster.nodes() * 3);
+  auto node = ingestor_->QueryNode("node-7");
+  ASSERT_TRUE(node);
+  EXPECT_EQ(node->series.size(), 2u + 6u);
+  EXPECT_EQ(node->series[0].windows[1].count, 6u);  // 1m of cpu rates at 10s
+}
+
+TEST(SeriesRegistryTest, KeysRoundTripAndGarbageIsDataLoss) {
+  for (const SeriesKey& key : {SeriesKey::Node("n", Resource::kCpu),
+                               SeriesKey::SystemContainer("n", "kubelet", Resource::kMemory),
+                               SeriesKey::Pod("n", "ns", std::string(300, 'p'), Resource::kCpu),
+                               SeriesKey::Container("n", "ns", "p", "c", Resource::kMemory)}) {
+    auto decoded = DecodeSeriesKey(EncodeSeriesKey(key));
+    ASSERT_TRUE(decoded.ok());
+    EXPECT_EQ(*decoded, key);
+  }
+  const std::string good = EncodeSeriesKey(SeriesKey::Pod("n", "ns", "p", Resource::kCpu));
+  for (size_t cut = 0; cut < good.size(); ++cut) {
+    EXPECT_FALSE(DecodeSeriesKey(good.substr(0, cut)).ok());
+  }
+  std::string bad_kind = good;
+  bad_kind[1] = 9;
+  EXPECT_EQ(DecodeSeriesKey(bad_kind).status().code(), absl::StatusCode::kDataLoss);
+  std::string node_with_pod = good;
+  node_with_pod[1] = static_cast<char>(ObjectKind::kNode);
+  EXPECT_FALSE(DecodeSeriesKey(node_with_pod).ok());
+}
+
+class FakeLabels : public LabelProvider {
+ public:
+  bool HasSynced() const override { return synced; }
+  std::optional<Labels> NodeLabels(std::string_view name) const override {
+    auto it = nodes.find(std::string(name));
+    if (it == nodes.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<PodLabels> PodInfo(std::string_view ns, std::string_view name) const override {
+    auto it = pods.find(std::string(ns) + "/" + std::string(name));
+    if (it == pods.end()) return std::nullopt;
+    return it->second;
+  }
+  bool synced = false;
+  std::map<std::string, Labels> nodes;
+  std::map<std::string, PodLabels> pods;
+};
+
+TEST_F(IngestTest, AggregatorStateJoinsWindowsWithLabels) {
+  testing::SyntheticCluster cluster(2, 3, 2, 11);
+  for (int i = 0; i < 3; ++i) {
+    for (size_t n = 0; n < 2; ++n) {
+      ASSERT_TRUE(ingestor_->Ingest(cluster.Scrape(n, kT0 + seconds(10 * i))).ok());
+    }
+  }
+  FakeLabels labels;
+  labels.nodes["node-0"] = {{"zone", "a"}};
+  labels.pods["default/pod-0-0"] = PodLabels{{{"app", "web"}}, "node-0"};
+  AggregatorState state(ingestor_.get(), &labels);
+  EXPECT_FALSE(state.Ready());
+  labels.synced = true;
+  EXPECT_TRUE(state.Ready());
+
+  std::vector<NodeView> nodes = state.ListNodes();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].name, "node-0");
+  EXPECT_EQ(nodes[0].labels, (Labels{{"zone", "a"}}));
+  EXPECT_TRUE(nodes[1].labels.empty());  // unknown to discovery: still listed
+  ASSERT_TRUE(nodes[0].machine.cpu);
+  ASSERT_TRUE(nodes[0].machine.memory);
+  EXPECT_EQ(nodes[0].machine.memory->windows[0].count, 1u);
+  EXPECT_EQ(nodes[0].machine.memory->windows[1].count, 3u);
+  ASSERT_EQ(nodes[0].system_containers.size(), 3u);
+  EXPECT_EQ(nodes[0].system_containers[0].name, "kubelet");
+  EXPECT_EQ(nodes[0].system_containers[1].name, "pods");
+
+  std::vector<PodView> pods = state.ListPods("");
+  ASSERT_EQ(pods.size(), 6u);
+  EXPECT_EQ(pods[0].namespace_name, "default");
+  EXPECT_EQ(pods[0].name, "pod-0-0");
+  EXPECT_EQ(pods[0].labels, (Labels{{"app", "web"}}));
+  ASSERT_EQ(pods[0].containers.size(), 2u);
+  EXPECT_EQ(pods[0].containers[1].name, "c1");
+  ASSERT_TRUE(pods[0].pod.cpu);
+  EXPECT_EQ(pods[0].pod.cpu->windows[1].count, 2u);
+  EXPECT_EQ(state.ListPods("shop").size(), 2u);
+  EXPECT_TRUE(state.ListPods("absent").empty());
+
+  auto pod = state.GetPod("shop", "pod-1-1");
+  ASSERT_TRUE(pod);
+  EXPECT_EQ(pod->node_name, "node-1");  // from the scrape: discovery does not know it
+  EXPECT_TRUE(pod->labels.empty());
+  EXPECT_FALSE(state.GetPod("shop", "absent"));
+  EXPECT_TRUE(state.GetNode("node-1"));
+  EXPECT_FALSE(state.GetNode("node-9"));
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator
