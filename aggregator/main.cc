@@ -1,12 +1,17 @@
-// kubestat-aggregator: discovers nodes, scrapes every kubelet each resolution and exposes
-// its own metrics. Storage, windows and the query APIs are added on top of this loop.
-#define _TURN_OFF_PLATFORM_STRING
-#include <cpprest/http_listener.h>
+// kubestat-aggregator: discovers nodes and pods, scrapes every kubelet each resolution,
+// stores every sample in RocksDB and keeps the statistical windows, and serves them over
+// REST (metrics/v1alpha1, metrics.k8s.io/v1beta1) and gRPC (kubestat.v1.Aggregator), with
+// its own metrics on /metrics.
+#include <grpcpp/grpcpp.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
 #include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -15,8 +20,14 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "kubestat/aggregator/aggregator_state.h"
+#include "kubestat/aggregator/grpc_service.h"
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/rest_server.h"
+#include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/flags.h"
 #include "kubestat/core/json_writer.h"
@@ -27,6 +38,7 @@
 #include "kubestat/scrapers/kubelet_client.h"
 #include "kubestat/scrapers/node_address.h"
 #include "kubestat/scrapers/scheduler.h"
+#include "kubestat/storage/store.h"
 
 namespace kubestat {
 namespace {
@@ -61,6 +73,13 @@ struct AggregatorFlags {
   int64_t port = 8080;
   std::string scrape_dump;
   int64_t verbosity = 0;
+  std::string storage_dir;
+  Duration retention = std::chrono::hours(26);
+  bool storage_fsync = false;
+  int64_t storage_cache_mib = 64;
+  std::vector<std::string> windows = {"10s", "1m", "1h", "1d"};
+  std::string grpc_address = "127.0.0.1";
+  int64_t grpc_port = 8081;
 };
 
 void RegisterFlags(FlagSet& flags, AggregatorFlags& f) {
@@ -100,8 +119,23 @@ void RegisterFlags(FlagSet& flags, AggregatorFlags& f) {
   flags.AddDouble("scrape-stagger", &f.scrape_stagger,
                   "fraction of the resolution over which the scrapes of a round are spread");
   flags.AddString("listen-address", &f.listen_address,
-                  "address of the HTTP server (/metrics, /healthz)");
+                  "address of the HTTP server (REST APIs, /metrics, /healthz, /livez, /readyz)");
   flags.AddInt64("port", &f.port, "port of the HTTP server");
+  flags.AddString("grpc-address", &f.grpc_address,
+                  "address of the gRPC server (kubestat.v1.Aggregator)");
+  flags.AddInt64("grpc-port", &f.grpc_port, "port of the gRPC server; 0 turns it off");
+  flags.AddString("storage-dir", &f.storage_dir,
+                  "RocksDB directory holding a day of samples and rollups (required; a "
+                  "PersistentVolume in a cluster)");
+  flags.AddDuration("retention", &f.retention,
+                    "how long samples and rollups are kept: a day plus a margin (at least the "
+                    "longest window)");
+  flags.AddBool("storage-fsync", &f.storage_fsync,
+                "fsync every write batch (survives power loss); without it the write-ahead log "
+                "still survives a killed process");
+  flags.AddInt64("storage-cache-mib", &f.storage_cache_mib, "RocksDB block cache, MiB");
+  flags.AddStringList("windows", &f.windows,
+                      "statistical windows kept for every series (durations, e.g. 10s,1m,1h,1d)");
   flags.AddString("scrape-dump", &f.scrape_dump,
                   "append every decoded node scrape to this file as a JSON line");
   flags.AddInt64("v", &f.verbosity, "log verbosity");
@@ -159,11 +193,164 @@ std::string DumpLine(const ScrapeTarget& target, const NodeScrape& s, Timestamp 
   return w.Take();
 }
 
-// Logs each round and failure, and appends scrapes to the dump file.
+// Copies the ingest pipeline's and the store's counters into the registry (they keep
+// plain counters; the registry wants increments).
+class StoreMetrics {
+ public:
+  explicit StoreMetrics(prometheus::Registry& registry)
+      : scrapes_(Counter(registry, "kubestat_ingested_scrapes_total",
+                         "Node scrapes whose samples were stored and added to the windows")),
+        rejected_(Counter(registry, "kubestat_ingest_rejected_scrapes_total",
+                          "Node scrapes refused by the ingest pipeline (no node, no time, not "
+                          "newer than the previous scrape of the node)")),
+        store_errors_(Counter(registry, "kubestat_ingest_store_errors_total",
+                              "Failed store reads or writes during ingest")),
+        samples_(Counter(registry, "kubestat_ingested_samples_total", "Samples stored")),
+        series_created_(Counter(registry, "kubestat_series_created_total", "Series created")),
+        series_retired_(
+            Counter(registry, "kubestat_series_retired_total", "Series of objects that left")),
+        counter_resets_(Counter(registry, "kubestat_cpu_segment_restarts_total",
+                                "Cumulative cpu counters that went backwards or restarted")),
+        batches_(Counter(registry, "kubestat_store_batches_total", "RocksDB write batches")),
+        batch_errors_(
+            Counter(registry, "kubestat_store_batch_errors_total", "Failed RocksDB write batches")),
+        written_bytes_(
+            Counter(registry, "kubestat_store_written_bytes_total", "Bytes of write batches")),
+        write_seconds_(Counter(registry, "kubestat_store_write_seconds_total",
+                               "Time spent writing batches; divide by "
+                               "kubestat_store_batches_total for the mean write latency")),
+        read_errors_(Counter(registry, "kubestat_store_read_errors_total",
+                             "Failed reads and undecodable records")),
+        size_bytes_(Gauge(registry, "kubestat_store_size_bytes", "Bytes of the RocksDB directory")),
+        max_write_seconds_(
+            Gauge(registry, "kubestat_store_max_write_seconds", "Slowest write batch since start")),
+        series_(Gauge(registry, "kubestat_series", "Series held in the windows")),
+        window_bytes_(Gauge(registry, "kubestat_window_memory_bytes",
+                            "Memory held by the windows and the ingest pipeline")),
+        rebuild_seconds_(Gauge(registry, "kubestat_rebuild_duration_seconds",
+                               "Duration of the rebuild of the windows from the store at start")),
+        rebuilt_series_(Gauge(registry, "kubestat_rebuilt_series",
+                              "Series restored from the store at start")) {}
+
+  void Update(const aggregator::IngestStats& ingest, const storage::StoreStats& store,
+              uint64_t disk_bytes, size_t memory_bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Advance(scrapes_, ingest.scrapes, last_.scrapes);
+    Advance(rejected_, ingest.scrapes_rejected, last_.scrapes_rejected);
+    Advance(store_errors_, ingest.store_errors, last_.store_errors);
+    Advance(samples_, ingest.samples, last_.samples);
+    Advance(series_created_, ingest.series_created, last_.series_created);
+    Advance(series_retired_, ingest.series_retired, last_.series_retired);
+    Advance(counter_resets_, ingest.counter_resets, last_.counter_resets);
+    Advance(batches_, store.batches, last_store_.batches);
+    Advance(batch_errors_, store.batch_errors, last_store_.batch_errors);
+    Advance(written_bytes_, store.bytes_written, last_store_.bytes_written);
+    Advance(read_errors_, store.read_errors, last_store_.read_errors);
+    if (store.write_nanos > last_store_.write_nanos) {
+      write_seconds_.Increment(static_cast<double>(store.write_nanos - last_store_.write_nanos) /
+                               1e9);
+      last_store_.write_nanos = store.write_nanos;
+    }
+    size_bytes_.Set(static_cast<double>(disk_bytes));
+    max_write_seconds_.Set(static_cast<double>(store.max_write_nanos) / 1e9);
+    series_.Set(static_cast<double>(ingest.series_created - ingest.series_retired));
+    window_bytes_.Set(static_cast<double>(memory_bytes));
+    rebuild_seconds_.Set(ingest.rebuild_seconds);
+    rebuilt_series_.Set(static_cast<double>(ingest.rebuilt_series));
+  }
+
+ private:
+  static prometheus::Counter& Counter(prometheus::Registry& r, const std::string& name,
+                                      const std::string& help) {
+    return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+  }
+  static prometheus::Gauge& Gauge(prometheus::Registry& r, const std::string& name,
+                                  const std::string& help) {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+  }
+  static void Advance(prometheus::Counter& counter, uint64_t now, uint64_t& last) {
+    if (now > last) counter.Increment(static_cast<double>(now - last));
+    last = std::max(last, now);
+  }
+
+  std::mutex mu_;
+  aggregator::IngestStats last_;
+  storage::StoreStats last_store_;
+  prometheus::Counter& scrapes_;
+  prometheus::Counter& rejected_;
+  prometheus::Counter& store_errors_;
+  prometheus::Counter& samples_;
+  prometheus::Counter& series_created_;
+  prometheus::Counter& series_retired_;
+  prometheus::Counter& counter_resets_;
+  prometheus::Counter& batches_;
+  prometheus::Counter& batch_errors_;
+  prometheus::Counter& written_bytes_;
+  prometheus::Counter& write_seconds_;
+  prometheus::Counter& read_errors_;
+  prometheus::Gauge& size_bytes_;
+  prometheus::Gauge& max_write_seconds_;
+  prometheus::Gauge& series_;
+  prometheus::Gauge& window_bytes_;
+  prometheus::Gauge& rebuild_seconds_;
+  prometheus::Gauge& rebuilt_series_;
+};
+
+// Labels for the query APIs, from discovery.
+class DiscoveryLabels final : public aggregator::LabelProvider {
+ public:
+  explicit DiscoveryLabels(const scrapers::Discovery* discovery) : discovery_(discovery) {}
+  bool HasSynced() const override { return discovery_->synced(); }
+  std::optional<aggregator::Labels> NodeLabels(std::string_view name) const override {
+    std::optional<scrapers::NodeInfo> node = discovery_->Node(name);
+    if (!node) return std::nullopt;
+    return aggregator::Labels(node->labels.begin(), node->labels.end());
+  }
+  std::optional<aggregator::PodLabels> PodInfo(std::string_view namespace_name,
+                                               std::string_view name) const override {
+    std::optional<scrapers::PodInfo> pod = discovery_->Pod(namespace_name, name);
+    if (!pod) return std::nullopt;
+    return aggregator::PodLabels{aggregator::Labels(pod->labels.begin(), pod->labels.end()),
+                                 pod->node_name};
+  }
+
+ private:
+  const scrapers::Discovery* discovery_;
+};
+
+// A pod or node deleted in the kube API leaves the query results at once.
+class DeletionListener final : public scrapers::ClusterListener {
+ public:
+  explicit DeletionListener(aggregator::Ingestor* ingestor) : ingestor_(ingestor) {}
+  void OnNodeChange(scrapers::ChangeType type, const scrapers::NodeInfo& node) override {
+    if (type != scrapers::ChangeType::kDeleted || !ingestor_->ready()) return;
+    if (absl::StatusOr<bool> s = ingestor_->DeleteNode(node.name); !s.ok()) {
+      KLOG(WARNING) << "removing deleted node " << node.name << ": " << s.status();
+    }
+  }
+  void OnPodChange(scrapers::ChangeType type, const scrapers::PodInfo& pod) override {
+    if (type != scrapers::ChangeType::kDeleted || !ingestor_->ready()) return;
+    if (absl::StatusOr<bool> s = ingestor_->DeletePod(pod.namespace_name, pod.name); !s.ok()) {
+      KLOG(WARNING) << "removing deleted pod " << pod.Key() << ": " << s.status();
+    }
+  }
+
+ private:
+  aggregator::Ingestor* ingestor_;
+};
+
+// Ingests every scrape, logs each round and failure, appends scrapes to the dump file, and
+// after each round refreshes the self-metrics and tells gRPC watchers what changed.
 class AggregatorSink final : public scrapers::ScrapeSink {
  public:
-  AggregatorSink(const std::string& dump_path, const Clock& clock) : clock_(clock) {
+  AggregatorSink(const std::string& dump_path, const Clock& clock, aggregator::Ingestor& ingestor,
+                 storage::Store& store, StoreMetrics& metrics, aggregator::WatchHub& hub)
+      : clock_(clock), ingestor_(ingestor), store_(store), metrics_(metrics), hub_(hub) {
     if (!dump_path.empty()) dump_.open(dump_path, std::ios::app);
+  }
+  Timestamp last_round_start() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_round_start_;
   }
   bool dump_ok() const { return !dump_.is_open() || dump_.good(); }
 
@@ -176,6 +363,9 @@ class AggregatorSink final : public scrapers::ScrapeSink {
     if (!result->issues.empty()) {
       KVLOG(1) << "scrape " << target.node_name << ": " << result->issues.Total()
                << " values rejected: " << result->issues.Summary();
+    }
+    if (absl::Status s = ingestor_.Ingest(*result); !s.ok()) {
+      KLOG(WARNING) << "ingest " << target.node_name << ": " << s;
     }
     if (dump_.is_open()) {
       std::string line = DumpLine(target, *result, clock_.Now());
@@ -193,11 +383,22 @@ class AggregatorSink final : public scrapers::ScrapeSink {
                << r.pods << " pods, " << r.containers << " containers, " << r.failed << " failed"
                << (r.failed > 0 ? " (" + failures.str().substr(1) + ")" : "") << ", " << r.skipped
                << " skipped, took " << std::chrono::duration<double>(r.duration).count() << "s";
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_round_start_ = r.start;
+    }
+    metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), ingestor_.MemoryBytes());
+    hub_.OnRound(r.start + r.duration);
   }
 
  private:
   const Clock& clock_;
-  std::mutex mu_;
+  aggregator::Ingestor& ingestor_;
+  storage::Store& store_;
+  StoreMetrics& metrics_;
+  aggregator::WatchHub& hub_;
+  mutable std::mutex mu_;
+  Timestamp last_round_start_ = kZeroTime;
   std::ofstream dump_;
 };
 
@@ -292,9 +493,64 @@ int Run(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<scrapers::KubeletClient>> client =
       scrapers::KubeletClient::Create(client_options);
   if (!client.ok()) return Fail(client.status());
-  AggregatorSink sink(f.scrape_dump, clock);
+  // Storage and windows.
+  if (f.storage_dir.empty()) {
+    return Fail(
+        absl::InvalidArgumentError("--storage-dir: required (where RocksDB keeps the day)"));
+  }
+  aggregator::IngestOptions ingest_options;
+  ingest_options.engine.windows.clear();
+  for (const std::string& w : f.windows) {
+    absl::StatusOr<Duration> d = ParseDuration(w);
+    if (!d.ok())
+      return Fail(absl::InvalidArgumentError("--windows: " + std::string(d.status().message())));
+    ingest_options.engine.windows.push_back(*d);
+  }
+  std::sort(ingest_options.engine.windows.begin(), ingest_options.engine.windows.end());
+  if (absl::Status s = ingest_options.Validate(); !s.ok()) {
+    return Fail(absl::InvalidArgumentError("--windows: " + std::string(s.message())));
+  }
+  if (f.retention < ingest_options.engine.windows.back()) {
+    return Fail(absl::InvalidArgumentError("--retention: must be at least the longest window (" +
+                                           FormatDuration(ingest_options.engine.windows.back()) +
+                                           ")"));
+  }
+  if (f.storage_cache_mib < 1) {
+    return Fail(absl::InvalidArgumentError("--storage-cache-mib: must be at least 1"));
+  }
+  if (f.grpc_port < 0 || f.grpc_port > 65535) {
+    return Fail(absl::InvalidArgumentError("--grpc-port: " + std::to_string(f.grpc_port) +
+                                           " is not a port"));
+  }
+  storage::StoreOptions store_options;
+  store_options.dir = f.storage_dir;
+  store_options.retention = f.retention;
+  store_options.sync = f.storage_fsync;
+  store_options.block_cache_bytes = static_cast<size_t>(f.storage_cache_mib) << 20;
+  if (absl::Status s = store_options.Validate(); !s.ok()) return Fail(s);
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_options);
+  if (!store.ok()) {
+    std::cerr << "kubestat-aggregator: cannot open the store in --storage-dir=" << f.storage_dir
+              << ": " << store.status()
+              << "\n(move the directory aside or fix its permissions; kubestat will not start on a "
+                 "database it cannot read)\n";
+    return 1;
+  }
+  Clock& mutable_clock = RealClock::Get();
+  absl::StatusOr<std::unique_ptr<aggregator::Ingestor>> ingestor =
+      aggregator::Ingestor::Create(ingest_options, store->get(), &mutable_clock);
+  if (!ingestor.ok()) return Fail(ingestor.status());
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  StoreMetrics store_metrics(*registry);
+  DiscoveryLabels labels(discovery.get());
+  aggregator::AggregatorState state(ingestor->get(), &labels);
+  aggregator::WatchHub hub(&state);
+  AggregatorSink sink(f.scrape_dump, clock, **ingestor, **store, store_metrics, hub);
   if (!sink.dump_ok())
     return Fail(absl::InvalidArgumentError("--scrape-dump: cannot open " + f.scrape_dump));
+  DeletionListener deletions(ingestor->get());
+  discovery->AddListener(&deletions);
 
   // SIGINT/SIGTERM are taken by sigwait below; every thread started from here inherits the mask.
   sigset_t signals;
@@ -303,7 +559,6 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto registry = std::make_shared<prometheus::Registry>();
   scrapers::KubeletScraper scraper(**client, clock);
   std::mutex unresolved_mu;
   std::map<std::string, std::string> unresolved;  // node → why it has no address (logged once)
@@ -324,52 +579,77 @@ int Run(int argc, char** argv) {
   };
   scrapers::ScrapeScheduler scheduler(scheduler_options, targets, scraper, sink, clock, *registry);
 
-  const std::string url = "http://" + f.listen_address + ":" + std::to_string(f.port);
-  web::http::experimental::listener::http_listener listener(url);
-  listener.support(web::http::methods::GET, [&](web::http::http_request request) {
-    const std::string path = request.relative_uri().path();
-    if (path == "/metrics") {
-      web::http::http_response response(web::http::status_codes::OK);
-      response.set_body(prometheus::TextSerializer().Serialize(registry->Collect()),
-                        "text/plain; version=0.0.4; charset=utf-8");
-      request.reply(response);
-    } else if (path == "/healthz" || path == "/livez") {
-      request.reply(web::http::status_codes::OK, std::string("ok"), "text/plain");
-    } else if (path == "/readyz") {
-      bool ready = discovery->synced();
-      request.reply(
-          ready ? web::http::status_codes::OK : web::http::status_codes::ServiceUnavailable,
-          std::string(ready ? "ok" : "discovery not synced"), "text/plain");
-    } else {
-      request.reply(web::http::status_codes::NotFound, std::string("not found"), "text/plain");
-    }
-  });
-  try {
-    listener.open().wait();
-  } catch (const std::exception& e) {
-    return Fail(absl::UnavailableError("--listen-address/--port: cannot listen on " + url + ": " +
-                                       e.what()));
+  // REST, /metrics and health on --port.
+  aggregator::RestServerOptions rest_options;
+  rest_options.address = f.listen_address;
+  rest_options.port = static_cast<int>(f.port);
+  aggregator::LivenessCheck liveness{[&sink] { return sink.last_round_start(); },
+                                     f.metric_resolution};
+  aggregator::RestServer rest(rest_options, state, *registry, clock, liveness);
+  if (absl::Status s = rest.Start(); !s.ok()) {
+    return Fail(absl::UnavailableError("--listen-address/--port: " + std::string(s.message())));
   }
-  KLOG(INFO) << "serving /metrics, /healthz and /readyz on " << url;
+  KLOG(INFO) << "serving REST, /metrics, /healthz, /livez and /readyz on " << rest.BaseUrl();
 
-  discovery->Start();
-  if (!discovery->WaitForSync(std::chrono::seconds(30))) {
-    KLOG(WARNING) << "discovery has not synced after 30s; scraping what is known so far";
+  // gRPC on --grpc-port.
+  aggregator::AggregatorServiceOptions grpc_options;
+  grpc_options.windows = ingest_options.engine.windows;
+  aggregator::AggregatorService grpc_service(&state, &hub, registry.get(), grpc_options, &clock);
+  std::unique_ptr<grpc::Server> grpc_server;
+  if (f.grpc_port > 0) {
+    grpc::ServerBuilder builder;
+    int selected_port = 0;
+    const std::string grpc_target = f.grpc_address + ":" + std::to_string(f.grpc_port);
+    builder.AddListeningPort(grpc_target, grpc::InsecureServerCredentials(), &selected_port);
+    builder.RegisterService(&grpc_service);
+    grpc_server = builder.BuildAndStart();
+    if (!grpc_server || selected_port == 0) {
+      rest.Stop();
+      return Fail(
+          absl::UnavailableError("--grpc-address/--grpc-port: cannot listen on " + grpc_target));
+    }
+    KLOG(INFO) << "serving gRPC kubestat.v1.Aggregator on " << grpc_target;
   }
-  KLOG(INFO) << "discovered " << discovery->node_count() << " nodes and " << discovery->pod_count()
-             << " pods; scraping every " << FormatDuration(f.metric_resolution);
-  scheduler.Start();
+
+  // Rebuild the windows from the store (readyz says not ready until done), then scrape.
+  std::atomic<bool> stopping{false};
+  std::thread starter([&] {
+    KLOG(INFO) << "rebuilding the windows from " << f.storage_dir;
+    if (absl::Status s = (*ingestor)->Rebuild(); !s.ok()) {
+      KLOG(ERROR) << "rebuild from " << f.storage_dir << " failed: " << s
+                  << "; stopping (move the directory aside to start empty)";
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    const aggregator::IngestStats stats = (*ingestor)->Stats();
+    KLOG(INFO) << "rebuilt " << stats.rebuilt_series << " series in " << stats.rebuild_seconds
+               << "s (" << stats.rebuild_errors << " could not be restored)";
+    store_metrics.Update(stats, (*store)->Stats(), (*store)->DiskBytes(),
+                         (*ingestor)->MemoryBytes());
+    if (stopping.load()) return;
+    discovery->Start();
+    if (!discovery->WaitForSync(std::chrono::seconds(30))) {
+      KLOG(WARNING) << "discovery has not synced after 30s; scraping what is known so far";
+    }
+    KLOG(INFO) << "discovered " << discovery->node_count() << " nodes and "
+               << discovery->pod_count() << " pods; scraping every "
+               << FormatDuration(f.metric_resolution);
+    hub.OnRound(clock.Now());
+    if (stopping.load()) return;
+    scheduler.Start();
+  });
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   KLOG(INFO) << "received signal " << signal_number << ", shutting down";
+  stopping.store(true);
+  starter.join();
   scheduler.Stop();
   discovery->Stop();
-  try {
-    listener.close().wait();
-  } catch (const std::exception& e) {
-    KLOG(WARNING) << "closing the HTTP server: " << e.what();
-  }
+  grpc_service.Shutdown();
+  if (grpc_server)
+    grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  rest.Stop();
   KLOG(INFO) << "stopped";
   return 0;
 }

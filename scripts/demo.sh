@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs kubestat on a simulated cluster on this machine: installs what is missing, builds
-# kubestat-sim and kubestat-aggregator, starts both on loopback, prints the URLs and each
-# scrape round's summary. Ctrl-C stops everything.
+# kubestat-sim and kubestat-aggregator, starts both on loopback (the simulated
+# kube-apiserver proxies the metrics APIs to the aggregator, as the aggregation layer does,
+# so kubectl top works), waits until the aggregator is ready, prints the URLs and commands
+# to try, then each scrape round's summary. Ctrl-C stops everything.
 #
 #   scripts/demo.sh [--nodes N] [--pods-per-node N] [--faults node-0003=timeout,...]
-#                   [--resolution 10s] [--kubelet-timeout 5s] [--port 8080]
+#                   [--resolution 10s] [--kubelet-timeout 5s] [--port 8080] [--grpc-port 8081]
 # (the kubelet timeout must be shorter than the resolution)
 set -euo pipefail
 
@@ -16,6 +18,7 @@ faults="node-0003=timeout,node-0007=http500"
 resolution=10s
 timeout=5s
 port=8080
+grpc_port=8081
 while (($#)); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -30,7 +33,9 @@ while (($#)); do
     --kubelet-timeout=*) timeout="${1#*=}"; shift ;;
     --port) port="$2"; shift 2 ;;
     --port=*) port="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    --grpc-port) grpc_port="$2"; shift 2 ;;
+    --grpc-port=*) grpc_port="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "demo: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +65,7 @@ trap cleanup INT TERM EXIT
 
 "$build/sim/kubestat-sim" --nodes="$nodes" --pods-per-node="$pods" \
   --kubelet-address-mode=ports --kubelet-port=0 --faults="$faults" \
+  --metrics-backend="http://127.0.0.1:$port" \
   --kubeconfig-out="$work/kubeconfig" >"$work/sim.log" 2>&1 &
 sim_pid=$!
 for _ in $(seq 600); do
@@ -73,22 +79,47 @@ grep -q READY "$work/sim.log" || { echo "demo: kubestat-sim did not start" >&2; 
   --kubelet-scheme=http --kubelet-preferred-address-types=InternalIP \
   --kubelet-use-node-status-port --metric-resolution="$resolution" --kubelet-timeout="$timeout" \
   --listen-address=127.0.0.1 --port="$port" --scrape-dump="$work/scrapes.jsonl" \
+  --grpc-address=127.0.0.1 --grpc-port="$grpc_port" --storage-dir="$work/store" \
   >"$work/aggregator.log" 2>&1 &
 agg_pid=$!
-sleep 1
-if ! kill -0 "$agg_pid" 2>/dev/null; then
+ready=0
+for _ in $(seq 600); do
+  kill -0 "$agg_pid" 2>/dev/null || break
+  if curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 &&
+    grep -q "round 1:" "$work/aggregator.log"; then
+    ready=1
+    break
+  fi
+  sleep 0.2
+done
+if ((!ready)); then
+  echo "demo: kubestat-aggregator did not become ready:" >&2
   cat "$work/aggregator.log" >&2
   exit 1
 fi
+ns=$(curl -fs "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods" |
+  grep -o '"namespace":"[^"]*"' | head -n 1 | cut -d'"' -f4)
+ns=${ns:-shop}
+kc="kubectl --kubeconfig=$work/kubeconfig"
 
 echo
 echo "simulated cluster: $nodes nodes x $pods pods, faults: ${faults:-none}"
 sed 's/^/  sim: /' "$work/sim.log"
-echo "  kubectl --kubeconfig=$work/kubeconfig get nodes"
-echo "aggregator:"
+echo "aggregator (REST on :$port, gRPC kubestat.v1.Aggregator on 127.0.0.1:$grpc_port):"
 echo "  metrics    http://127.0.0.1:$port/metrics"
-echo "  health     http://127.0.0.1:$port/healthz"
+echo "  health     http://127.0.0.1:$port/healthz  /livez  /readyz"
+echo "  store      $work/store"
 echo "  scrapes    $work/scrapes.jsonl (one JSON line per node scrape)"
+echo
+echo "Try (in another terminal):"
+echo "  curl 'http://127.0.0.1:$port/apis/metrics/v1alpha1/namespaces/$ns/pods?pretty=true'"
+echo "  curl 'http://127.0.0.1:$port/apis/metrics/v1alpha1/nodes/node-0000?pretty=true'"
+echo "  curl 'http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods?labelSelector=tier%3Dbackend'"
+echo "  $kc top node"
+echo "  $kc top pod -A"
+echo "  $kc top pod -n $ns -l tier=frontend"
+echo "  $kc get --raw /apis/metrics.k8s.io/v1beta1/nodes"
+echo
 echo "Ctrl-C stops everything. Scrape rounds:"
 tail -n +1 -F "$work/aggregator.log" &
 tail_pid=$!

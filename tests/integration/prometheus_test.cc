@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "aggregator/grpc_fake_source.h"
+#include "harness.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/watch_hub.h"
 
@@ -38,138 +39,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The absolute path of `name` on $PATH, or std::nullopt.
-std::optional<std::string> FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return std::nullopt;
-}
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Polls `done` until it holds or `deadline` passes (waiting for another process).
-bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline) {
-  auto end = std::chrono::steady_clock::now() + deadline;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return true;
-}
-
-// A temporary directory, removed when destroyed.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kubestat-prometheus-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// A child process with stdin from `input` (or /dev/null) and stdout+stderr into `log`.
-// Destroying it sends SIGTERM, waits briefly, then SIGKILLs and reaps it.
-class Process {
- public:
-  Process(const std::string& binary, const std::vector<std::string>& args, const fs::path& log,
-          const std::string& input = "/dev/null") {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int in = ::open(input.c_str(), O_RDONLY);
-      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (in < 0 || out < 0) ::_exit(126);
-      ::dup2(in, STDIN_FILENO);
-      ::dup2(out, STDOUT_FILENO);
-      ::dup2(out, STDERR_FILENO);
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(binary.c_str()));
-      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      ::execv(binary.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
-  ~Process() { Stop(); }
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  bool Running() {
-    if (pid_ <= 0 || exit_code_) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      return false;
-    }
-    return true;
-  }
-
-  // Waits for the process to exit on its own; its exit code, or -1 after `deadline`.
-  int Wait(std::chrono::seconds deadline) {
-    PollUntil([this] { return !Running(); }, deadline);
-    return exit_code_ ? *exit_code_ : -1;
-  }
-
-  void Stop() {
-    if (!Running()) return;
-    ::kill(pid_, SIGTERM);
-    if (PollUntil([this] { return !Running(); }, std::chrono::seconds(5))) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    exit_code_ = 137;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::optional<int> exit_code_;
-};
-
-// GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.
-std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {
-  try {
-    web::http::client::http_client_config config;
-    config.set_timeout(std::chrono::seconds(5));
-    web::http::client::http_client client("http://127.0.0.1:" + std::to_string(port), config);
-    web::http::http_response response =
-        client.request(web::http::methods::GET, path_and_query).get();
-    if (response.status_code() != web::http::status_codes::OK) return std::nullopt;
-    return response.extract_string(true).get();
-  } catch (const std::exception&) {
-    return std::nullopt;  // not listening yet, or reset
-  }
-}
+using testing::FindOnPath;
+using testing::FreePort;
+using testing::HttpGet;
+using testing::PollUntil;
+using testing::Process;
+using testing::ReadAll;
+using testing::TempDir;
 
 struct PromtoolResult {
   int exit_code = -1;
@@ -252,7 +128,9 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
       {"--kubeconfig=" + kubeconfig.string(), "--kubelet-scheme=http",
        "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
        "--metric-resolution=1s", "--kubelet-timeout=500ms", "--listen-address=127.0.0.1",
-       "--port=" + std::to_string(aggregator_port)},
+       "--port=" + std::to_string(aggregator_port), "--grpc-address=127.0.0.1",
+       "--grpc-port=" + std::to_string(FreePort()),
+       "--storage-dir=" + (dir.path() / "store").string()},
       aggregator_log);
 
   // Wait until the aggregator has finished a scrape, so the exposition has every family.

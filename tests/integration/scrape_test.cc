@@ -183,7 +183,8 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
       {"--kubeconfig=" + (dir / "kubeconfig").string(), "--kubelet-scheme=http",
        "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
        "--metric-resolution=2s", "--kubelet-timeout=1s", "--kubelet-max-response-bytes=4194304",
-       "--listen-address=127.0.0.1", "--port=" + std::to_string(port), "--scrape-dump=" + dump},
+       "--listen-address=127.0.0.1", "--port=" + std::to_string(port), "--scrape-dump=" + dump,
+       "--grpc-port=0", "--storage-dir=" + (dir / "store").string()},
       (dir / "aggregator.log").string());
   std::string metrics;
   ASSERT_TRUE(PollUntil(

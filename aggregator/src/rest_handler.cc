@@ -1,0 +1,322 @@
+#include "kubestat/aggregator/rest_handler.h"
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "kubestat/aggregator/rest_render.h"
+#include "kubestat/core/log.h"
+#include "kubestat/core/status.h"
+#include "kubestat/core/time.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+// Route templates of one group version, for the self-metrics' `route` label.
+struct ApiRoutes {
+  std::string_view group;
+  std::string_view resource_list;
+  std::string_view nodes;
+  std::string_view node;
+  std::string_view pods;
+  std::string_view namespace_pods;
+  std::string_view namespace_pod;
+};
+
+constexpr ApiRoutes kV1beta1Routes = {
+    "/apis/metrics.k8s.io",
+    "/apis/metrics.k8s.io/v1beta1",
+    "/apis/metrics.k8s.io/v1beta1/nodes",
+    "/apis/metrics.k8s.io/v1beta1/nodes/{node}",
+    "/apis/metrics.k8s.io/v1beta1/pods",
+    "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods",
+    "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/{pod}",
+};
+
+constexpr ApiRoutes kV1alpha1Routes = {
+    "/apis/metrics",
+    "/apis/metrics/v1alpha1",
+    "/apis/metrics/v1alpha1/nodes",
+    "/apis/metrics/v1alpha1/nodes/{node}",
+    "/apis/metrics/v1alpha1/pods",
+    "/apis/metrics/v1alpha1/namespaces/{namespace}/pods",
+    "/apis/metrics/v1alpha1/namespaces/{namespace}/pods/{pod}",
+};
+
+const ApiRoutes& RoutesOf(MetricsApi api) {
+  return api == MetricsApi::kV1alpha1 ? kV1alpha1Routes : kV1beta1Routes;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decodes one path segment ('+' stays '+'); a malformed escape is kept as written.
+std::string DecodePathSegment(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && HexValue(text[i + 1]) >= 0 &&
+        HexValue(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(HexValue(text[i + 1]) * 16 + HexValue(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
+// The decoded segments of `path` without its leading '/' and one trailing '/'.
+std::vector<std::string> SplitPath(std::string_view path) {
+  if (!path.empty() && path.front() == '/') path.remove_prefix(1);
+  if (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  std::vector<std::string> segments;
+  if (path.empty()) return segments;
+  while (true) {
+    const size_t slash = path.find('/');
+    segments.push_back(DecodePathSegment(path.substr(0, slash)));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return segments;
+}
+
+// Kubernetes' verb for an HTTP method, for the 405 message.
+std::string VerbOf(std::string_view method, bool collection) {
+  if (method == "POST") return "create";
+  if (method == "PUT") return "update";
+  if (method == "PATCH") return "patch";
+  if (method == "DELETE") return collection ? "deletecollection" : "delete";
+  std::string verb(method);
+  for (char& c : verb) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  return verb;
+}
+
+RestResponse ErrorResponse(const ApiError& error, int indent = 0) {
+  RestResponse response;
+  response.code = error.code();
+  response.content_type = kContentTypeJson;
+  response.body = error.ToJson(indent);
+  return response;
+}
+
+RestResponse NotFoundPath() {
+  return ErrorResponse(
+      ApiError(404, StatusReason::kNotFound, "the server could not find the requested resource"));
+}
+
+RestResponse JsonResponse(std::string body) {
+  RestResponse response;
+  response.body = std::move(body);
+  return response;
+}
+
+RestResponse TextResponse(int code, std::string body) {
+  RestResponse response;
+  response.code = code;
+  response.content_type = kContentTypeText;
+  response.body = std::move(body);
+  return response;
+}
+
+// A request for metric objects, after routing.
+struct MetricsRequest {
+  MetricsApi api;
+  MetricsResource resource;
+  bool collection;             // a list (nodes, pods) rather than one object
+  std::string namespace_name;  // pods of one namespace; empty for all
+  std::string name;            // the object of a GET; empty for lists
+  std::string_view route;
+};
+
+// Routes the segments after /apis/{group}/{version}; std::nullopt for an unknown path.
+std::optional<MetricsRequest> RouteMetrics(MetricsApi api, std::vector<std::string>& rest) {
+  const ApiRoutes& routes = RoutesOf(api);
+  MetricsRequest request{api, MetricsResource::kNodes, true, {}, {}, {}};
+  if (rest.size() == 1 && rest[0] == "nodes") {
+    request.route = routes.nodes;
+  } else if (rest.size() == 2 && rest[0] == "nodes" && !rest[1].empty()) {
+    request.collection = false;
+    request.name = std::move(rest[1]);
+    request.route = routes.node;
+  } else if (rest.size() == 1 && rest[0] == "pods") {
+    request.resource = MetricsResource::kPods;
+    request.route = routes.pods;
+  } else if ((rest.size() == 3 || rest.size() == 4) && rest[0] == "namespaces" &&
+             !rest[1].empty() && rest[2] == "pods") {
+    request.resource = MetricsResource::kPods;
+    request.namespace_name = std::move(rest[1]);
+    request.route = routes.namespace_pods;
+    if (rest.size() == 4) {
+      if (rest[3].empty()) return std::nullopt;
+      request.collection = false;
+      request.name = std::move(rest[3]);
+      request.route = routes.namespace_pod;
+    }
+  } else {
+    return std::nullopt;
+  }
+  return request;
+}
+
+}  // namespace
+
+RestHandler::RestHandler(const MetricsSource& source, const Clock& clock, LivenessCheck liveness)
+    : source_(source), clock_(clock), liveness_(std::move(liveness)), started_(clock.Now()) {}
+
+RestResponse RestHandler::Handle(const RestRequest& request) const {
+  std::string_view route = kRouteOther;
+  RestResponse response;
+  try {
+    return Dispatch(request, &route);
+  } catch (const std::exception& e) {
+    KLOG(ERROR) << "REST " << request.method << " " << request.path << ": " << e.what();
+    response = ErrorResponse(ApiError::InternalError(e.what()));
+  } catch (...) {
+    KLOG(ERROR) << "REST " << request.method << " " << request.path << ": unknown exception";
+    response = ErrorResponse(ApiError::InternalError("unknown exception"));
+  }
+  response.route = route;
+  return response;
+}
+
+RestResponse RestHandler::Dispatch(const RestRequest& request,
+                                   std::string_view* matched_route) const {
+  std::vector<std::string> segments = SplitPath(request.path);
+  const bool is_get = request.method == "GET";
+  const auto method_not_allowed = [](std::string_view route) {
+    RestResponse response =
+        ErrorResponse(ApiError(405, StatusReason::kMethodNotAllowed,
+                               "the server does not allow this method on the requested resource"));
+    response.route = route;
+    return response;
+  };
+  // Documents that do not depend on the source: discovery.
+  const auto document = [&](std::string_view route, auto render) {
+    if (!is_get) return method_not_allowed(route);
+    const int indent = PrettyRequested(ParseQueryString(request.query)) ? 2 : 0;
+    RestResponse response = JsonResponse(render(indent));
+    response.route = route;
+    return response;
+  };
+
+  if (segments.size() == 1) {
+    const std::string& first = segments[0];
+    if (first == "api") {
+      return document("/api", [](int indent) { return RenderApiVersions(indent); });
+    }
+    if (first == "apis") {
+      return document("/apis", [](int indent) { return RenderApiGroupList(indent); });
+    }
+    if (first == "healthz" || first == "livez" || first == "readyz") {
+      const std::string_view route =
+          first == "healthz" ? "/healthz" : (first == "livez" ? "/livez" : "/readyz");
+      if (!is_get) return method_not_allowed(route);
+      RestResponse response = TextResponse(200, "ok");
+      if (first == "readyz" && !source_.Ready()) {
+        response = TextResponse(503,
+                                "readyz check failed: the metrics source is not ready "
+                                "(store rebuild or discovery sync in progress)");
+      } else if (first == "livez" && liveness_.last_round_start) {
+        const Timestamp now = clock_.Now();
+        const Timestamp last = std::max(liveness_.last_round_start(), started_);
+        const Duration limit = liveness_.resolution * 3 / 2;
+        if (now - last > limit) {
+          response = TextResponse(
+              500, absl::StrCat("livez check failed: the last scrape round started ",
+                                FormatDuration(now - last), " ago, more than 1.5 resolutions (",
+                                FormatDuration(limit), ")"));
+        }
+      }
+      response.route = route;
+      return response;
+    }
+    return NotFoundPath();
+  }
+  if (segments.size() < 2 || segments[0] != "apis") return NotFoundPath();
+
+  MetricsApi api;
+  if (segments[1] == kGroupMetricsK8sIo) {
+    api = MetricsApi::kV1beta1;
+  } else if (segments[1] == kGroupMetrics) {
+    api = MetricsApi::kV1alpha1;
+  } else {
+    return NotFoundPath();
+  }
+  const ApiRoutes& routes = RoutesOf(api);
+  if (segments.size() == 2) {
+    return document(routes.group, [api](int indent) { return RenderApiGroup(api, indent); });
+  }
+  if (segments[2] != ApiVersionName(api)) return NotFoundPath();
+  if (segments.size() == 3) {
+    return document(routes.resource_list,
+                    [api](int indent) { return RenderApiResourceList(api, indent); });
+  }
+
+  std::vector<std::string> rest(std::make_move_iterator(segments.begin() + 3),
+                                std::make_move_iterator(segments.end()));
+  std::optional<MetricsRequest> metrics = RouteMetrics(api, rest);
+  if (!metrics) return NotFoundPath();
+  *matched_route = metrics->route;
+
+  const std::string_view group = ApiGroupName(api);
+  const std::string_view resource = MetricsResourceName(metrics->resource);
+  RestResponse response;
+  if (!is_get) {
+    response = ErrorResponse(
+        ApiError::MethodNotAllowed(group, resource, VerbOf(request.method, metrics->collection)));
+    response.route = metrics->route;
+    return response;
+  }
+  const QueryParams params = ParseQueryString(request.query);
+  const int indent = PrettyRequested(params) ? 2 : 0;
+  if (!source_.Ready()) {
+    response = ErrorResponse(
+        ApiError::ServiceUnavailable("the metrics are not available yet: the aggregator is "
+                                     "starting (store rebuild or discovery sync in progress)"),
+        indent);
+    response.route = metrics->route;
+    return response;
+  }
+  absl::StatusOr<MetricsQuery> query = ParseMetricsQuery(params, metrics->resource);
+  if (!query.ok()) {
+    response = ErrorResponse(ApiError::BadRequest(std::string(query.status().message())), indent);
+    response.route = metrics->route;
+    return response;
+  }
+  const RenderContext ctx{api, clock_.Now(), indent};
+
+  std::optional<std::string> body;
+  if (metrics->resource == MetricsResource::kNodes) {
+    if (metrics->collection) {
+      body = RenderNodeList(source_.ListNodes(), *query, ctx);
+    } else if (std::optional<NodeView> node = source_.GetNode(metrics->name)) {
+      body = RenderNode(*node, ctx);
+    }
+  } else {
+    if (metrics->collection) {
+      body = RenderPodList(source_.ListPods(metrics->namespace_name), *query, ctx);
+    } else if (std::optional<PodView> pod =
+                   source_.GetPod(metrics->namespace_name, metrics->name)) {
+      body = RenderPod(*pod, ctx);
+    }
+  }
+  if (!body) {
+    response = ErrorResponse(ApiError::NotFound(group, resource, metrics->name), indent);
+  } else {
+    response = JsonResponse(*std::move(body));
+  }
+  response.route = metrics->route;
+  return response;
+}
+
+}  // namespace kubestat::aggregator

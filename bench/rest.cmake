@@ -1,0 +1,8 @@
+# REST front end: rendering cost (Google Benchmark) and a server over a synthetic cluster
+# for the wrk load test (bench/rest_load.sh).
+if(TARGET kubestat_aggregator)
+  kubestat_benchmark(rest_render_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/rest_render_bench.cc
+    LIBS kubestat::aggregator benchmark::benchmark)
+  add_executable(kubestat-rest-fake-server ${CMAKE_CURRENT_LIST_DIR}/rest_fake_server.cc)
+  target_link_libraries(kubestat-rest-fake-server PRIVATE kubestat::aggregator)
+endif()

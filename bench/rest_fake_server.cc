@@ -1,0 +1,65 @@
+// kubestat-rest-fake-server: the REST front end over a synthetic cluster, for load tests
+// (bench/rest_load.sh). Prints the base URL on stdout, then serves until SIGINT or SIGTERM.
+#include <prometheus/registry.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "kubestat/aggregator/rest_server.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/core/flags.h"
+#include "rest_fake_source.h"
+
+int main(int argc, char** argv) {
+  std::string address = "127.0.0.1";
+  int64_t port = 0;
+  int64_t nodes = 1000;
+  int64_t pods_per_node = 30;
+  kubestat::FlagSet flags("kubestat-rest-fake-server",
+                          "serves the REST API over a synthetic cluster, for load tests");
+  flags.AddString("address", &address, "address to listen on");
+  flags.AddInt64("port", &port, "port to listen on; 0 picks a free one");
+  flags.AddInt64("nodes", &nodes, "number of nodes (and namespaces)");
+  flags.AddInt64("pods-per-node", &pods_per_node, "pods per node (and per namespace)");
+  absl::StatusOr<kubestat::ParsedFlags> parsed = flags.Parse(argc, argv);
+  if (!parsed.ok()) {
+    std::cerr << parsed.status().message() << "\n" << flags.Usage();
+    return 2;
+  }
+  if (parsed->help_requested) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  if (nodes < 1 || pods_per_node < 0) {
+    std::cerr << "--nodes must be >= 1 and --pods-per-node >= 0\n";
+    return 2;
+  }
+
+  // Block the stop signals before cpprestsdk starts its threads, so only sigwait sees them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  std::cerr << "building " << nodes << " nodes x " << pods_per_node << " pods...\n";
+  const kubestat::aggregator::bench::SyntheticMetricsSource source(
+      static_cast<int>(nodes), static_cast<int>(pods_per_node), static_cast<int>(nodes));
+  prometheus::Registry registry;
+  kubestat::aggregator::RestServerOptions options;
+  options.address = address;
+  options.port = static_cast<int>(port);
+  kubestat::aggregator::RestServer server(options, source, registry, kubestat::RealClock::Get(),
+                                          kubestat::aggregator::LivenessCheck{});
+  if (absl::Status started = server.Start(); !started.ok()) {
+    std::cerr << started.message() << "\n";
+    return 1;
+  }
+  std::cout << server.BaseUrl() << std::endl;
+  int signal = 0;
+  sigwait(&stop, &signal);
+  server.Stop();
+  return 0;
+}

@@ -1,0 +1,113 @@
+// REST rendering cost: a 30-pod namespace and a 1,000-node list, in both APIs, and the
+// same requests through RestHandler (routing, query parsing and the source's copy).
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "kubestat/aggregator/rest_handler.h"
+#include "kubestat/aggregator/rest_render.h"
+#include "kubestat/core/clock.h"
+#include "rest_fake_source.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+const bench::SyntheticMetricsSource& Source() {
+  // 1,000 nodes x 30 pods in 1,000 namespaces: 30 pods per namespace.
+  static const bench::SyntheticMetricsSource source(1000, 30, 1000);
+  return source;
+}
+
+RenderContext Context(MetricsApi api) {
+  return RenderContext{api, Timestamp(std::chrono::seconds(1795255230)), 0};
+}
+
+void RenderNamespacePods(benchmark::State& state, MetricsApi api) {
+  const std::vector<PodView>& pods = Source().pods_of("ns-0007");
+  const MetricsQuery query;
+  const RenderContext ctx = Context(api);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string body = RenderPodList(pods, query, ctx);
+    bytes = body.size();
+    benchmark::DoNotOptimize(body);
+  }
+  state.counters["pods"] = static_cast<double>(pods.size());
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+
+void RenderAllNodes(benchmark::State& state, MetricsApi api) {
+  const std::vector<NodeView>& nodes = Source().nodes();
+  const MetricsQuery query;
+  const RenderContext ctx = Context(api);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string body = RenderNodeList(nodes, query, ctx);
+    bytes = body.size();
+    benchmark::DoNotOptimize(body);
+  }
+  state.counters["nodes"] = static_cast<double>(nodes.size());
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+
+void BM_RenderNamespacePodsV1beta1(benchmark::State& state) {
+  RenderNamespacePods(state, MetricsApi::kV1beta1);
+}
+void BM_RenderNamespacePodsV1alpha1(benchmark::State& state) {
+  RenderNamespacePods(state, MetricsApi::kV1alpha1);
+}
+void BM_RenderNodeListV1beta1(benchmark::State& state) {
+  RenderAllNodes(state, MetricsApi::kV1beta1);
+}
+void BM_RenderNodeListV1alpha1(benchmark::State& state) {
+  RenderAllNodes(state, MetricsApi::kV1alpha1);
+}
+
+// A label selector over every pod of the cluster (30,000), v1beta1.
+void BM_RenderAllPodsWithLabelSelectorV1beta1(benchmark::State& state) {
+  const std::vector<PodView> pods = Source().ListPods("");
+  absl::StatusOr<MetricsQuery> query = ParseMetricsQuery(
+      ParseQueryString("labelSelector=app%3Dapp-7,tier%3Dbackend"), MetricsResource::kPods);
+  const RenderContext ctx = Context(MetricsApi::kV1beta1);
+  for (auto _ : state) {
+    std::string body = RenderPodList(pods, *query, ctx);
+    benchmark::DoNotOptimize(body);
+  }
+  state.counters["pods"] = static_cast<double>(pods.size());
+}
+
+// Whole requests through the handler: routing, query parsing, the source's copy, render.
+void Handle(benchmark::State& state, std::string_view path, std::string_view query) {
+  FakeClock clock;
+  RestHandler handler(Source(), clock, LivenessCheck{});
+  for (auto _ : state) {
+    RestResponse response = handler.Handle(RestRequest{"GET", path, query});
+    if (response.code != 200) state.SkipWithError("unexpected status");
+    benchmark::DoNotOptimize(response);
+  }
+}
+void BM_HandleNamespacePodsV1beta1(benchmark::State& state) {
+  Handle(state, "/apis/metrics.k8s.io/v1beta1/namespaces/ns-0007/pods", "");
+}
+void BM_HandleNodeListV1beta1(benchmark::State& state) {
+  Handle(state, "/apis/metrics.k8s.io/v1beta1/nodes", "");
+}
+void BM_HandleNodeListV1alpha1(benchmark::State& state) {
+  Handle(state, "/apis/metrics/v1alpha1/nodes", "");
+}
+
+BENCHMARK(BM_RenderNamespacePodsV1beta1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RenderNamespacePodsV1alpha1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RenderNodeListV1beta1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RenderNodeListV1alpha1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RenderAllPodsWithLabelSelectorV1beta1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HandleNamespacePodsV1beta1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HandleNodeListV1beta1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HandleNodeListV1alpha1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace kubestat::aggregator
+
+BENCHMARK_MAIN();

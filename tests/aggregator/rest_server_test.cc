@@ -1,0 +1,426 @@
+#include "kubestat/aggregator/rest_server.h"
+
+// cpprestsdk's U() macro collides with GoogleTest's template parameters.
+#define _TURN_OFF_PLATFORM_STRING
+
+#include <cpprest/http_client.h>
+#include <cpprest/json.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "kubestat/core/clock.h"
+#include "kubestat/core/label_selector.h"
+#include "kubestat/core/time.h"
+#include "rest_fake_source.h"
+#include "support/fixtures.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+using rest_testing::EndTime;
+using rest_testing::FakeMetricsSource;
+using rest_testing::FillStandardCluster;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr char kV1beta1[] = "/apis/metrics.k8s.io/v1beta1";
+constexpr char kV1alpha1[] = "/apis/metrics/v1alpha1";
+
+struct Reply {
+  int code = 0;
+  std::string content_type;
+  std::string body;
+  web::json::value Json() const { return web::json::value::parse(body); }
+};
+
+class RestServerTest : public ::testing::Test {
+ protected:
+  RestServerTest() : clock_(EndTime() + seconds(20)) {}
+
+  void SetUp() override {
+    FillStandardCluster(source_);
+    last_round_ = clock_.Now();
+    RestServerOptions options;
+    options.address = "127.0.0.1";
+    options.port = 0;
+    options.max_request_body_bytes = 1024;
+    options.max_header_bytes = 4096;
+    server_ = std::make_unique<RestServer>(
+        options, source_, registry_, clock_,
+        LivenessCheck{[this] { return last_round_.load(); }, seconds(10)});
+    ASSERT_TRUE(server_->Start().ok());
+    client_ = std::make_unique<web::http::client::http_client>(server_->BaseUrl());
+  }
+
+  void TearDown() override {
+    client_.reset();
+    server_.reset();
+  }
+
+  Reply Request(const std::string& method, const std::string& path_and_query,
+                const std::map<std::string, std::string>& headers = {}, std::string body = "") {
+    web::http::http_request request(method);
+    request.set_request_uri(path_and_query);
+    for (const auto& [name, value] : headers) request.headers().add(name, value);
+    if (!body.empty()) request.set_body(std::move(body), "application/octet-stream");
+    web::http::http_response response = client_->request(request).get();
+    Reply reply;
+    reply.code = response.status_code();
+    reply.content_type = response.headers().content_type();
+    reply.body = response.extract_utf8string(true).get();
+    return reply;
+  }
+  Reply Get(const std::string& path_and_query,
+            const std::map<std::string, std::string>& headers = {}) {
+    return Request("GET", path_and_query, headers);
+  }
+
+  // Checks that `reply` is a Kubernetes Status with `code` and `reason`; returns its message.
+  static std::string ExpectStatus(const Reply& reply, int code, const std::string& reason) {
+    EXPECT_EQ(reply.code, code) << reply.body;
+    EXPECT_EQ(reply.content_type, "application/json");
+    web::json::value status = reply.Json();
+    EXPECT_EQ(status.at("kind").as_string(), "Status");
+    EXPECT_EQ(status.at("apiVersion").as_string(), "v1");
+    EXPECT_EQ(status.at("status").as_string(), "Failure");
+    EXPECT_EQ(status.at("code").as_integer(), code);
+    EXPECT_EQ(status.at("reason").as_string(), reason);
+    return status.at("message").as_string();
+  }
+
+  FakeClock clock_;
+  FakeMetricsSource source_;
+  prometheus::Registry registry_;
+  std::atomic<Timestamp> last_round_;
+  std::unique_ptr<RestServer> server_;
+  std::unique_ptr<web::http::client::http_client> client_;
+};
+
+TEST_F(RestServerTest, StartOnPortZeroReportsTheBoundPort) {
+  EXPECT_GT(server_->port(), 0);
+  EXPECT_EQ(server_->BaseUrl(), "http://127.0.0.1:" + std::to_string(server_->port()));
+  EXPECT_EQ(Get("/healthz").code, 200);
+}
+
+TEST_F(RestServerTest, StartOnAPortInUseIsUnavailable) {
+  RestServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = server_->port();
+  RestServer second(options, source_, registry_, clock_, LivenessCheck{});
+  absl::Status status = second.Start();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+TEST_F(RestServerTest, OptionsValidateNamesTheBadField) {
+  RestServerOptions options;
+  EXPECT_TRUE(options.Validate().ok());
+  options.port = 70000;
+  EXPECT_THAT(std::string(options.Validate().message()), HasSubstr("port"));
+  options = RestServerOptions{};
+  options.max_request_body_bytes = 0;
+  EXPECT_THAT(std::string(options.Validate().message()), HasSubstr("max_request_body_bytes"));
+  options = RestServerOptions{};
+  options.max_header_bytes = 0;
+  EXPECT_THAT(std::string(options.Validate().message()), HasSubstr("max_header_bytes"));
+  options = RestServerOptions{};
+  options.address = "";
+  EXPECT_FALSE(options.Validate().ok());
+  RestServer bad(options, source_, registry_, clock_, LivenessCheck{});
+  EXPECT_EQ(bad.Start().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(RestServerTest, V1beta1NodeOverHttpIsExactJson) {
+  Reply reply = Get(std::string(kV1beta1) + "/nodes/node-1");
+  EXPECT_EQ(reply.code, 200);
+  EXPECT_EQ(reply.content_type, "application/json");
+  EXPECT_EQ(reply.body, R"({"kind":"NodeMetrics","apiVersion":"metrics.k8s.io/v1beta1",)"
+                        R"("metadata":{"name":"node-1","creationTimestamp":"2026-11-21T10:00:30Z",)"
+                        R"("labels":{"role":"worker","zone":"a"}},)"
+                        R"("timestamp":"2026-11-21T10:00:10Z","window":"10s",)"
+                        R"("usage":{"cpu":"120m","memory":"302Mi"}})");
+}
+
+TEST_F(RestServerTest, EveryListPathServesItsObjects) {
+  web::json::value nodes = Get(std::string(kV1beta1) + "/nodes").Json();
+  EXPECT_EQ(nodes.at("kind").as_string(), "NodeMetricsList");
+  EXPECT_EQ(nodes.at("items").size(), 2u);
+  web::json::value pods = Get(std::string(kV1beta1) + "/pods").Json();
+  EXPECT_EQ(pods.at("items").size(), 4u);
+  web::json::value shop = Get(std::string(kV1beta1) + "/namespaces/shop/pods").Json();
+  EXPECT_EQ(shop.at("kind").as_string(), "PodMetricsList");
+  EXPECT_EQ(shop.at("items").size(), 3u);
+  web::json::value pod = Get(std::string(kV1beta1) + "/namespaces/shop/pods/web-2").Json();
+  EXPECT_EQ(pod.at("containers").at(0).at("usage").at("memory").as_string(), "100Mi");
+
+  web::json::value alpha_nodes = Get(std::string(kV1alpha1) + "/nodes/").Json();
+  EXPECT_EQ(alpha_nodes.at("apiVersion").as_string(), "metrics/v1alpha1");
+  EXPECT_EQ(alpha_nodes.at("items").size(), 3u);
+  web::json::value alpha_node = Get(std::string(kV1alpha1) + "/nodes/node-2").Json();
+  EXPECT_EQ(alpha_node.at("systemContainers").at(0).at("metadata").at("name").as_string(),
+            "kubelet");
+  EXPECT_EQ(alpha_node.at("machine").at("1d").at("max").at("cpu").as_string(), "3");
+  web::json::value alpha_pods = Get(std::string(kV1alpha1) + "/pods").Json();
+  EXPECT_EQ(alpha_pods.at("items").size(), 4u);
+  web::json::value alpha_ns = Get(std::string(kV1alpha1) + "/namespaces/kube-system/pods").Json();
+  ASSERT_EQ(alpha_ns.at("items").size(), 1u);
+  web::json::value alpha_pod =
+      Get(std::string(kV1alpha1) + "/namespaces/kube-system/pods/coredns-1").Json();
+  EXPECT_EQ(alpha_pod.at("pod").at("10s").at("mean").at("memory").as_string(), "15Mi");
+}
+
+TEST_F(RestServerTest, SelectorsInTheQueryString) {
+  web::json::value pods =
+      Get(std::string(kV1beta1) + "/pods?labelSelector=app%20in%20(web)&fieldSelector=spec." +
+          "nodeName%3Dnode-2")
+          .Json();
+  ASSERT_EQ(pods.at("items").size(), 1u);
+  EXPECT_EQ(pods.at("items").at(0).at("metadata").at("name").as_string(), "web-2");
+  web::json::value nodes = Get(std::string(kV1alpha1) + "/nodes?labelSelector=!zone").Json();
+  ASSERT_EQ(nodes.at("items").size(), 1u);
+  EXPECT_EQ(nodes.at("items").at(0).at("metadata").at("name").as_string(), "node-3");
+}
+
+TEST_F(RestServerTest, BadLabelSelectorIs400WithTheParsersMessage) {
+  const std::string message = ExpectStatus(
+      Get(std::string(kV1beta1) + "/pods?labelSelector=app%20in%20(web"), 400, "BadRequest");
+  EXPECT_EQ(message, std::string(LabelSelector::Parse("app in (web").status().message()));
+}
+
+TEST_F(RestServerTest, BadFieldSelectorIs400) {
+  ExpectStatus(Get(std::string(kV1alpha1) + "/nodes?fieldSelector=a%3Db%3Dc"), 400, "BadRequest");
+}
+
+TEST_F(RestServerTest, UnsupportedFieldLabelIs400) {
+  const std::string message = ExpectStatus(
+      Get(std::string(kV1beta1) + "/pods?fieldSelector=status.phase%3DRunning"), 400, "BadRequest");
+  EXPECT_EQ(message, "field label not supported: status.phase");
+}
+
+TEST_F(RestServerTest, UnknownPathsAre404Status) {
+  for (const std::string& path :
+       {std::string(kV1beta1) + "/namespaces/", std::string(kV1beta1) + "/namespaces/shop",
+        std::string(kV1alpha1) + "/namespaces/", std::string(kV1alpha1) + "/namespaces/shop",
+        std::string(kV1beta1) + "/namespaces/shop/pods/web-1/extra",
+        std::string(kV1beta1) + "/deployments", std::string("/apis/metrics.k8s.io/v1"),
+        std::string("/apis/other.io"), std::string("/nope"), std::string("/")}) {
+    SCOPED_TRACE(path);
+    EXPECT_EQ(ExpectStatus(Get(path), 404, "NotFound"),
+              "the server could not find the requested resource");
+  }
+}
+
+TEST_F(RestServerTest, UnknownObjectsAre404WithTheirQualifiedResource) {
+  EXPECT_EQ(ExpectStatus(Get(std::string(kV1beta1) + "/nodes/x"), 404, "NotFound"),
+            "nodes.metrics.k8s.io \"x\" not found");
+  EXPECT_EQ(
+      ExpectStatus(Get(std::string(kV1beta1) + "/namespaces/shop/pods/nope"), 404, "NotFound"),
+      "pods.metrics.k8s.io \"nope\" not found");
+  EXPECT_EQ(ExpectStatus(Get(std::string(kV1alpha1) + "/nodes/x"), 404, "NotFound"),
+            "nodes.metrics \"x\" not found");
+  // A pod of another namespace is not found in this one.
+  ExpectStatus(Get(std::string(kV1beta1) + "/namespaces/kube-system/pods/web-1"), 404, "NotFound");
+  // node-3 has no memory samples: metrics.k8s.io does not serve it.
+  ExpectStatus(Get(std::string(kV1beta1) + "/nodes/node-3"), 404, "NotFound");
+  web::json::value details = Get(std::string(kV1beta1) + "/nodes/x").Json().at("details");
+  EXPECT_EQ(details.at("name").as_string(), "x");
+  EXPECT_EQ(details.at("group").as_string(), "metrics.k8s.io");
+  EXPECT_EQ(details.at("kind").as_string(), "nodes");
+}
+
+TEST_F(RestServerTest, MethodsOtherThanGetAre405) {
+  EXPECT_EQ(
+      ExpectStatus(Request("POST", std::string(kV1beta1) + "/nodes"), 405, "MethodNotAllowed"),
+      "create is not supported on resources of kind \"nodes.metrics.k8s.io\"");
+  EXPECT_EQ(ExpectStatus(Request("DELETE", std::string(kV1beta1) + "/namespaces/shop/pods/web-1"),
+                         405, "MethodNotAllowed"),
+            "delete is not supported on resources of kind \"pods.metrics.k8s.io\"");
+  ExpectStatus(Request("PUT", std::string(kV1alpha1) + "/nodes/node-1"), 405, "MethodNotAllowed");
+  ExpectStatus(Request("PATCH", "/apis"), 405, "MethodNotAllowed");
+  ExpectStatus(Request("POST", "/metrics"), 405, "MethodNotAllowed");
+  ExpectStatus(Request("DELETE", "/healthz"), 405, "MethodNotAllowed");
+}
+
+TEST_F(RestServerTest, BodyOverTheCapIs413) {
+  const std::string message =
+      ExpectStatus(Request("GET", std::string(kV1beta1) + "/nodes", {}, std::string(2048, 'x')),
+                   413, "RequestEntityTooLarge");
+  EXPECT_THAT(message, HasSubstr("1024"));
+  // A body under the cap is ignored.
+  EXPECT_EQ(Request("GET", std::string(kV1beta1) + "/nodes", {}, std::string(100, 'x')).code, 200);
+}
+
+TEST_F(RestServerTest, HeadersOverTheCapAre413) {
+  const std::string message =
+      ExpectStatus(Get(std::string(kV1beta1) + "/nodes", {{"X-Padding", std::string(5000, 'p')}}),
+                   413, "RequestEntityTooLarge");
+  EXPECT_THAT(message, HasSubstr("4096"));
+  // So is a long query string.
+  ExpectStatus(Get(std::string(kV1beta1) + "/nodes?labelSelector=" + std::string(5000, 'a')), 413,
+               "RequestEntityTooLarge");
+  EXPECT_EQ(Get("/healthz").code, 200);
+}
+
+TEST_F(RestServerTest, MetricPathsAre503UntilTheSourceIsReady) {
+  source_.ready = false;
+  for (const std::string& path :
+       {std::string(kV1beta1) + "/nodes", std::string(kV1beta1) + "/nodes/node-1",
+        std::string(kV1beta1) + "/namespaces/shop/pods", std::string(kV1alpha1) + "/pods"}) {
+    SCOPED_TRACE(path);
+    ExpectStatus(Get(path), 503, "ServiceUnavailable");
+  }
+  // Discovery and health answer.
+  EXPECT_EQ(Get(kV1beta1).code, 200);
+  EXPECT_EQ(Get("/apis").code, 200);
+  EXPECT_EQ(Get("/healthz").code, 200);
+  Reply readyz = Get("/readyz");
+  EXPECT_EQ(readyz.code, 503);
+  EXPECT_THAT(readyz.body, HasSubstr("not ready"));
+
+  source_.ready = true;
+  EXPECT_EQ(Get(std::string(kV1beta1) + "/nodes").code, 200);
+  EXPECT_EQ(Get("/readyz").body, "ok");
+}
+
+TEST_F(RestServerTest, SourceExceptionsAre500AndTheServerKeepsServing) {
+  source_.throw_on_read = true;
+  const std::string message =
+      ExpectStatus(Get(std::string(kV1beta1) + "/nodes"), 500, "InternalError");
+  EXPECT_THAT(message, HasSubstr("store read failed"));
+  ExpectStatus(Get(std::string(kV1alpha1) + "/namespaces/shop/pods/web-1"), 500, "InternalError");
+  source_.throw_on_read = false;
+  EXPECT_EQ(Get(std::string(kV1beta1) + "/nodes").code, 200);
+}
+
+TEST_F(RestServerTest, PrettyIndentsObjectsListsDiscoveryAndErrors) {
+  for (const std::string& path :
+       {std::string(kV1beta1) + "/nodes/node-1?pretty=true",
+        std::string(kV1beta1) + "/pods?pretty=1", std::string(kV1beta1) + "?pretty=true",
+        std::string(kV1beta1) + "/nodes/x?pretty=true"}) {
+    SCOPED_TRACE(path);
+    Reply reply = Get(path);
+    EXPECT_THAT(reply.body, StartsWith("{\n  \"kind\": "));
+    const std::string compact_path = path.substr(0, path.find('?'));
+    EXPECT_EQ(reply.Json(), Get(compact_path).Json());
+  }
+  EXPECT_THAT(Get(std::string(kV1beta1) + "/nodes?pretty=false").body, StartsWith("{\"kind\":"));
+}
+
+TEST_F(RestServerTest, ProtobufAcceptGetsJson) {
+  for (const std::string& accept :
+       {std::string("application/vnd.kubernetes.protobuf, application/json"),
+        std::string("application/vnd.kubernetes.protobuf")}) {
+    SCOPED_TRACE(accept);
+    Reply reply = Get(std::string(kV1beta1) + "/nodes/node-1", {{"Accept", accept}});
+    EXPECT_EQ(reply.code, 200);
+    EXPECT_EQ(reply.content_type, "application/json");
+    EXPECT_EQ(reply.Json().at("usage").at("cpu").as_string(), "120m");
+  }
+}
+
+TEST_F(RestServerTest, AggregatedDiscoveryAcceptGetsThePlainForm) {
+  const std::map<std::string, std::string> accept = {
+      {"Accept",
+       "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+       "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+       "application/json"}};
+  Reply apis = Get("/apis", accept);
+  EXPECT_EQ(apis.code, 200);
+  EXPECT_EQ(apis.content_type, "application/json");
+  EXPECT_EQ(apis.Json().at("kind").as_string(), "APIGroupList");
+  EXPECT_EQ(Get("/api", accept).Json().at("kind").as_string(), "APIVersions");
+}
+
+TEST_F(RestServerTest, DiscoveryDocuments) {
+  web::json::value apis = Get("/apis").Json();
+  ASSERT_EQ(apis.at("groups").size(), 2u);
+  EXPECT_EQ(apis.at("groups").at(0).at("name").as_string(), "metrics.k8s.io");
+  EXPECT_EQ(apis.at("groups").at(1).at("preferredVersion").at("groupVersion").as_string(),
+            "metrics/v1alpha1");
+  web::json::value group = Get("/apis/metrics.k8s.io").Json();
+  EXPECT_EQ(group.at("kind").as_string(), "APIGroup");
+  EXPECT_EQ(group.at("versions").at(0).at("version").as_string(), "v1beta1");
+  EXPECT_EQ(Get("/apis/metrics/").Json().at("name").as_string(), "metrics");
+  EXPECT_EQ(Get("/api").Json().at("kind").as_string(), "APIVersions");
+  web::json::value alpha = Get(std::string(kV1alpha1) + "/").Json();
+  EXPECT_EQ(alpha.at("kind").as_string(), "APIResourceList");
+  EXPECT_EQ(alpha.at("groupVersion").as_string(), "metrics/v1alpha1");
+
+  KUBESTAT_REQUIRE_FIXTURES();
+  const web::json::value fixture = web::json::value::parse(kubestat::testing::ReadFixture(
+      "metrics-k8s-io/keda-issue-210_APIResourceList_metrics.k8s.io-v1beta1.json"));
+  const web::json::value beta = Get(std::string(kV1beta1) + "/").Json();
+  for (const auto& [key, value] : fixture.as_object()) {
+    EXPECT_EQ(beta.at(key), value) << key;
+  }
+  EXPECT_EQ(beta, fixture);
+}
+
+TEST_F(RestServerTest, HealthzIsOk) {
+  Reply reply = Get("/healthz");
+  EXPECT_EQ(reply.code, 200);
+  EXPECT_EQ(reply.body, "ok");
+  EXPECT_THAT(reply.content_type, StartsWith("text/plain"));
+}
+
+TEST_F(RestServerTest, LivezFailsWhenTheLastRoundStartedOverOneAndAHalfResolutionsAgo) {
+  EXPECT_EQ(Get("/livez").code, 200);
+  clock_.Advance(seconds(15));  // exactly 1.5 resolutions: still live
+  EXPECT_EQ(Get("/livez").body, "ok");
+  clock_.Advance(seconds(1));
+  Reply reply = Get("/livez");
+  EXPECT_EQ(reply.code, 500);
+  EXPECT_THAT(reply.body, HasSubstr("16s ago"));
+  EXPECT_THAT(reply.body, HasSubstr("15s"));
+  last_round_ = clock_.Now();  // a new round started
+  EXPECT_EQ(Get("/livez").code, 200);
+}
+
+TEST_F(RestServerTest, LivezCountsFromStartUntilTheFirstRound) {
+  last_round_ = kZeroTime;
+  EXPECT_EQ(Get("/livez").code, 200);
+  clock_.Advance(seconds(16));
+  EXPECT_EQ(Get("/livez").code, 500);
+}
+
+TEST_F(RestServerTest, MetricsExposesHttpCountersByRouteTemplate) {
+  ASSERT_EQ(Get(std::string(kV1beta1) + "/namespaces/shop/pods").code, 200);
+  ASSERT_EQ(Get(std::string(kV1beta1) + "/namespaces/shop/pods").code, 200);
+  ASSERT_EQ(Get(std::string(kV1beta1) + "/namespaces/shop/pods/nope").code, 404);
+  ASSERT_EQ(Get("/definitely/unknown").code, 404);
+  ASSERT_EQ(Request("POST", std::string(kV1beta1) + "/nodes").code, 405);
+  ASSERT_EQ(Request("BREW", "/healthz").code, 405);
+  Reply reply = Get("/metrics");
+  EXPECT_EQ(reply.code, 200);
+  EXPECT_EQ(reply.content_type, "text/plain; version=0.0.4");
+  const std::string& text = reply.body;
+  EXPECT_THAT(text, HasSubstr("# TYPE kubestat_http_requests_total counter"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"200\",method=\"GET\","
+                              "route=\"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/"
+                              "pods\"} 2"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"404\",method=\"GET\","
+                              "route=\"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/"
+                              "pods/{pod}\"} 1"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"404\",method=\"GET\","
+                              "route=\"other\"} 1"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"405\",method=\"POST\","
+                              "route=\"/apis/metrics.k8s.io/v1beta1/nodes\"} 1"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"405\",method=\"other\","
+                              "route=\"/healthz\"} 1"));
+  EXPECT_THAT(text, HasSubstr("# TYPE kubestat_http_request_duration_seconds histogram"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_request_duration_seconds_count{route=\"/apis/"
+                              "metrics.k8s.io/v1beta1/namespaces/{namespace}/pods\"} 2"));
+  // Raw paths never become label values.
+  EXPECT_THAT(text, Not(HasSubstr("/namespaces/shop")));
+  EXPECT_THAT(text, Not(HasSubstr("definitely")));
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator

@@ -1,0 +1,146 @@
+#define _TURN_OFF_PLATFORM_STRING
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <cpprest/http_client.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace kubestat::testing {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return std::nullopt;
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return true;
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  if (!path_.empty()) fs::remove_all(path_, ignored);
+}
+
+Process::Process(const std::string& binary, const std::vector<std::string>& args,
+                 const fs::path& log, const std::string& input) {
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int in = ::open(input.c_str(), O_RDONLY);
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0) ::_exit(126);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(out, STDERR_FILENO);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(binary.c_str()));
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    ::execv(binary.c_str(), argv.data());
+    ::_exit(127);
+  }
+}
+
+Process::~Process() { Stop(); }
+
+bool Process::Running() {
+  if (pid_ <= 0 || exit_code_) return false;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
+  }
+  return true;
+}
+
+int Process::Wait(std::chrono::seconds deadline) {
+  PollUntil([this] { return !Running(); }, deadline);
+  return exit_code_ ? *exit_code_ : -1;
+}
+
+void Process::Stop() {
+  if (!Running()) return;
+  ::kill(pid_, SIGTERM);
+  if (PollUntil([this] { return !Running(); }, std::chrono::seconds(5))) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  exit_code_ = 137;
+}
+
+RunResult Run(const std::string& binary, const std::vector<std::string>& args, const fs::path& log,
+              std::chrono::seconds deadline) {
+  RunResult result;
+  {
+    Process process(binary, args, log);
+    result.exit_code = process.Wait(deadline);
+  }
+  result.output = ReadAll(log);
+  return result;
+}
+
+std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {
+  try {
+    web::http::client::http_client_config config;
+    config.set_timeout(std::chrono::seconds(5));
+    web::http::client::http_client client("http://127.0.0.1:" + std::to_string(port), config);
+    web::http::http_response response =
+        client.request(web::http::methods::GET, path_and_query).get();
+    if (response.status_code() != web::http::status_codes::OK) return std::nullopt;
+    return response.extract_string(true).get();
+  } catch (const std::exception&) {
+    return std::nullopt;  // not listening yet, or reset
+  }
+}
+
+}  // namespace kubestat::testing

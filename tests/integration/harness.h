@@ -1,0 +1,78 @@
+// Helpers for integration tests that run kubestat's binaries and other programs as real
+// processes on loopback: free ports, temp dirs, child processes with logs, polling with a
+// deadline, and plain HTTP GETs.
+#ifndef KUBESTAT_TESTS_INTEGRATION_HARNESS_H_
+#define KUBESTAT_TESTS_INTEGRATION_HARNESS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kubestat::testing {
+
+// The absolute path of `name` on $PATH, or std::nullopt.
+std::optional<std::string> FindOnPath(const std::string& name);
+
+// A TCP port on 127.0.0.1 that was free a moment ago (0 if none could be found).
+int FreePort();
+
+// The whole file, or "" when it cannot be read.
+std::string ReadAll(const std::filesystem::path& path);
+
+// Polls `done` every 200 ms until it holds or `deadline` passes (waiting for another
+// process); returns whether it held.
+bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline);
+
+// A temporary directory, removed with its content when destroyed.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "kubestat-it");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A child process with stdin from `input` (or /dev/null) and stdout+stderr into `log`.
+// Destroying it sends SIGTERM, waits up to 5 s, then SIGKILLs and reaps it.
+class Process {
+ public:
+  Process(const std::string& binary, const std::vector<std::string>& args,
+          const std::filesystem::path& log, const std::string& input = "/dev/null");
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  bool Running();
+  // Waits for the process to exit on its own; its exit code, or -1 after `deadline`.
+  int Wait(std::chrono::seconds deadline);
+  // SIGTERM, then SIGKILL after 5 s.
+  void Stop();
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+};
+
+// Runs `binary args...` to completion (at most `deadline`) with its output in `log`.
+struct RunResult {
+  int exit_code = -1;  // -1: still running at the deadline (then killed)
+  std::string output;
+};
+RunResult Run(const std::string& binary, const std::vector<std::string>& args,
+              const std::filesystem::path& log, std::chrono::seconds deadline);
+
+// GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.
+std::optional<std::string> HttpGet(int port, const std::string& path_and_query);
+
+}  // namespace kubestat::testing
+
+#endif  // KUBESTAT_TESTS_INTEGRATION_HARNESS_H_
