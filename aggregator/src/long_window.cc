@@ -31,6 +31,14 @@ AdvancePlan LongWindow::Plan(const LongWindowGeometry& g, int64_t end_ns) const 
   AdvancePlan plan;
   plan.new_lower = std::max(lower_ns_, end_ns - g.width_ns);
   plan.expire = plan.new_lower > lower_ns_;
+  // The stacks are needed only once samples leave the window: while the start stays where
+  // it is (a series younger than the window, whose start sits just before its first sample,
+  // possibly in the middle of a bucket) every sample of a bucket is inside the window and
+  // the bucket's min and max are exact. Loading them then would also be wrong: that bucket
+  // still receives samples, and Add() does not maintain the stacks. When the start does
+  // move, it is end - width, so the bucket that straddles it lies wholly before the bucket
+  // of the new sample (width >= 2 buckets) and no later sample can land in it.
+  if (!plan.expire) return plan;
   const int64_t new_first = g.BucketOf(plan.new_lower + 1);
   const int64_t ring_end = first_bucket_ + static_cast<int64_t>(g.slots);
   for (int64_t b = std::max(new_first, first_bucket_); b < ring_end; ++b) {

@@ -2,9 +2,12 @@
 //
 // Holds the exact count and sum of the samples with time in (lower, newest], a min and max
 // per aligned bucket of `bucket_width`, a decrementable sketch, and the suffix-max and
-// suffix-min stacks of the oldest bucket once the window's start has entered it. Values of
-// samples that leave the window come from the caller (see WindowEngine). Times are
-// nanoseconds since the epoch.
+// suffix-min stacks of the oldest bucket once the window's start has moved into it (samples
+// of that bucket have left the window). Such a bucket lies wholly before the newest sample's
+// bucket, so Add() never lands in it and the stacks stay exact; a series younger than the
+// window has no stacks (its start does not move, and every bucket's min and max is exact).
+// Values of samples that leave the window come from the caller (see WindowEngine). Times
+// are nanoseconds since the epoch.
 #ifndef KUBESTAT_AGGREGATOR_SRC_LONG_WINDOW_H_
 #define KUBESTAT_AGGREGATOR_SRC_LONG_WINDOW_H_
 

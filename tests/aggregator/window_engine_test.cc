@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "in_memory_sample_source.h"
@@ -385,6 +389,242 @@ TEST(WindowEngineTest, RestoreWithoutRollupsReplaysSamplesToTheSameResult) {
   auto restored = MakeEngine();
   ASSERT_TRUE(restored->RestoreSeries(key, newest, {}, source).ok());
   EXPECT_EQ(*restored->Query(key), *original->Query(key));
+}
+
+// --- Series younger than a long window, starting anywhere in a bucket ---
+
+// One line per window, for failure messages.
+std::string Describe(const SeriesWindows& windows) {
+  std::string out;
+  for (const WindowStats& w : windows.windows) {
+    out += "\n  window=" + std::to_string(w.window.count() / 1000000000) +
+           "s count=" + std::to_string(w.count) + " mean=" + std::to_string(w.mean) +
+           " min=" + std::to_string(w.min) + " max=" + std::to_string(w.max) +
+           " p50=" + std::to_string(w.p50) + " p95=" + std::to_string(w.p95) +
+           " p99=" + std::to_string(w.p99);
+  }
+  return out;
+}
+
+// Ingests `values` every `step` from `start`, checking every window against brute force
+// after each sample.
+void IngestCheckingEverySample(WindowEngine& engine, InMemorySampleSource& source,
+                               const SeriesKey& key, Timestamp start, Duration step,
+                               const std::vector<uint64_t>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Timestamp t = start + step * static_cast<int64_t>(i);
+    ASSERT_TRUE(IngestAndStore(engine, source, key, t, values[i]).ok());
+    auto got = engine.Query(key);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_NO_FATAL_FAILURE(
+        ExpectMatchesReference(*got, source.SamplesOf(key), "sample " + std::to_string(i)));
+  }
+}
+
+TEST(WindowEngineTest, YoungSeriesStartedOffAnHourReportsExactMinAndMax) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Pod("n", "ns", "p", Resource::kCpu);
+  const Timestamp start = kDayStart + hours(5) + seconds(1234) + std::chrono::milliseconds(567);
+  ASSERT_NO_FATAL_FAILURE(
+      IngestCheckingEverySample(*engine, source, key, start, seconds(30), {5, 3, 1, 9, 4}));
+  auto got = engine->Query(key);
+  ASSERT_TRUE(got.ok());
+  for (size_t w : {2, 3}) {  // 1h and 1d
+    SCOPED_TRACE("window " + std::to_string(w));
+    EXPECT_EQ(got->windows[w].count, 5u);
+    EXPECT_EQ(got->windows[w].mean, 4u);  // 22 / 5 rounded
+    EXPECT_EQ(got->windows[w].min, 1u);
+    EXPECT_EQ(got->windows[w].max, 9u);
+    EXPECT_EQ(got->windows[w].p50, 4u);
+    EXPECT_EQ(got->windows[w].p99, 9u);
+  }
+}
+
+// Three hours of 30 s samples from several offsets into an hour (and into the hour window's
+// 5-minute buckets): the hour window fills and slides while the day window is still young.
+// Runs that only rise or only fall keep the most samples in the suffix records.
+TEST(WindowEngineTest, YoungSeriesRisingAndFallingMatchReferenceAtEverySample) {
+  const std::vector<Duration> offsets = {Duration(0),
+                                         Duration(1),
+                                         seconds(1033) + std::chrono::milliseconds(500),
+                                         minutes(4) + seconds(59),
+                                         minutes(59) + seconds(59),
+                                         minutes(30) + Duration(7)};
+  constexpr int kSamples = 3 * 120;
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> patterns;
+  std::vector<uint64_t> rising, falling, peak, valley;
+  for (int i = 0; i < kSamples; ++i) {
+    rising.push_back(1000000 + 1000 * static_cast<uint64_t>(i));
+    falling.push_back(1000000 + 1000 * static_cast<uint64_t>(kSamples - i));
+    const auto from_middle = static_cast<uint64_t>(std::abs(i - kSamples / 2));
+    peak.push_back(5000000 - 7000 * from_middle);
+    valley.push_back(2000000 + 7000 * from_middle);
+  }
+  patterns = {{"rising", rising}, {"falling", falling}, {"peak", peak}, {"valley", valley}};
+  for (const Duration offset : offsets) {
+    for (const auto& [name, values] : patterns) {
+      SCOPED_TRACE(name + " from +" + std::to_string(offset.count()) + "ns");
+      auto engine = MakeEngine();
+      InMemorySampleSource source;
+      const SeriesKey key = SeriesKey::Node("n", Resource::kMemory);
+      ASSERT_NO_FATAL_FAILURE(IngestCheckingEverySample(
+          *engine, source, key, kDayStart + hours(2) + offset, seconds(30), values));
+    }
+  }
+}
+
+// A seeded series with an unaligned start and irregular timing: steps of 1 to 60 s at any
+// nanosecond, now and then a gap of minutes or hours (one longer than the hour window is
+// always there), and values in runs that rise, fall, stay or jump.
+class IrregularSeries {
+ public:
+  explicit IrregularSeries(uint64_t seed) : rng_(seed) {
+    start_ = kDayStart + seconds(Uniform(0, 86399)) + Duration(Uniform(1, 999999999));
+    next_ = start_;
+    value_ = static_cast<uint64_t>(Uniform(100000000, 1000000000));
+  }
+
+  Timestamp start() const { return start_; }
+
+  Sample Next() {
+    const Sample sample{next_, value_};
+    ++index_;
+    Duration step = seconds(Uniform(1, 60)) + Duration(Uniform(0, 999999999));
+    const int64_t dice = Uniform(0, 999);
+    if (index_ == 1500) {
+      step = minutes(70) + seconds(Uniform(0, 3600));
+    } else if (dice < 10) {
+      step = seconds(Uniform(120, 1800));
+    } else if (dice < 11) {
+      step = seconds(Uniform(1800, 3 * 3600));
+    }
+    next_ += step;
+    if (Uniform(0, 39) == 0) mode_ = static_cast<int>(Uniform(0, 3));
+    switch (mode_) {
+      case 0:  // rising
+        value_ += static_cast<uint64_t>(Uniform(0, 5000000));
+        break;
+      case 1:  // falling, down to zero
+        value_ -= std::min<uint64_t>(value_, static_cast<uint64_t>(Uniform(0, 5000000)));
+        break;
+      case 2:  // steady: equal values
+        break;
+      default:
+        value_ = static_cast<uint64_t>(Uniform(0, 2000000000));
+        break;
+    }
+    return sample;
+  }
+
+ private:
+  int64_t Uniform(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+
+  std::mt19937_64 rng_;
+  Timestamp start_;
+  Timestamp next_;
+  uint64_t value_ = 0;
+  int mode_ = 3;
+  int index_ = 0;
+};
+
+WindowEngineOptions OptionsNamed(const std::string& name) {
+  WindowEngineOptions options;
+  // Windows that are no multiple of the rollup width (buckets of w/12: 250 s, 450 s) and
+  // one that is (hourly buckets), beside the defaults.
+  if (name == "Custom")
+    options.windows = {seconds(10), minutes(1), minutes(50), minutes(90), hours(25)};
+  return options;
+}
+
+class WindowEngineIrregularTest
+    : public ::testing::TestWithParam<std::tuple<std::string, uint64_t>> {};
+
+// About 30 hours of an irregular series: after every sample, every statistic of every
+// window is compared with brute force, and a second engine restored from the store (every
+// 150 samples, with hourly rollups or from samples alone) and fed the same samples since
+// reports exactly the same as the live one.
+TEST_P(WindowEngineIrregularTest, EveryStatMatchesReferenceAndRestoredEngine) {
+  const auto& [config, seed] = GetParam();
+  auto live = MakeEngine(OptionsNamed(config));
+  auto restored = MakeEngine(OptionsNamed(config));
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Container("n", "ns", "p", "c", Resource::kCpu);
+  IrregularSeries series(seed);
+  const Timestamp end = series.start() + hours(30);
+  int samples = 0, restores = 0;
+  for (Sample s = series.Next(); s.time < end; s = series.Next(), ++samples) {
+    const std::string where = "sample " + std::to_string(samples) + " at +" +
+                              std::to_string((s.time - series.start()).count()) + "ns";
+    if (samples > 0) {
+      ASSERT_TRUE(restored->Ingest(key, s.time, s.value, source).ok()) << where;
+    }
+    ASSERT_TRUE(IngestAndStore(*live, source, key, s.time, s.value).ok()) << where;
+    if (samples % 150 == 0) {
+      const std::vector<BucketRollup> rollups =
+          (samples / 150) % 2 == 0 ? HourlyRollups(*live, source.SamplesOf(key), s.time)
+                                   : std::vector<BucketRollup>{};
+      ASSERT_TRUE(restored->RestoreSeries(key, s.time, rollups, source).ok()) << where;
+      ++restores;
+    }
+    auto got = live->Query(key);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_NO_FATAL_FAILURE(ExpectMatchesReference(*got, source.SamplesOf(key), where));
+    auto again = restored->Query(key);
+    ASSERT_TRUE(again.ok()) << again.status();
+    ASSERT_EQ(*again, *got) << where << "\nrestored:" << Describe(*again)
+                            << "\nlive:" << Describe(*got);
+  }
+  EXPECT_GT(samples, 1500);
+  EXPECT_GT(restores, 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Seeds, WindowEngineIrregularTest,
+    ::testing::Combine(::testing::Values("Default", "Custom"),
+                       ::testing::Values(uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{4})),
+    [](const ::testing::TestParamInfo<std::tuple<std::string, uint64_t>>& info) {
+      return std::get<0>(info.param) + "Seed" + std::to_string(std::get<1>(info.param));
+    });
+
+// A series restored while it is younger than the long windows (it started in the middle of
+// an hour) reports what the live engine reports, and keeps doing so as both ingest.
+TEST(WindowEngineTest, RestoreOfAYoungSeriesStartedOffBoundaryMatchesTheLiveEngine) {
+  for (const bool with_rollups : {true, false}) {
+    SCOPED_TRACE(with_rollups ? "with rollups" : "from samples");
+    auto live = MakeEngine();
+    InMemorySampleSource source;
+    const SeriesKey key = SeriesKey::Pod("n", "ns", "p", Resource::kMemory);
+    const Timestamp start = kDayStart + hours(7) + minutes(31) + std::chrono::milliseconds(12250);
+    // A sawtooth whose period (37 samples) divides no bucket.
+    auto value = [](int i) { return 3000000 + 100000 * static_cast<uint64_t>((i * 7) % 37); };
+    std::unique_ptr<WindowEngine> restored;
+    for (int i = 0; i < 26 * 180; ++i) {  // 26 hours of 20 s samples
+      const Timestamp t = start + seconds(20) * i;
+      if (restored != nullptr) {
+        ASSERT_TRUE(restored->Ingest(key, t, value(i), source).ok());
+      }
+      ASSERT_TRUE(IngestAndStore(*live, source, key, t, value(i)).ok());
+      if (i % 41 == 0) {
+        restored = MakeEngine();
+        const std::vector<BucketRollup> rollups =
+            with_rollups ? HourlyRollups(*live, source.SamplesOf(key), t)
+                         : std::vector<BucketRollup>{};
+        ASSERT_TRUE(restored->RestoreSeries(key, t, rollups, source).ok()) << "i=" << i;
+      }
+      auto want = live->Query(key);
+      auto got = restored->Query(key);
+      ASSERT_TRUE(want.ok() && got.ok());
+      ASSERT_EQ(*got, *want) << "i=" << i << "\nrestored:" << Describe(*got)
+                             << "\nlive:" << Describe(*want);
+      if (i < 200 || i % 13 == 0) {
+        ASSERT_NO_FATAL_FAILURE(ExpectMatchesReference(*live->Query(key), source.SamplesOf(key),
+                                                       "i=" + std::to_string(i)));
+      }
+    }
+  }
 }
 
 TEST(WindowEngineTest, RestoreRejectsMissingNewestSampleAndForeignRollups) {
