@@ -86,19 +86,20 @@ ready=0
 for _ in $(seq 600); do
   kill -0 "$agg_pid" 2>/dev/null || break
   if curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 &&
-    grep -q "round 1:" "$work/aggregator.log"; then
+    grep -q "round 2:" "$work/aggregator.log"; then
     ready=1
     break
   fi
   sleep 0.2
 done
 if ((!ready)); then
-  echo "demo: kubestat-aggregator did not become ready:" >&2
+  echo "demo: kubestat-aggregator did not serve two scrape rounds:" >&2
   cat "$work/aggregator.log" >&2
   exit 1
 fi
-ns=$(curl -fs "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods" |
-  grep -o '"namespace":"[^"]*"' | head -n 1 | cut -d'"' -f4)
+# A namespace to suggest (cpu needs two scrapes, so pods are served from round 2 on).
+ns=$( (curl -fs "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods" || true) |
+  grep -o '"namespace":"[^"]*"' | sed -n '1s/.*:"\(.*\)"/\1/p' || true)
 ns=${ns:-shop}
 kc="kubectl --kubeconfig=$work/kubeconfig"
 

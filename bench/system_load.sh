@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Whole-system load test: kubestat-sim (1,000 nodes × 30 pods by default, each kubelet on
+# its own loopback address) scraped by a real kubestat-aggregator every 10 s, then wrk
+# (with bench/rest_load.lua) against the aggregator's REST API while it keeps scraping:
+# 30 pods at 200 requests/s, and the all-nodes lists.
+#
+#   bench/system_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION]
+#
+# Prints the rates and latency percentiles, then the aggregator's CPU time and RSS.
+set -euo pipefail
+
+build="${1:-build}"
+nodes="${2:-1000}"
+pods="${3:-30}"
+duration="${4:-30s}"
+here="$(cd "$(dirname "$0")" && pwd)"
+sim="$build/sim/kubestat-sim"
+agg="$build/aggregator/kubestat-aggregator"
+[[ -x "$sim" && -x "$agg" ]] || { echo "build $sim and $agg first" >&2; exit 1; }
+
+work="$(mktemp -d -t kubestat-load-XXXXXX)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$sim" --nodes="$nodes" --pods-per-node="$pods" --kubeconfig-out="$work/kubeconfig" \
+  --metrics-backend="http://127.0.0.1:$port" >"$work/sim.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 600); do grep -q READY "$work/sim.log" && break; sleep 0.2; done
+grep -q READY "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
+
+"$agg" --kubeconfig="$work/kubeconfig" --kubelet-scheme=http \
+  --kubelet-preferred-address-types=InternalIP --metric-resolution=10s --kubelet-timeout=5s \
+  --listen-address=127.0.0.1 --port="$port" --grpc-port=0 --storage-dir="$work/store" \
+  >"$work/aggregator.log" 2>&1 &
+agg_pid=$!
+pids+=("$agg_pid")
+
+# Ready, and every node has a cpu rate (two rounds).
+echo "waiting for $nodes nodes' metrics ..."
+for _ in $(seq 900); do
+  n=$(curl -fs "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" 2>/dev/null |
+    grep -o '"kind":"NodeMetrics"\|"name":"node-[0-9]*"' | grep -c '"name"' || true)
+  [[ "$n" == "$nodes" ]] && break
+  sleep 1
+done
+[[ "$n" == "$nodes" ]] || { echo "only $n of $nodes nodes served"; tail "$work/aggregator.log"; exit 1; }
+grep "round" "$work/aggregator.log" | tail -n 2
+
+# The simulator spreads pods over six namespaces (thousands each at 1,000 nodes), so the
+# 30-pod query is one node's pods: a field selector over every pod, which costs more than a
+# namespace lookup.
+script="$here/rest_load.lua"
+thirty="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods?fieldSelector=spec.nodeName%3Dnode-0007"
+echo "30-pod answer: $(curl -fs "$thirty" | grep -o '"kind":"PodMetrics"\|"containers"' | grep -c containers) pods"
+echo "== (a) 30 pods (one node's), v1beta1, target 200 req/s (2 threads, 4 connections)"
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "$thirty" -- 200 4
+echo "== (b) all $nodes nodes, v1beta1, closed loop (2 threads, 4 connections)"
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes"
+echo "== (c) all $nodes nodes, metrics/v1alpha1 (every window), closed loop (2 threads, 4 connections)"
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "http://127.0.0.1:$port/apis/metrics/v1alpha1/nodes"
+
+echo "== aggregator process"
+ps -o pid,rss,time,args -p "$agg_pid" | cut -c1-100
+echo "rounds while under load:"
+grep "round" "$work/aggregator.log" | tail -n 4
