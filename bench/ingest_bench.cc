@@ -1,27 +1,45 @@
 // ingest_bench: prints the ingest pipeline's figures (store + window engine, real RocksDB in
 // a temporary directory).
 //
-//   ingest_bench [--day_nodes=N] [--day_step_s=S]
+//   ingest_bench [--scrape_cost=1] [--day_nodes=10] [--day_step_s=10]
+//                [--rebuild_nodes=100] [--rebuild_step_s=10] [--rebuild_threads=2]
+//                [--fill_threads=2] [--store_dir=DIR]
 //
 // 1. CPU per node scrape (samples, store batch, window update) for a 30-pod and a 110-pod
 //    node (2 containers each), measured after 70 minutes of history so the 1h window's
 //    expiry reads from the store are included.
-// 2. A full day (25 h) for N nodes x 30 pods x 2 containers at one scrape per S seconds
-//    through the pipeline: memory per node (engine accounting and RSS growth), disk per
-//    node-day, then a rebuild of those windows from the store (time per node), and the
-//    largest p95 error of the 1d window against an exact computation.
+// 2. A full day (25 h) for N (--day_nodes) nodes x 30 pods x 2 containers at one scrape per
+//    S seconds through the pipeline: memory per node (engine accounting and RSS growth),
+//    disk per node-day, then a rebuild of those windows from the store (time per node),
+//    checked against the live windows, and the largest p95 error of the 1d window against
+//    an exact computation.
+// 3. Rebuild at scale: a store holding 25 h of --rebuild_nodes nodes x 30 pods x 2
+//    containers (188 series per node) at one scrape per --rebuild_step_s seconds, filled
+//    with NodeHistoryWriter (the records Ingest writes, without running the engine; nodes
+//    interleaved by time as the scrape loop writes them, one write per time step), closed
+//    without a flush like a killed process, then reopened (WAL replay timed apart) and
+//    rebuilt with --rebuild_threads. Prints the time to ready, per node, the CPU time, the
+//    bytes read, and checks node 0's windows against its stored samples. With
+//    --store_dir the filled store is kept there and reused by later runs with the same
+//    shape (the fill of 1,000 nodes takes minutes; the rebuild can then be re-measured).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <random>
+#include <span>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "aggregator/ingest_scrape_builder.h"
@@ -197,22 +215,334 @@ void Day(size_t nodes, int step_s) {
   printf("1d p95 vs exact over %zu series: worst relative error %.4f%%\n", checked, worst * 100);
 }
 
+// /proc/self/io: bytes this process read from storage (read_bytes) and through read calls,
+// the page cache included (rchar).
+std::pair<uint64_t, uint64_t> ReadBytes() {
+  std::ifstream io("/proc/self/io");
+  std::string line;
+  uint64_t storage = 0, rchar = 0;
+  while (std::getline(io, line)) {
+    if (line.rfind("read_bytes:", 0) == 0) storage = std::strtoull(line.c_str() + 11, nullptr, 10);
+    if (line.rfind("rchar:", 0) == 0) rchar = std::strtoull(line.c_str() + 6, nullptr, 10);
+  }
+  return {storage, rchar};
+}
+
+using kubestat::aggregator::NodeHistoryWriter;
+using kubestat::aggregator::ObjectKind;
+using kubestat::aggregator::Resource;
+using kubestat::aggregator::SeriesKey;
+
+// The samples of one node of the synthetic cluster (the shape SyntheticCluster's scrapes
+// give after Ingest: rates in nanocores, working-set bytes, pods the sum of their two
+// containers, no cpu on the first scrape), in the writer's key order.
+class NodeSamples {
+ public:
+  NodeSamples(const std::vector<SeriesKey>& keys, uint64_t seed, int step_s)
+      : rng_(seed), step_s_(static_cast<uint64_t>(step_s)) {
+    values_.resize(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const SeriesKey& k = keys[i];
+      Slot slot;
+      slot.cpu = k.resource == Resource::kCpu;
+      switch (k.kind) {
+        case ObjectKind::kNode:
+          slot.scale = slot.cpu ? 40000000 : uint64_t{8} << 30;
+          break;
+        case ObjectKind::kSystemContainer:
+          slot.scale = slot.cpu ? 2000000 : uint64_t{200} << 20;
+          break;
+        case ObjectKind::kContainer:
+          slot.scale = slot.cpu ? 1000000 : uint64_t{100} << 20;
+          break;
+        case ObjectKind::kPod:
+          // The pod's containers follow it in key order; same resource.
+          for (size_t j = i + 1; j < keys.size() && keys[j].kind == ObjectKind::kContainer &&
+                                 keys[j].pod == k.pod && keys[j].pod_namespace == k.pod_namespace;
+               ++j) {
+            if (keys[j].resource == k.resource) slot.parts.push_back(j);
+          }
+          break;
+      }
+      slots_.push_back(std::move(slot));
+    }
+  }
+
+  std::span<const std::optional<uint64_t>> Next() {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& slot = slots_[i];
+      if (!slot.parts.empty()) continue;
+      if (slot.cpu) {
+        // A counter advancing by scale * [50, 1000) ns per step, as a rate in nanocores.
+        const uint64_t delta = slot.scale * (50 + rng_() % 950);
+        values_[i] =
+            first_ ? std::nullopt : std::optional<uint64_t>((delta + step_s_ / 2) / step_s_);
+      } else {
+        values_[i] = slot.scale + rng_() % (slot.scale / 4 + 1);
+      }
+    }
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].parts.empty()) continue;
+      std::optional<uint64_t> sum = 0;
+      for (size_t j : slots_[i].parts) {
+        sum = sum && values_[j] ? std::optional<uint64_t>(*sum + *values_[j]) : std::nullopt;
+      }
+      values_[i] = sum;
+    }
+    first_ = false;
+    return values_;
+  }
+
+ private:
+  struct Slot {
+    bool cpu = false;
+    uint64_t scale = 0;
+    std::vector<size_t> parts;  // a pod's containers
+  };
+  std::mt19937_64 rng_;
+  uint64_t step_s_;
+  bool first_ = true;
+  std::vector<Slot> slots_;
+  std::vector<std::optional<uint64_t>> values_;
+};
+
+std::vector<SeriesKey> NodeKeys(const std::string& node, size_t pods) {
+  std::vector<SeriesKey> keys;
+  for (Resource r : {Resource::kCpu, Resource::kMemory}) {
+    keys.push_back(SeriesKey::Node(node, r));
+    for (const char* name : {"kubelet", "runtime", "pods"}) {
+      keys.push_back(SeriesKey::SystemContainer(node, name, r));
+    }
+    for (size_t p = 0; p < pods; ++p) {
+      const std::string pod = "pod-" + node.substr(5) + "-" + std::to_string(p);
+      const std::string ns = p % 2 ? "shop" : "default";
+      keys.push_back(SeriesKey::Pod(node, ns, pod, r));
+      for (const char* c : {"c0", "c1"}) keys.push_back(SeriesKey::Container(node, ns, pod, c, r));
+    }
+  }
+  return keys;
+}
+
+// Fills `dir` with 25 h of `nodes` nodes, written as the scrape loop writes them.
+void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads) {
+  auto store = OpenStore(dir);
+  const Duration step = std::chrono::seconds(step_s);
+  const Timestamp end = kT0 + std::chrono::hours(25);
+  const double wall0 = WallSeconds();
+  const kubestat::aggregator::WindowEngineOptions engine_options;
+  // Node ids and names in node order, as the scrape loop's first round allocates them.
+  std::vector<std::unique_ptr<NodeHistoryWriter>> writers;
+  std::vector<NodeSamples> samples;
+  for (size_t n = 0; n < nodes; ++n) {
+    const std::string name = "node-" + std::to_string(n);
+    auto writer = NodeHistoryWriter::Create(engine_options, store.get(), name, NodeKeys(name, 30));
+    if (!writer.ok()) exit(1);
+    samples.emplace_back((*writer)->keys(), 1000 + n, step_s);
+    writers.push_back(std::move(*writer));
+  }
+  std::atomic<uint64_t> bytes{0};
+  auto fill = [&](size_t from, size_t to) {
+    kubestat::storage::ScrapeBatch batch;
+    int hours_done = 0;
+    for (Timestamp t = kT0; t < end; t += step) {
+      for (size_t n = from; n < to; ++n) {
+        if (!writers[n]->Append(t + std::chrono::milliseconds(n), samples[n].Next(), &batch).ok())
+          exit(1);
+      }
+      bytes.fetch_add(batch.ByteSize());
+      if (!store->Write(batch).ok()) exit(1);
+      batch.Clear();
+      if (from == 0 && (t - kT0) / std::chrono::hours(1) > hours_done) {
+        hours_done = static_cast<int>((t - kT0) / std::chrono::hours(1));
+        fprintf(stderr, "  fill: %d h of 25 after %.0f s\n", hours_done, WallSeconds() - wall0);
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < threads; ++i) {
+    workers.emplace_back(fill, nodes * i / threads, nodes * (i + 1) / threads);
+  }
+  for (std::thread& w : workers) w.join();
+  printf(
+      "rebuild store: %zu nodes x 188 series, 25 h at %d s filled in %.1f s (%.0f MiB written, "
+      "%.0f MiB on disk)\n",
+      nodes, step_s, WallSeconds() - wall0, static_cast<double>(bytes.load()) / (1 << 20),
+      static_cast<double>(store->DiskBytes()) / (1 << 20));
+  // Closed without a flush: the newest writes are in the WAL only, as after a kill.
+}
+
+void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threads,
+                    size_t rebuild_threads) {
+  std::optional<TempDir> temp;
+  if (dir.empty()) {
+    temp.emplace();
+    dir = temp->path + "/db";
+  }
+  const std::string shape = std::to_string(nodes) + " " + std::to_string(step_s);
+  std::string filled;
+  std::getline(std::ifstream(dir + "/FILLED_BY_INGEST_BENCH"), filled);
+  if (filled != shape) {
+    std::filesystem::remove_all(dir);
+    FillStore(dir, nodes, step_s, fill_threads);
+    std::ofstream(dir + "/FILLED_BY_INGEST_BENCH") << shape << "\n";
+  } else {
+    printf("rebuild store: reusing %s (%zu nodes, 25 h at %d s)\n", dir.c_str(), nodes, step_s);
+  }
+
+  const long rss0 = RssKiB();
+  const auto io0 = ReadBytes();
+  const double cpu0 = CpuSeconds();
+  const double open0 = WallSeconds();
+  auto store = OpenStore(dir);
+  const double open = WallSeconds() - open0;
+  kubestat::FakeClock clock;
+  IngestOptions options;
+  options.rebuild_threads = rebuild_threads;
+  auto ingestor = Ingestor::Create(options, store.get(), &clock);
+  if (!ingestor.ok()) exit(1);
+  const double rebuild0 = WallSeconds();
+  if (!(*ingestor)->Rebuild().ok()) exit(1);
+  const double rebuild = WallSeconds() - rebuild0;
+  const double cpu = CpuSeconds() - cpu0;
+  const auto io1 = ReadBytes();
+  const auto stats = (*ingestor)->Stats();
+  printf(
+      "rebuild at %d s scrapes, %zu nodes, %zu threads: store open (WAL replay) %.2f s + "
+      "rebuild %.2f s = ready in %.2f s\n",
+      step_s, nodes, rebuild_threads, open, rebuild, open + rebuild);
+  printf(
+      "  per node: %.2f ms wall, %.2f ms cpu (open + rebuild); %.1f s for 1000 nodes "
+      "(wall, linear)\n",
+      (open + rebuild) * 1e3 / nodes, cpu * 1e3 / nodes, (open + rebuild) / nodes * 1000);
+  printf(
+      "  series rebuilt %llu, errors %llu; read %.0f MiB (%.0f MiB from the device, the rest "
+      "from the page cache); RSS growth %.3f MiB per node\n",
+      static_cast<unsigned long long>(stats.rebuilt_series),
+      static_cast<unsigned long long>(stats.rebuild_errors),
+      static_cast<double>(io1.second - io0.second) / (1 << 20),
+      static_cast<double>(io1.first - io0.first) / (1 << 20),
+      static_cast<double>(RssKiB() - rss0) / 1024.0 / nodes);
+
+  // Node 0's windows against its stored samples: counts, min, max and mean exact, p95
+  // within the sketch's 1%.
+  auto dict = store->LoadDictionary();
+  if (!dict.ok()) exit(1);
+  uint32_t node0 = 0;
+  for (const auto& n : dict->nodes) {
+    if (n.name == "node-0") node0 = n.id;
+  }
+  std::map<uint64_t, SeriesKey> key_of;
+  for (const auto& e : dict->series) {
+    auto key = kubestat::aggregator::DecodeSeriesKey(e.key);
+    if (e.node == node0 && key.ok()) key_of.emplace(e.id, *key);
+  }
+  // Node 0's stored samples of the longest window, read once.
+  std::map<uint64_t, std::vector<std::pair<Timestamp, uint64_t>>> stored;
+  Timestamp newest_scrape = Timestamp::min();
+  (void)store->ReadScrapesBackward(
+      node0, Timestamp::max(), Timestamp::min(),
+      [&](Timestamp t, std::span<const kubestat::storage::SeriesValue>) {
+        newest_scrape = t;
+        return false;
+      });
+  (void)store->ReadScrapes(node0, newest_scrape - std::chrono::hours(25), newest_scrape,
+                           [&](Timestamp t, std::span<const kubestat::storage::SeriesValue> v) {
+                             for (const auto& sv : v) stored[sv.id].emplace_back(t, sv.value);
+                           });
+  auto all = (*ingestor)->QueryAll();
+  size_t checked = 0, bad = 0;
+  for (const auto& w : all) {
+    if (w.key.node != "node-0") continue;
+    uint64_t id = 0;
+    for (const auto& [i, k] : key_of) {
+      if (k == w.key) id = i;
+    }
+    for (const auto& win : w.windows) {
+      std::vector<uint64_t> values;
+      for (const auto& [t, v] : stored[id]) {
+        if (t > win.endtime - win.window && t <= win.endtime) values.push_back(v);
+      }
+      std::sort(values.begin(), values.end());
+      ++checked;
+      unsigned __int128 sum = 0;
+      for (uint64_t v : values) sum += v;
+      if (values.empty() || values.size() != win.count || values.front() != win.min ||
+          values.back() != win.max || (sum + values.size() / 2) / values.size() != win.mean) {
+        ++bad;
+        continue;
+      }
+      const uint64_t exact = values[kubestat::aggregator::NearestRank(95, values.size()) - 1];
+      if (std::fabs(static_cast<double>(win.p95) - static_cast<double>(exact)) >
+          0.01 * static_cast<double>(exact)) {
+        ++bad;
+      }
+    }
+  }
+  printf("  node-0 windows checked against the stored samples: %zu, mismatches %zu\n", checked,
+         bad);
+  if (bad != 0 || stats.rebuild_errors != 0 || stats.rebuilt_series != nodes * 188) exit(1);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool scrape_cost = true;
   size_t day_nodes = 10;
-  int day_step = 30;
+  int day_step = 10;
+  size_t rebuild_nodes = 100;
+  int rebuild_step = 10;
+  size_t rebuild_threads = 2;
+  size_t fill_threads = 2;
+  std::string store_dir;
   for (int i = 1; i < argc; ++i) {
-    if (strncmp(argv[i], "--day_nodes=", 12) == 0)
-      day_nodes = std::strtoul(argv[i] + 12, nullptr, 10);
-    if (strncmp(argv[i], "--day_step_s=", 13) == 0) day_step = std::atoi(argv[i] + 13);
-    if (strcmp(argv[i], "--help") == 0) {
-      printf("ingest_bench [--day_nodes=10] [--day_step_s=30]\n");
-      return 0;
+    const std::string_view arg = argv[i];
+    auto value = [&](std::string_view flag) -> const char* {
+      return arg.starts_with(flag) ? argv[i] + flag.size() : nullptr;
+    };
+    if (const char* v = value("--scrape_cost=")) {
+      scrape_cost = std::atoi(v) != 0;
+    } else if (const char* v = value("--day_nodes=")) {
+      day_nodes = std::strtoul(v, nullptr, 10);
+    } else if (const char* v = value("--day_step_s=")) {
+      day_step = std::atoi(v);
+    } else if (const char* v = value("--rebuild_nodes=")) {
+      rebuild_nodes = std::strtoul(v, nullptr, 10);
+    } else if (const char* v = value("--rebuild_step_s=")) {
+      rebuild_step = std::atoi(v);
+    } else if (const char* v = value("--rebuild_threads=")) {
+      rebuild_threads = std::strtoul(v, nullptr, 10);
+    } else if (const char* v = value("--fill_threads=")) {
+      fill_threads = std::strtoul(v, nullptr, 10);
+    } else if (const char* v = value("--store_dir=")) {
+      store_dir = v;
+    } else {
+      printf(
+          "ingest_bench [--scrape_cost=1] [--day_nodes=10] [--day_step_s=10]\n"
+          "             [--rebuild_nodes=100] [--rebuild_step_s=10] [--rebuild_threads=2]\n"
+          "             [--fill_threads=2] [--store_dir=]\n"
+          "  --scrape_cost      measure the CPU per node scrape (0 skips)\n"
+          "  --day_nodes        nodes of the day through the pipeline (0 skips)\n"
+          "  --day_step_s       their scrape interval, seconds\n"
+          "  --rebuild_nodes    nodes of the rebuild-at-scale store (0 skips)\n"
+          "  --rebuild_step_s   its scrape interval, seconds\n"
+          "  --rebuild_threads  IngestOptions::rebuild_threads for that rebuild\n"
+          "  --fill_threads     threads writing that store\n"
+          "  --store_dir        keep that store here and reuse it when it has the same shape\n"
+          "                     (default: a temporary directory, removed at exit)\n");
+      return strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
-  ScrapeCost(30);
-  ScrapeCost(110);
-  Day(day_nodes, day_step);
+  if (day_step <= 0 || rebuild_step <= 0 || rebuild_threads < 1 || rebuild_threads > 64 ||
+      fill_threads < 1) {
+    fprintf(stderr, "ingest_bench: steps must be > 0 and thread counts in range\n");
+    return 2;
+  }
+  if (scrape_cost) {
+    ScrapeCost(30);
+    ScrapeCost(110);
+  }
+  if (day_nodes > 0) Day(day_nodes, day_step);
+  if (rebuild_nodes > 0) {
+    RebuildAtScale(store_dir, rebuild_nodes, rebuild_step, fill_threads, rebuild_threads);
+  }
   return 0;
 }

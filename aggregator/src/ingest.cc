@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -105,6 +106,21 @@ std::optional<Timestamp> ScrapeTime(const NodeScrape& scrape) {
   }
   return newest;
 }
+
+// A rollup read by Rebuild(): where its bytes are in RebuildScratch::rollup_bytes.
+struct StoredRollup {
+  SeriesId id = 0;
+  size_t offset = 0;
+  size_t size = 0;
+};
+
+// What one rebuild thread reuses from node to node.
+struct RebuildScratch {
+  IngestSampleCache cache;
+  std::string rollup_bytes;
+  std::vector<StoredRollup> rollups;  // by series id, then bucket start
+  std::vector<BucketRollup> parsed;   // of the series being restored
+};
 
 }  // namespace
 
@@ -462,20 +478,27 @@ absl::Status Ingestor::Rebuild() {
     }
     node->second.series.emplace_back(e.id, std::move(*key));
   }
-  // Each thread takes whole shards, so no two threads touch one engine.
-  std::vector<std::vector<NodeWork*>> per_thread(options_.rebuild_threads);
+  // The threads take nodes one at a time from one list that goes round the shards, so
+  // they stay balanced to a node and two nodes taken at the same time are nearly always of
+  // different shards (a node's restore holds its shard's lock).
+  std::vector<std::vector<NodeWork*>> per_shard(shards_.size());
   std::hash<std::string_view> hash;
-  for (auto& [id, node] : work) {
-    const size_t shard = hash(node.name) % shards_.size();
-    per_thread[shard % per_thread.size()].push_back(&node);
+  for (auto& [id, node] : work) per_shard[hash(node.name) % shards_.size()].push_back(&node);
+  std::vector<NodeWork*> queue;
+  queue.reserve(work.size());
+  for (size_t round = 0; queue.size() < work.size(); ++round) {
+    for (const std::vector<NodeWork*>& nodes : per_shard) {
+      if (round < nodes.size()) queue.push_back(nodes[round]);
+    }
   }
+  std::atomic<size_t> next_node{0};
   Duration longest = Duration(0);
   for (Duration w : options_.engine.windows) longest = std::max(longest, w);
   const Duration retention = store_->options().retention;
 
   std::mutex error_mu;
   absl::Status first_error;
-  auto rebuild_node = [&](NodeWork& w) -> absl::Status {
+  auto rebuild_node = [&](NodeWork& w, RebuildScratch& scratch) -> absl::Status {
     NodeState state;
     state.id = w.id;
     state.persisted = true;
@@ -496,27 +519,33 @@ absl::Status Ingestor::Rebuild() {
     if (!s.ok()) return s;
     Shard& shard = ShardOf(w.name);
     storage::ScrapeBatch retire;
-    std::map<SeriesId, std::vector<BucketRollup>> rollups;
-    if (last) {
-      s = store_->ReadRollups(w.id, *last - longest - options_.engine.rollup_width, *last,
-                              [&](SeriesId id, Timestamp, std::string_view bytes) {
-                                if (!wanted.contains(id)) return;
-                                absl::StatusOr<BucketRollup> r = ParseRollup(bytes);
-                                if (r.ok()) {
-                                  rollups[id].push_back(std::move(*r));
-                                } else {
-                                  // Without it the engine reads the bucket's samples instead.
-                                  counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
-                                }
-                              });
+    // The rollups as stored bytes, parsed one series at a time right before its restore
+    // (while they are hot, into reused buffers): parsing them all first cost as much again
+    // in allocation, cache misses and freeing.
+    scratch.rollup_bytes.clear();
+    scratch.rollups.clear();
+    if (last && !newest.empty()) {
+      // Only buckets that start inside some series' longest window can be used.
+      Timestamp oldest_newest = *last;
+      for (const auto& [id, t] : newest) oldest_newest = std::min(oldest_newest, t);
+      s = store_->ReadRollups(
+          w.id, oldest_newest - longest, *last,
+          [&](SeriesId id, Timestamp, std::string_view bytes) {
+            if (!newest.contains(id)) return;
+            scratch.rollups.push_back({id, scratch.rollup_bytes.size(), bytes.size()});
+            scratch.rollup_bytes.append(bytes);
+          });
       if (!s.ok()) return s;
+      std::stable_sort(scratch.rollups.begin(), scratch.rollups.end(),
+                       [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
     }
     auto lookup = [&state](const SeriesKey& key) -> std::optional<SeriesId> {
       auto it = state.series.find(key);
       if (it == state.series.end()) return std::nullopt;
       return it->second.id;
     };
-    IngestSampleCache cache(store_, w.id, lookup);
+    IngestSampleCache& cache = scratch.cache;
+    cache.Reset(w.id, lookup);
     std::lock_guard lock(shard.mu);
     for (const auto& [id, key] : w.series) {
       auto found = newest.find(id);
@@ -527,11 +556,24 @@ absl::Status Ingestor::Rebuild() {
       }
       state.series.emplace(key, SeriesState{id, found->second});
     }
+    std::vector<BucketRollup>& parsed = scratch.parsed;
     for (const auto& [key, series] : state.series) {
-      auto r = rollups.find(series.id);
-      std::span<const BucketRollup> span;
-      if (r != rollups.end()) span = r->second;
-      if (absl::Status rs = shard.engine->RestoreSeries(key, series.newest, span, cache); rs.ok()) {
+      parsed.clear();
+      auto [first, end] = std::equal_range(
+          scratch.rollups.begin(), scratch.rollups.end(), StoredRollup{series.id, 0, 0},
+          [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
+      for (auto r = first; r != end; ++r) {
+        absl::StatusOr<BucketRollup> rollup =
+            ParseRollup(std::string_view(scratch.rollup_bytes).substr(r->offset, r->size));
+        if (rollup.ok()) {
+          parsed.push_back(std::move(*rollup));
+        } else {
+          // Without it the engine reads the bucket's samples instead.
+          counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      if (absl::Status rs = shard.engine->RestoreSeries(key, series.newest, parsed, cache);
+          rs.ok()) {
         counters_->rebuilt_series.fetch_add(1, std::memory_order_relaxed);
       } else {
         counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
@@ -549,10 +591,15 @@ absl::Status Ingestor::Rebuild() {
     return absl::OkStatus();
   };
   std::vector<std::thread> threads;
-  for (size_t t = 0; t < per_thread.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (NodeWork* w : per_thread[t]) {
-        if (absl::Status s = rebuild_node(*w); !s.ok()) {
+  const size_t thread_count = std::min(options_.rebuild_threads, std::max<size_t>(queue.size(), 1));
+  for (size_t t = 0; t < thread_count; ++t) {
+    threads.emplace_back([&] {
+      // Buffers of one thread, reused from node to node.
+      RebuildScratch scratch{
+          IngestSampleCache(store_, 0, nullptr, options_.engine.rollup_width), {}, {}, {}};
+      for (size_t i = next_node.fetch_add(1); i < queue.size(); i = next_node.fetch_add(1)) {
+        NodeWork* w = queue[i];
+        if (absl::Status s = rebuild_node(*w, scratch); !s.ok()) {
           counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
           std::lock_guard lock(error_mu);
           if (first_error.ok()) {
@@ -723,6 +770,85 @@ size_t Ingestor::MemoryBytes() const {
     }
   }
   return bytes;
+}
+
+// --- NodeHistoryWriter ---
+
+struct NodeHistoryWriter::OpenBucket {
+  SeriesId id = 0;  // 0 until the series' first sample (store ids start at 1)
+  Timestamp start{};
+  std::vector<Sample> samples;  // of the bucket starting at `start`
+};
+
+absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> NodeHistoryWriter::Create(
+    const WindowEngineOptions& options, storage::Store* store, std::string node_name,
+    std::vector<SeriesKey> keys) {
+  if (store == nullptr) return absl::InvalidArgumentError("NodeHistoryWriter needs a store");
+  if (node_name.empty()) return absl::InvalidArgumentError("NodeHistoryWriter: empty node name");
+  std::sort(keys.begin(), keys.end());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].node != node_name) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "NodeHistoryWriter: series ", keys[i].ToString(), " is not of node ", node_name));
+    }
+    if (i > 0 && keys[i] == keys[i - 1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("NodeHistoryWriter: series ", keys[i].ToString(), " given twice"));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<WindowEngine>> engine = WindowEngine::Create(options);
+  if (!engine.ok()) return engine.status();
+  return std::unique_ptr<NodeHistoryWriter>(
+      new NodeHistoryWriter(std::move(*engine), store, std::move(node_name), std::move(keys)));
+}
+
+NodeHistoryWriter::NodeHistoryWriter(std::unique_ptr<WindowEngine> engine, storage::Store* store,
+                                     std::string node_name, std::vector<SeriesKey> keys)
+    : engine_(std::move(engine)),
+      store_(store),
+      node_name_(std::move(node_name)),
+      keys_(std::move(keys)),
+      node_id_(store->AllocateNodeId()),
+      open_(keys_.size()) {}
+
+NodeHistoryWriter::~NodeHistoryWriter() = default;
+
+absl::Status NodeHistoryWriter::Append(Timestamp time,
+                                       std::span<const std::optional<uint64_t>> values,
+                                       storage::ScrapeBatch* batch) {
+  if (values.size() != keys_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("NodeHistoryWriter: ", values.size(),
+                                                   " values for ", keys_.size(), " series"));
+  }
+  if (last_ && time <= *last_) {
+    return absl::InvalidArgumentError(absl::StrCat("NodeHistoryWriter: scrape of node ", node_name_,
+                                                   " at ", FormatRfc3339Nano(time),
+                                                   " is not after its previous scrape"));
+  }
+  if (!node_written_) batch->AddNode(node_id_, node_name_);
+  node_written_ = true;
+  const Timestamp bucket_start = engine_->RollupBucketStart(time);
+  values_.clear();
+  for (size_t i = 0; i < keys_.size(); ++i) {
+    if (!values[i]) continue;
+    OpenBucket& open = open_[i];
+    if (open.id == 0) {
+      open.id = store_->AllocateSeriesId();
+      batch->AddSeries(open.id, node_id_, EncodeSeriesKey(keys_[i]));
+      open.start = bucket_start;
+    } else if (open.start < bucket_start) {
+      // This sample closes the bucket of the series' previous sample, as in IngestAt.
+      absl::StatusOr<BucketRollup> rollup = engine_->BuildRollup(open.start, open.samples);
+      if (rollup.ok()) batch->PutRollup(node_id_, open.id, open.start, SerializeRollup(*rollup));
+      open.samples.clear();
+      open.start = bucket_start;
+    }
+    open.samples.push_back({time, *values[i]});
+    values_.push_back({open.id, *values[i]});
+  }
+  batch->PutScrape(node_id_, time, values_);
+  last_ = time;
+  return absl::OkStatus();
 }
 
 }  // namespace kubestat::aggregator

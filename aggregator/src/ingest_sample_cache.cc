@@ -1,13 +1,15 @@
 #include "ingest_sample_cache.h"
 
 #include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
 
 namespace kubestat::aggregator::internal {
 
 namespace {
 int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
 Timestamp AtNanos(int64_t ns) { return Timestamp(Duration(ns)); }
-bool Earlier(const Sample& a, const Sample& b) { return a.time < b.time; }
 }  // namespace
 
 absl::Status IngestSampleCache::ReadSamples(const SeriesKey& key, Timestamp after,
@@ -17,66 +19,110 @@ absl::Status IngestSampleCache::ReadSamples(const SeriesKey& key, Timestamp afte
   return Read(*id, after, through, out);
 }
 
+absl::Status IngestSampleCache::Prefetch(Timestamp after, Timestamp through) {
+  if (after >= through) return absl::OkStatus();
+  return EnsureLoaded(Nanos(after), Nanos(through));
+}
+
+void IngestSampleCache::Reset(storage::NodeId node, Lookup lookup) {
+  node_ = node;
+  lookup_ = std::move(lookup);
+  column_of_.clear();
+  previous_ids_.clear();
+  previous_columns_.clear();
+  for (Segment& segment : segments_) spare_.push_back(std::move(segment));
+  segments_.clear();
+}
+
 absl::Status IngestSampleCache::Read(storage::SeriesId id, Timestamp after, Timestamp through,
                                      std::vector<Sample>* out) {
   if (after >= through) return absl::OkStatus();
-  if (absl::Status s = EnsureLoaded(Nanos(after), Nanos(through)); !s.ok()) return s;
-  auto found = by_series_.find(id);
-  if (found == by_series_.end()) return absl::OkStatus();
-  const std::vector<Sample>& samples = found->second;
-  auto first = std::upper_bound(samples.begin(), samples.end(), Sample{after, 0}, Earlier);
-  for (auto it = first; it != samples.end() && it->time <= through; ++it) out->push_back(*it);
+  const int64_t lo = Nanos(after), hi = Nanos(through);
+  if (absl::Status s = EnsureLoaded(lo, hi); !s.ok()) return s;
+  auto found = column_of_.find(id);
+  if (found == column_of_.end()) return absl::OkStatus();
+  const uint32_t column = found->second;
+  // The first segment that ends after `after`; segments are disjoint and in time order.
+  auto segment = std::upper_bound(segments_.begin(), segments_.end(), lo,
+                                  [](int64_t t, const Segment& s) { return t < s.through; });
+  for (; segment != segments_.end() && segment->after < hi; ++segment) {
+    if (column + 1 >= segment->begin.size()) continue;
+    const Sample* first = segment->samples.data() + segment->begin[column];
+    const Sample* last = segment->samples.data() + segment->begin[column + 1];
+    auto later = [](Timestamp t, const Sample& s) { return t < s.time; };
+    first = std::upper_bound(first, last, after, later);
+    out->insert(out->end(), first, std::upper_bound(first, last, through, later));
+  }
   return absl::OkStatus();
 }
 
 absl::Status IngestSampleCache::EnsureLoaded(int64_t after, int64_t through) {
-  // The parts of (after, through] not covered yet.
-  std::vector<std::pair<int64_t, int64_t>> gaps;
+  // The parts of (after, through] not covered yet, each loaded as a new segment.
   int64_t cursor = after;
-  for (const auto& [lo, hi] : covered_) {
-    if (hi <= cursor) continue;
-    if (lo >= through) break;
-    if (lo > cursor) gaps.push_back({cursor, lo});
-    cursor = std::max(cursor, hi);
-    if (cursor >= through) break;
-  }
-  if (cursor < through) gaps.push_back({cursor, through});
-  if (gaps.empty()) return absl::OkStatus();
-
-  std::vector<storage::SeriesId> touched;
-  for (const auto& [lo, hi] : gaps) {
-    ++store_reads_;
-    absl::Status s =
-        store_->ReadScrapes(node_, AtNanos(lo), AtNanos(hi),
-                            [&](Timestamp t, std::span<const storage::SeriesValue> values) {
-                              for (const storage::SeriesValue& v : values) {
-                                std::vector<Sample>& samples = by_series_[v.id];
-                                if (!samples.empty() && samples.back().time > t)
-                                  touched.push_back(v.id);
-                                samples.push_back({t, v.value});
-                              }
-                            });
-    if (!s.ok()) return s;
-    covered_.push_back({lo, hi});
-  }
-  // Ranges loaded before older ones leave some series out of order.
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  for (storage::SeriesId id : touched) {
-    std::vector<Sample>& samples = by_series_[id];
-    std::sort(samples.begin(), samples.end(), Earlier);
-  }
-  // Merge the covered ranges.
-  std::sort(covered_.begin(), covered_.end());
-  std::vector<std::pair<int64_t, int64_t>> merged;
-  for (const auto& range : covered_) {
-    if (!merged.empty() && range.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, range.second);
-    } else {
-      merged.push_back(range);
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), cursor,
+                             [](int64_t t, const Segment& s) { return t < s.through; });
+  while (cursor < through) {
+    if (it != segments_.end() && it->after <= cursor) {
+      cursor = it->through;  // covered up to there
+      ++it;
+      continue;
     }
+    int64_t gap_end = it == segments_.end() ? through : std::min(through, it->after);
+    if (it != segments_.end() && gap_end < it->after && it->after - cursor <= max_hole_fill_) {
+      gap_end = it->after;  // the rest of the hole is likely asked for next
+    }
+    Segment segment;
+    if (!spare_.empty()) {
+      segment = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    if (absl::Status s = Load(cursor, gap_end, &segment); !s.ok()) return s;
+    it = segments_.insert(it, std::move(segment));
+    ++it;
+    cursor = gap_end;
   }
-  covered_ = std::move(merged);
+  return absl::OkStatus();
+}
+
+uint32_t IngestSampleCache::ColumnOf(size_t position, storage::SeriesId id) {
+  if (position < previous_ids_.size() && previous_ids_[position] == id) {
+    return previous_columns_[position];
+  }
+  auto [found, inserted] = column_of_.try_emplace(id, static_cast<uint32_t>(column_of_.size()));
+  if (position >= previous_ids_.size()) {
+    previous_ids_.resize(position + 1);
+    previous_columns_.resize(position + 1);
+  }
+  previous_ids_[position] = id;
+  previous_columns_[position] = found->second;
+  return found->second;
+}
+
+absl::Status IngestSampleCache::Load(int64_t after, int64_t through, Segment* segment) {
+  ++store_reads_;
+  cells_.clear();
+  absl::Status s = store_->ReadScrapes(
+      node_, AtNanos(after), AtNanos(through),
+      [&](Timestamp t, std::span<const storage::SeriesValue> values) {
+        ++blobs_decoded_;
+        for (size_t i = 0; i < values.size(); ++i) {
+          cells_.push_back({ColumnOf(i, values[i].id), Sample{t, values[i].value}});
+        }
+      });
+  if (!s.ok()) return s;
+  if (cells_.size() > std::numeric_limits<uint32_t>::max()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("reading node ", node_, ": too many samples in one range"));
+  }
+  // A counting sort by column; stable, so each column stays in time order.
+  segment->after = after;
+  segment->through = through;
+  segment->begin.assign(column_of_.size() + 1, 0);
+  for (const Cell& c : cells_) ++segment->begin[c.column + 1];
+  for (size_t c = 1; c < segment->begin.size(); ++c) segment->begin[c] += segment->begin[c - 1];
+  segment->samples.resize(cells_.size());
+  next_.assign(segment->begin.begin(), segment->begin.end() - 1);
+  for (const Cell& c : cells_) segment->samples[next_[c.column]++] = c.sample;
   return absl::OkStatus();
 }
 

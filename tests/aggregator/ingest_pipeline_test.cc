@@ -6,8 +6,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "aggregator/ingest_scrape_builder.h"
@@ -282,6 +286,256 @@ TEST_F(IngestTest, RebuildFromTheStoreEqualsTheLiveWindows) {
     ASSERT_TRUE(rebuilt->IngestAt(s, t).ok());
   }
   EXPECT_EQ(rebuilt->Stats().engine_errors, 0u);
+}
+
+// The samples Ingest takes from a SyntheticCluster scrape (every reading present, no
+// resets): the rate of each cpu counter since the previous scrape over the counter's own
+// timestamps, rounded to the nearest nanocore (none on the first scrape), working sets,
+// and each pod the sum of its containers.
+class ExpectedSamples {
+ public:
+  std::map<SeriesKey, std::optional<uint64_t>> Next(const scrapers::NodeScrape& s) {
+    std::map<SeriesKey, std::optional<uint64_t>> out;
+    auto object = [&](SeriesKey cpu, SeriesKey memory, const scrapers::CpuSample& c,
+                      const scrapers::MemorySample& m) {
+      std::optional<uint64_t> rate;
+      auto previous = counters_.find(cpu);
+      if (previous != counters_.end()) {
+        const auto dt = static_cast<unsigned __int128>((c.time - previous->second.first).count());
+        const auto delta =
+            static_cast<unsigned __int128>(*c.usage_core_nanoseconds - previous->second.second);
+        rate = static_cast<uint64_t>((delta * 1000000000u + dt / 2) / dt);
+      }
+      counters_[cpu] = {c.time, *c.usage_core_nanoseconds};
+      out[cpu] = rate;
+      out[memory] = *m.working_set_bytes;
+      return std::pair(rate, *m.working_set_bytes);
+    };
+    object(SeriesKey::Node(s.node_name, Resource::kCpu),
+           SeriesKey::Node(s.node_name, Resource::kMemory), *s.cpu, *s.memory);
+    for (const scrapers::ContainerScrape& c : s.system_containers) {
+      object(SeriesKey::SystemContainer(s.node_name, c.name, Resource::kCpu),
+             SeriesKey::SystemContainer(s.node_name, c.name, Resource::kMemory), *c.cpu, *c.memory);
+    }
+    for (const scrapers::PodScrape& pod : s.pods) {
+      std::optional<uint64_t> cpu = 0;
+      uint64_t memory = 0;
+      for (const scrapers::ContainerScrape& c : pod.containers) {
+        auto [rate, bytes] = object(
+            SeriesKey::Container(s.node_name, pod.namespace_name, pod.name, c.name, Resource::kCpu),
+            SeriesKey::Container(s.node_name, pod.namespace_name, pod.name, c.name,
+                                 Resource::kMemory),
+            *c.cpu, *c.memory);
+        cpu = cpu && rate ? std::optional(*cpu + *rate) : std::nullopt;
+        memory += bytes;
+      }
+      out[SeriesKey::Pod(s.node_name, pod.namespace_name, pod.name, Resource::kCpu)] = cpu;
+      out[SeriesKey::Pod(s.node_name, pod.namespace_name, pod.name, Resource::kMemory)] = memory;
+    }
+    return out;
+  }
+
+ private:
+  std::map<SeriesKey, std::pair<Timestamp, uint64_t>> counters_;
+};
+
+struct StoredScrape {
+  Timestamp time;
+  std::vector<storage::SeriesValue> values;
+  friend bool operator==(const StoredScrape&, const StoredScrape&) = default;
+};
+struct StoredRollup {
+  storage::SeriesId series;
+  Timestamp start;
+  std::string bytes;
+  friend bool operator==(const StoredRollup&, const StoredRollup&) = default;
+};
+
+// Everything the store holds for a node, read through its public API.
+std::pair<std::vector<StoredScrape>, std::vector<StoredRollup>> ReadNode(
+    const storage::Store& store, storage::NodeId node) {
+  std::pair<std::vector<StoredScrape>, std::vector<StoredRollup>> out;
+  EXPECT_TRUE(store
+                  .ReadScrapes(node, Timestamp::min(), Timestamp::max(),
+                               [&](Timestamp t, std::span<const storage::SeriesValue> v) {
+                                 out.first.push_back({t, {v.begin(), v.end()}});
+                               })
+                  .ok());
+  EXPECT_TRUE(store
+                  .ReadRollups(node, Timestamp::min(), Timestamp::max(),
+                               [&](storage::SeriesId id, Timestamp start, std::string_view b) {
+                                 out.second.push_back({id, start, std::string(b)});
+                               })
+                  .ok());
+  return out;
+}
+
+// A store filled by NodeHistoryWriter (the fast fill of the rebuild benchmark) holds
+// exactly what Ingest writes for the same scrapes, so it rebuilds to the same windows.
+TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
+  testing::SyntheticCluster cluster(3, 4, 2, 99);
+  ::kubestat::testing::TempDir other_dir;
+  storage::StoreOptions store_options;
+  store_options.dir = other_dir.Sub("db");
+  store_options.block_cache_bytes = 4 << 20;
+  store_options.write_buffer_bytes = 4 << 20;
+  auto other = storage::Store::Open(store_options);
+  ASSERT_TRUE(other.ok()) << other.status();
+  std::vector<std::unique_ptr<NodeHistoryWriter>> writers(cluster.nodes());
+  std::vector<ExpectedSamples> expected(cluster.nodes());
+  const Duration step = seconds(60);
+  Timestamp last;
+  for (Timestamp t = kT0; t < kT0 + hours(27) + minutes(17); t += step) {
+    storage::ScrapeBatch batch;  // one write for the scrapes of every node at t
+    for (size_t n = 0; n < cluster.nodes(); ++n) {
+      const scrapers::NodeScrape scrape = cluster.Scrape(n, t);
+      last = t + seconds(n);
+      ASSERT_TRUE(ingestor_->IngestAt(scrape, last).ok());
+      const std::map<SeriesKey, std::optional<uint64_t>> samples = expected[n].Next(scrape);
+      if (!writers[n]) {
+        std::vector<SeriesKey> keys;
+        for (const auto& [key, value] : samples) keys.push_back(key);
+        auto writer = NodeHistoryWriter::Create(ingestor_->engine_options(), other->get(),
+                                                cluster.NodeName(n), std::move(keys));
+        ASSERT_TRUE(writer.ok()) << writer.status();
+        writers[n] = std::move(*writer);
+      }
+      std::vector<std::optional<uint64_t>> values;
+      for (const SeriesKey& key : writers[n]->keys()) values.push_back(samples.at(key));
+      ASSERT_TRUE(writers[n]->Append(last, values, &batch).ok());
+    }
+    ASSERT_TRUE((*other)->Write(batch).ok());
+  }
+  // Ingest applied the retention at the top of each hour; the same cutoff here.
+  ASSERT_TRUE((*other)->ApplyRetention(last).ok());
+
+  // Same dictionary (ids are taken in the same order), same blobs, same rollup bytes.
+  auto dict = store_->LoadDictionary();
+  auto other_dict = (*other)->LoadDictionary();
+  ASSERT_TRUE(dict.ok());
+  ASSERT_TRUE(other_dict.ok());
+  ASSERT_EQ(dict->nodes.size(), cluster.nodes());
+  ASSERT_EQ(other_dict->nodes.size(), dict->nodes.size());
+  for (size_t i = 0; i < dict->nodes.size(); ++i) {
+    EXPECT_EQ(other_dict->nodes[i].id, dict->nodes[i].id);
+    EXPECT_EQ(other_dict->nodes[i].name, dict->nodes[i].name);
+    EXPECT_EQ(other_dict->nodes[i].id, writers[i]->node_id());
+  }
+  ASSERT_EQ(other_dict->series.size(), dict->series.size());
+  for (size_t i = 0; i < dict->series.size(); ++i) {
+    EXPECT_EQ(other_dict->series[i].id, dict->series[i].id);
+    EXPECT_EQ(other_dict->series[i].node, dict->series[i].node);
+    EXPECT_EQ(other_dict->series[i].key, dict->series[i].key);
+  }
+  for (const storage::NodeEntry& node : dict->nodes) {
+    auto [scrapes, rollups] = ReadNode(*store_, node.id);
+    auto [other_scrapes, other_rollups] = ReadNode(**other, node.id);
+    EXPECT_GT(scrapes.size(), 26u * 60);
+    EXPECT_GT(rollups.size(), 26u * (2 + 6 + 4 * 2 + 8 * 2) - 1);
+    EXPECT_TRUE(other_scrapes == scrapes) << node.name;
+    EXPECT_TRUE(other_rollups == rollups) << node.name;
+  }
+
+  // Rebuilt, both give the live windows.
+  const std::vector<SeriesWindows> live = ingestor_->QueryAll();
+  IngestOptions options;
+  options.shards = 2;
+  auto rebuilt = Ingestor::Create(options, other->get(), &clock_);
+  ASSERT_TRUE(rebuilt.ok());
+  ASSERT_TRUE((*rebuilt)->Rebuild().ok());
+  EXPECT_EQ((*rebuilt)->Stats().rebuild_errors, 0u);
+  EXPECT_EQ((*rebuilt)->QueryAll(), live);
+}
+
+// The rebuild reads each node's blobs once into a per-node cache that many series share
+// and the engine asks in any order; more threads than nodes, one shard or many, the
+// result is the same.
+TEST_F(IngestTest, RebuildGivesTheSameWindowsWithAnyThreadAndShardCount) {
+  std::vector<std::unique_ptr<NodeHistoryWriter>> writers;
+  for (int n = 0; n < 5; ++n) {
+    const std::string name = "node-" + std::to_string(n);
+    std::vector<SeriesKey> keys;
+    for (Resource r : {Resource::kCpu, Resource::kMemory}) {
+      keys.push_back(SeriesKey::Node(name, r));
+      keys.push_back(SeriesKey::Pod(name, "ns", "p" + std::to_string(n), r));
+      keys.push_back(SeriesKey::Container(name, "ns", "p" + std::to_string(n), "c", r));
+    }
+    auto writer = NodeHistoryWriter::Create(ingestor_->engine_options(), store_.get(), name, keys);
+    ASSERT_TRUE(writer.ok());
+    writers.push_back(std::move(*writer));
+  }
+  std::mt19937_64 rng(7);
+  const Timestamp end = kT0 + hours(26) + minutes(31) + seconds(5);
+  for (Timestamp t = kT0; t < end; t += seconds(30)) {
+    storage::ScrapeBatch batch;
+    for (auto& writer : writers) {
+      std::vector<std::optional<uint64_t>> values;
+      for (size_t i = 0; i < writer->keys().size(); ++i) {
+        // Gaps: some scrapes give a series no sample.
+        if (rng() % 17 == 0) {
+          values.push_back(std::nullopt);
+        } else {
+          values.push_back(1000 + rng() % 1000000);
+        }
+      }
+      ASSERT_TRUE(writer->Append(t + std::chrono::milliseconds(rng() % 900), values, &batch).ok());
+    }
+    ASSERT_TRUE(store_->Write(batch).ok());
+  }
+  std::vector<SeriesWindows> first;
+  for (auto [threads, shards] : {std::pair<size_t, size_t>{1, 1}, {2, 16}, {8, 3}, {3, 1}}) {
+    IngestOptions options;
+    options.rebuild_threads = threads;
+    options.shards = shards;
+    auto rebuilt = Ingestor::Create(options, store_.get(), &clock_);
+    ASSERT_TRUE(rebuilt.ok());
+    ASSERT_TRUE((*rebuilt)->Rebuild().ok());
+    EXPECT_EQ((*rebuilt)->Stats().rebuild_errors, 0u);
+    EXPECT_EQ((*rebuilt)->Stats().rebuilt_series, 5u * 6);
+    std::vector<SeriesWindows> windows = (*rebuilt)->QueryAll();
+    ASSERT_EQ(windows.size(), 5u * 6);
+    // The 1d window holds about a day of 30 s samples, less the gaps.
+    EXPECT_GT(windows[0].windows[3].count, 2600u);
+    if (first.empty()) {
+      first = std::move(windows);
+    } else {
+      EXPECT_EQ(windows, first) << threads << " threads, " << shards << " shards";
+    }
+  }
+}
+
+TEST_F(IngestTest, HistoryWriterRejectsForeignKeysAndScrapesNotNewer) {
+  const WindowEngineOptions& options = ingestor_->engine_options();
+  EXPECT_EQ(NodeHistoryWriter::Create(options, store_.get(), "n1",
+                                      {SeriesKey::Node("n2", Resource::kCpu)})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NodeHistoryWriter::Create(
+                options, store_.get(), "n1",
+                {SeriesKey::Node("n1", Resource::kCpu), SeriesKey::Node("n1", Resource::kCpu)})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(NodeHistoryWriter::Create(options, store_.get(), "", {}).ok());
+  auto writer = NodeHistoryWriter::Create(
+      options, store_.get(), "n1",
+      {SeriesKey::Node("n1", Resource::kMemory), SeriesKey::Node("n1", Resource::kCpu)});
+  ASSERT_TRUE(writer.ok());
+  EXPECT_EQ((*writer)->keys()[0].resource, Resource::kCpu);  // sorted
+  storage::ScrapeBatch batch;
+  const std::vector<std::optional<uint64_t>> two = {std::nullopt, 5};
+  EXPECT_EQ((*writer)->Append(kT0, std::vector<std::optional<uint64_t>>{5}, &batch).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(batch.empty());
+  ASSERT_TRUE((*writer)->Append(kT0, two, &batch).ok());
+  EXPECT_EQ((*writer)->Append(kT0, two, &batch).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(store_->Write(batch).ok());
+  auto rebuilt = NewIngestor();
+  auto memory = rebuilt->QueryNode("n1");
+  ASSERT_TRUE(memory);
+  ASSERT_EQ(memory->series.size(), 1u);  // no cpu sample yet: no cpu series
+  EXPECT_EQ(memory->series[0].windows[0].max, 5u);
 }
 
 TEST_F(IngestTest, ManyNodesIngestConcurrentlyWhileQueriesRun) {

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -168,6 +169,60 @@ class Ingestor {
   std::unique_ptr<Counters> counters_;
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> retention_hour_{INT64_MIN};
+};
+
+// NodeHistoryWriter: writes into the store, in bulk, exactly the records Ingestor writes
+// for one node given the samples of each of its scrapes: the node's dictionary entry (with
+// its first scrape), a series' entry with its first sample, one blob per scrape, and the
+// rollup of a series' bucket once a later sample of that series closes it. It runs no
+// window engine and keeps no cpu counters: the values are the samples themselves (rates
+// and pod sums already computed, as Ingest computes them). It never retires a series: every
+// key is treated as an object still present in every scrape. For importing history and
+// for benchmarks that need a day of a large cluster in the store quickly; after Rebuild()
+// the windows are those of an Ingestor that ingested the same samples.
+//
+// Ids come from the store's allocators in the order Ingest takes them: the node's at
+// Create(), a series' at its first sample, in key order within a scrape.
+//
+// Records go into the caller's ScrapeBatch, so that many scrapes (of one or many nodes)
+// can share one Store::Write; once a batch is written, Append must not be retried with it.
+// Memory: the samples of every series' open bucket (16 bytes per sample).
+// Thread-safety: none; different writers may be used from different threads.
+class NodeHistoryWriter {
+ public:
+  // `keys`: the node's series, distinct, each with key.node == node_name; kept sorted.
+  // InvalidArgument for bad options, an empty node name, or a key of another node or twice.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> Create(
+      const WindowEngineOptions& options, storage::Store* store, std::string node_name,
+      std::vector<SeriesKey> keys);
+  ~NodeHistoryWriter();
+  NodeHistoryWriter(const NodeHistoryWriter&) = delete;
+  NodeHistoryWriter& operator=(const NodeHistoryWriter&) = delete;
+
+  // The series, sorted: the order in which Append() takes values.
+  const std::vector<SeriesKey>& keys() const { return keys_; }
+  storage::NodeId node_id() const { return node_id_; }
+
+  // Adds to `batch` the records of one scrape at `time`: values[i] is the sample of
+  // keys()[i], or nullopt when the scrape gives none. InvalidArgument (nothing added) when
+  // `time` is not after the previous scrape or values.size() != keys().size().
+  [[nodiscard]] absl::Status Append(Timestamp time, std::span<const std::optional<uint64_t>> values,
+                                    storage::ScrapeBatch* batch);
+
+ private:
+  struct OpenBucket;
+  NodeHistoryWriter(std::unique_ptr<WindowEngine> engine, storage::Store* store,
+                    std::string node_name, std::vector<SeriesKey> keys);
+
+  std::unique_ptr<WindowEngine> engine_;  // for BuildRollup and RollupBucketStart only
+  storage::Store* store_;
+  std::string node_name_;
+  std::vector<SeriesKey> keys_;
+  storage::NodeId node_id_ = 0;
+  bool node_written_ = false;
+  std::optional<Timestamp> last_;
+  std::vector<OpenBucket> open_;              // per key
+  std::vector<storage::SeriesValue> values_;  // scratch
 };
 
 }  // namespace kubestat::aggregator
