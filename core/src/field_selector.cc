@@ -9,7 +9,6 @@
 namespace kubestat {
 namespace {
 
-using selector_internal::Concat;
 using selector_internal::ValidRuneLength;
 
 std::atomic<uint64_t> g_parse_errors{0};
@@ -91,7 +90,7 @@ absl::StatusOr<std::string> UnescapeFieldValue(std::string_view escaped) {
       in_slash = false;
       if (rune != '\\' && rune != ',' && rune != '=') {
         return absl::InvalidArgumentError(
-            Concat("invalid field selector: invalid escape sequence: \\", encoded));
+            StrCat("invalid field selector: invalid escape sequence: \\", encoded));
       }
       out += encoded;
     } else if (rune == '\\') {
@@ -99,7 +98,7 @@ absl::StatusOr<std::string> UnescapeFieldValue(std::string_view escaped) {
     } else if (rune == ',' || rune == '=') {
       // Upstream prints the code point as a number here; the character itself is clearer.
       return absl::InvalidArgumentError(
-          Concat("invalid field selector: unescaped character in value: '", encoded, "'"));
+          StrCat("invalid field selector: unescaped character in value: '", encoded, "'"));
     } else {
       out += encoded;
     }
@@ -134,7 +133,7 @@ absl::StatusOr<FieldSelector> FieldSelector::Parse(std::string_view text) {
     if (!split) {
       g_parse_errors.fetch_add(1, std::memory_order_relaxed);
       return absl::InvalidArgumentError(
-          Concat("invalid selector: '", text, "'; can't understand '", part, "'"));
+          StrCat("invalid selector: '", text, "'; can't understand '", part, "'"));
     }
     absl::StatusOr<std::string> value = UnescapeFieldValue(split->rhs);
     if (!value.ok()) {
@@ -177,7 +176,7 @@ std::optional<std::string_view> FieldSelector::RequiresExactMatch(std::string_vi
 absl::Status FieldSelector::CheckSupported(std::span<const std::string_view> supported) const {
   for (const FieldTerm& term : terms_) {
     if (std::find(supported.begin(), supported.end(), term.field) == supported.end()) {
-      return absl::InvalidArgumentError(Concat("field label not supported: ", term.field));
+      return absl::InvalidArgumentError(StrCat("field label not supported: ", term.field));
     }
   }
   return absl::OkStatus();

@@ -11,7 +11,6 @@
 namespace kubestat {
 namespace {
 
-using selector_internal::Concat;
 using selector_internal::GoQuote;
 using selector_internal::Join;
 using selector_internal::ParseGoInt64;
@@ -49,14 +48,14 @@ std::string RegexError(std::string_view msg, std::string_view re,
   for (std::string_view example : examples) {
     if (!first) out += " or ";
     first = false;
-    out += Concat("'", example, "', ");
+    out += StrCat("'", example, "', ");
   }
-  out += Concat("regex used for validation is '", re, "')");
+  out += StrCat("regex used for validation is '", re, "')");
   return out;
 }
 
 std::string MaxLenError(size_t length) {
-  return Concat("must be no more than ", std::to_string(length), " bytes");
+  return StrCat("must be no more than ", std::to_string(length), " bytes");
 }
 
 bool IsAlnum(char c) {
@@ -102,7 +101,7 @@ std::vector<std::string> Dns1123SubdomainErrors(std::string_view value) {
 
 std::string InvalidValue(std::string_view path, std::string_view quoted_value,
                          std::string_view detail) {
-  return Concat(path, ": Invalid value: ", quoted_value, ": ", detail);
+  return StrCat(path, ": Invalid value: ", quoted_value, ": ", detail);
 }
 
 // json.Marshal of a []string, as field errors print a list value.
@@ -154,7 +153,7 @@ std::string AggregateMessage(const std::vector<std::string>& messages) {
     if (seen.insert(m).second) unique.push_back(m);
   }
   if (unique.size() == 1) return std::string(unique.front());
-  return Concat("[", Join(unique, ", "), "]");
+  return StrCat("[", Join(unique, ", "), "]");
 }
 
 std::optional<std::string> ValidateLabelKey(std::string_view key, std::string_view path) {
@@ -303,7 +302,7 @@ class Parser {
           absl::StatusOr<LabelRequirement> r = ParseRequirement();
           if (!r.ok()) {
             return absl::InvalidArgumentError(
-                Concat("unable to parse requirement: ", std::string(r.status().message())));
+                StrCat("unable to parse requirement: ", std::string(r.status().message())));
           }
           requirements.push_back(*std::move(r));
           auto [t, l] = Consume(Context::kValues);
@@ -311,16 +310,16 @@ class Parser {
           if (t == Token::kComma) {
             auto [t2, l2] = Lookahead(Context::kValues);
             if (t2 != Token::kIdentifier && t2 != Token::kDoesNotExist) {
-              return Error(Concat("found '", l2, "', expected: identifier after ','"));
+              return Error(StrCat("found '", l2, "', expected: identifier after ','"));
             }
             break;
           }
-          return Error(Concat("found '", l, "', expected: ',' or 'end of string'"));
+          return Error(StrCat("found '", l, "', expected: ',' or 'end of string'"));
         }
         case Token::kEndOfString:
           return requirements;
         default:
-          return Error(Concat("found '", lit, "', expected: !, identifier, or 'end of string'"));
+          return Error(StrCat("found '", lit, "', expected: !, identifier, or 'end of string'"));
       }
     }
   }
@@ -356,7 +355,7 @@ class Parser {
     }
     const auto [tok, key] = item;
     if (tok != Token::kIdentifier) {
-      return Error(Concat("found '", key, "', expected: identifier"));
+      return Error(StrCat("found '", key, "', expected: identifier"));
     }
     if (auto err = ValidateLabelKey(key, "<nil>")) return Error(*std::move(err));
     if (const Token next = Lookahead(Context::kValues).tok;
@@ -395,14 +394,14 @@ class Parser {
       case Token::kNotEquals:
         return LabelOperator::kNotEquals;
       default:
-        return Error(Concat("found '", lit, "', expected: in, notin, =, ==, !=, gt, lt"));
+        return Error(StrCat("found '", lit, "', expected: in, notin, =, ==, !=, gt, lt"));
     }
   }
 
   // "(" values ")"; the result is a set, returned sorted.
   absl::StatusOr<std::vector<std::string>> ParseValues() {
     if (ScannedItem open = Consume(Context::kValues); open.tok != Token::kOpenPar) {
-      return Error(Concat("found '", open.literal, "' expected: '('"));
+      return Error(StrCat("found '", open.literal, "' expected: '('"));
     }
     const auto [tok, lit] = Lookahead(Context::kValues);
     switch (tok) {
@@ -411,7 +410,7 @@ class Parser {
         absl::StatusOr<std::set<std::string>> s = ParseIdentifiersList();
         if (!s.ok()) return s.status();
         if (Consume(Context::kValues).tok != Token::kClosedPar) {
-          return Error(Concat("found '", lit, "', expected: ')'"));
+          return Error(StrCat("found '", lit, "', expected: ')'"));
         }
         return std::vector<std::string>(s->begin(), s->end());
       }
@@ -419,7 +418,7 @@ class Parser {
         Consume(Context::kValues);
         return std::vector<std::string>{""};
       default:
-        return Error(Concat("found '", lit, "', expected: ',', ')' or identifier"));
+        return Error(StrCat("found '", lit, "', expected: ',', ')' or identifier"));
     }
   }
 
@@ -434,7 +433,7 @@ class Parser {
           auto [tok2, lit2] = Lookahead(Context::kValues);
           if (tok2 == Token::kComma) continue;
           if (tok2 == Token::kClosedPar) return s;
-          return Error(Concat("found '", lit2, "', expected: ',' or ')'"));
+          return Error(StrCat("found '", lit2, "', expected: ',' or ')'"));
         }
         case Token::kComma: {
           if (s.empty()) s.emplace("");  // "(,"
@@ -449,7 +448,7 @@ class Parser {
           break;
         }
         default:
-          return Error(Concat("found '", lit, "', expected: ',', or identifier"));
+          return Error(StrCat("found '", lit, "', expected: ',', or identifier"));
       }
     }
   }
@@ -459,7 +458,7 @@ class Parser {
     if (next == Token::kEndOfString || next == Token::kComma) return std::vector<std::string>{""};
     auto [tok, lit] = Consume(Context::kValues);
     if (tok == Token::kIdentifier) return std::vector<std::string>{std::string(lit)};
-    return Error(Concat("found '", lit, "', expected: identifier"));
+    return Error(StrCat("found '", lit, "', expected: identifier"));
   }
 
   std::vector<ScannedItem> items_;
@@ -507,14 +506,14 @@ std::vector<std::string> QualifiedNameErrors(std::string_view key) {
         errs.push_back("prefix part must be non-empty");
       } else {
         for (std::string& msg : Dns1123SubdomainErrors(prefix)) {
-          errs.push_back(Concat("prefix part ", msg));
+          errs.push_back(StrCat("prefix part ", msg));
         }
       }
       break;
     }
     default:
       errs.push_back(
-          Concat("a valid label key ",
+          StrCat("a valid label key ",
                  RegexError(kLabelKeyErrMsg, kLabelKeyFmt, {"MyName", "my.name", "123-abc"}),
                  " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"));
       return errs;
@@ -522,10 +521,10 @@ std::vector<std::string> QualifiedNameErrors(std::string_view key) {
   if (name.empty()) {
     errs.push_back("name part must be non-empty");
   } else if (name.size() > kLabelKeyMaxLength) {
-    errs.push_back(Concat("name part ", MaxLenError(kLabelKeyMaxLength)));
+    errs.push_back(StrCat("name part ", MaxLenError(kLabelKeyMaxLength)));
   }
   if (!MatchesLabelKeyPattern(name)) {
-    errs.push_back(Concat(
+    errs.push_back(StrCat(
         "name part ", RegexError(kLabelKeyErrMsg, kLabelKeyFmt, {"MyName", "my.name", "123-abc"})));
   }
   return errs;
@@ -578,7 +577,7 @@ absl::StatusOr<LabelRequirement> LabelRequirement::Create(std::string key, Label
       for (size_t i = 0; i < values.size(); ++i) {
         std::optional<int64_t> n = ParseGoInt64(values[i]);
         if (!n) {
-          errs.push_back(InvalidValue(Concat("values[", std::to_string(i), "]"), GoQuote(values[i]),
+          errs.push_back(InvalidValue(StrCat("values[", std::to_string(i), "]"), GoQuote(values[i]),
                                       "for 'Gt', 'Lt' operators, the value must be an integer"));
         } else {
           bound = *n;
@@ -586,12 +585,12 @@ absl::StatusOr<LabelRequirement> LabelRequirement::Create(std::string key, Label
       }
       break;
     default:
-      errs.push_back(Concat("operator: Unsupported value: ", std::to_string(static_cast<int>(op))));
+      errs.push_back(StrCat("operator: Unsupported value: ", std::to_string(static_cast<int>(op))));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     std::vector<std::string> value_errs = LabelValueErrors(values[i]);
     if (!value_errs.empty()) {
-      errs.push_back(InvalidValue(Concat("values[", std::to_string(i), "][", key, "]"),
+      errs.push_back(InvalidValue(StrCat("values[", std::to_string(i), "][", key, "]"),
                                   GoQuote(values[i]), Join(value_errs, "; ")));
     }
   }

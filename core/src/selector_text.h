@@ -10,17 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "kubestat/core/str_cat.h"
+
 namespace kubestat::selector_internal {
 
-// Concatenation of std::string_view-convertible pieces. (absl::StrCat takes absl::string_view,
-// which this abseil build keeps distinct from std::string_view.)
-template <typename... Pieces>
-std::string Concat(const Pieces&... pieces) {
-  std::string out;
-  out.reserve((std::string_view(pieces).size() + ... + 0));
-  (out.append(std::string_view(pieces)), ...);
-  return out;
-}
+// Concatenation of strings (see kubestat/core/str_cat.h).
+using ::kubestat::StrCat;
 
 // The pieces joined by `separator`.
 template <typename Strings>

@@ -14,27 +14,10 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "kubestat/core/str_cat.h"
 
 namespace kubestat::scrapers {
 namespace {
-
-// Message building. (Debian's abseil has its own string_view type, so absl::StrCat does not
-// take std::string_view; these few lines avoid converting at every call.)
-void AppendPiece(std::string* out, std::string_view piece) { out->append(piece); }
-void AppendPiece(std::string* out, double value) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  out->append(buffer, result.ptr);
-}
-template <typename Int>
-requires std::is_integral_v<Int>
-void AppendPiece(std::string* out, Int value) { out->append(std::to_string(value)); }
-template <typename... Pieces>
-std::string Cat(const Pieces&... pieces) {
-  std::string out;
-  (AppendPiece(&out, pieces), ...);
-  return out;
-}
 
 // The series kubestat reads; everything else is parsed for syntax and skipped.
 enum class Metric {
@@ -324,13 +307,13 @@ class ScrapeBuilder {
     const SampleLine& s = *sample_;
     std::string series(s.name);
     if (s.has_namespace || s.has_pod || s.has_container) {
-      series += Cat("{");
-      if (s.has_container) series += Cat("container=\"", s.container, "\",");
-      if (s.has_namespace) series += Cat("namespace=\"", s.namespace_name, "\",");
-      if (s.has_pod) series += Cat("pod=\"", s.pod, "\",");
+      series += StrCat("{");
+      if (s.has_container) series += StrCat("container=\"", s.container, "\",");
+      if (s.has_namespace) series += StrCat("namespace=\"", s.namespace_name, "\",");
+      if (s.has_pod) series += StrCat("pod=\"", s.pod, "\",");
       series.back() = '}';
     }
-    out_->issues.Add(kind, Cat("line ", line_number_, ": ", series, ": ", what));
+    out_->issues.Add(kind, StrCat("line ", line_number_, ": ", series, ": ", what));
   }
 
   std::optional<Timestamp> SampleTime() {
@@ -349,7 +332,7 @@ class ScrapeBuilder {
     const double scaled = value * scale;
     if (std::isnan(value) || value < 0 || !(scaled <= kMaxValue)) {
       Issue(DecodeIssueKind::kAbsurdValue,
-            Cat("value ", value, " is negative, not finite or above 2^63"));
+            StrCat("value ", value, " is negative, not finite or above 2^63"));
       return std::nullopt;
     }
     return static_cast<uint64_t>(std::nearbyint(scaled));
@@ -393,7 +376,7 @@ class ScrapeBuilder {
     // Nanoseconds since the epoch must fit int64: about year 2262.
     if (std::isnan(seconds) || seconds < 0 || !(seconds < 9.2e9)) {
       Issue(DecodeIssueKind::kAbsurdValue,
-            Cat("start time ", seconds, " is not a plausible Unix time"));
+            StrCat("start time ", seconds, " is not a plausible Unix time"));
       return;
     }
     // Whole and fractional seconds apart, so whole-second start times stay exact.
@@ -477,8 +460,8 @@ absl::StatusOr<NodeScrape> DecodeResourceMetrics(std::string_view text, std::str
       continue;
     }
     if (std::string_view error = parser.Parse(line, &sample); !error.empty()) {
-      return absl::InvalidArgumentError(Cat("kubelet /metrics/resource line ", line_number, ": ",
-                                            error, ": ", line.substr(0, 200)));
+      return absl::InvalidArgumentError(StrCat("kubelet /metrics/resource line ", line_number, ": ",
+                                               error, ": ", line.substr(0, 200)));
     }
     const Metric metric = MetricFromName(sample.name);
     if (metric == Metric::kUnknown) continue;

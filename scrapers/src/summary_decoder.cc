@@ -13,29 +13,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kubestat/core/str_cat.h"
 #include "kubestat/core/time.h"
 #include "simdjson.h"
 
 namespace kubestat::scrapers {
 namespace {
-
-// Message building. (Debian's abseil has its own string_view type, so absl::StrCat does not
-// take std::string_view; these few lines avoid converting at every call.)
-void AppendPiece(std::string* out, std::string_view piece) { out->append(piece); }
-void AppendPiece(std::string* out, double value) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  out->append(buffer, result.ptr);
-}
-template <typename Int>
-requires std::is_integral_v<Int>
-void AppendPiece(std::string* out, Int value) { out->append(std::to_string(value)); }
-template <typename... Pieces>
-std::string Cat(const Pieces&... pieces) {
-  std::string out;
-  (AppendPiece(&out, pieces), ...);
-  return out;
-}
 
 namespace sj = simdjson::ondemand;
 
@@ -63,17 +46,17 @@ struct Where {
 
 std::string Describe(const Where& where, std::string_view field) {
   std::string out(where.list);
-  if (where.index >= 0) out += Cat("[", where.index, "]");
-  if (where.container >= 0) out += Cat(".containers[", where.container, "]");
-  if (!where.block.empty()) out += Cat(".", where.block);
-  if (!field.empty()) out += Cat(".", field);
+  if (where.index >= 0) out += StrCat("[", where.index, "]");
+  if (where.container >= 0) out += StrCat(".containers[", where.container, "]");
+  if (!where.block.empty()) out += StrCat(".", where.block);
+  if (!field.empty()) out += StrCat(".", field);
   return out;
 }
 
 absl::Status JsonError(simdjson::error_code error, const Where& where) {
-  return absl::InvalidArgumentError(Cat("kubelet summary is not valid JSON (at ",
-                                        Describe(where, ""),
-                                        "): ", simdjson::error_message(error)));
+  return absl::InvalidArgumentError(StrCat("kubelet summary is not valid JSON (at ",
+                                           Describe(where, ""),
+                                           "): ", simdjson::error_message(error)));
 }
 
 std::string_view JsonTypeName(sj::json_type type) {
@@ -106,7 +89,7 @@ class SummaryReader {
     if (auto error = doc.type().get(type)) return JsonError(error, top);
     if (type != sj::json_type::object) {
       return absl::InvalidArgumentError(
-          Cat("kubelet summary: the top level is ", JsonTypeName(type), ", not an object"));
+          StrCat("kubelet summary: the top level is ", JsonTypeName(type), ", not an object"));
     }
     sj::object root;
     if (auto error = doc.get_object().get(root)) return JsonError(error, top);
@@ -145,8 +128,8 @@ class SummaryReader {
 
   void WrongType(const Where& where, std::string_view field, std::string_view expected,
                  sj::json_type got) {
-    issues_->Add(DecodeIssueKind::kWrongType,
-                 Cat(Describe(where, field), ": expected ", expected, ", got ", JsonTypeName(got)));
+    issues_->Add(DecodeIssueKind::kWrongType, StrCat(Describe(where, field), ": expected ",
+                                                     expected, ", got ", JsonTypeName(got)));
   }
 
   // A non-negative integer (an integer or a float, rounded). null leaves *out empty.
@@ -164,8 +147,8 @@ class SummaryReader {
       // Out of any numeric range (e.g. a 30-digit integer) or not a number after all.
       const std::string_view raw = value.raw_json_token();
       issues_->Add(DecodeIssueKind::kAbsurdValue,
-                   Cat(Describe(where, field), ": unreadable number ", raw.substr(0, 40), " (",
-                       simdjson::error_message(error), ")"));
+                   StrCat(Describe(where, field), ": unreadable number ", raw.substr(0, 40), " (",
+                          simdjson::error_message(error), ")"));
       return absl::OkStatus();
     }
     switch (number.get_number_type()) {
@@ -183,7 +166,7 @@ class SummaryReader {
       case sj::number_type::floating_point_number: {
         const double d = number.get_double();
         if (!std::isfinite(d) || d < 0 || d > kMaxValueAsDouble) {
-          Absurd(where, field, Cat(d));
+          Absurd(where, field, StrCat(d));
         } else {
           *out = static_cast<uint64_t>(std::nearbyint(d));
         }
@@ -194,8 +177,8 @@ class SummaryReader {
   }
 
   void Absurd(const Where& where, std::string_view field, std::string_view shown) {
-    issues_->Add(DecodeIssueKind::kAbsurdValue, Cat(Describe(where, field), ": value ", shown,
-                                                    " is negative, not finite or above 2^63"));
+    issues_->Add(DecodeIssueKind::kAbsurdValue, StrCat(Describe(where, field), ": value ", shown,
+                                                       " is negative, not finite or above 2^63"));
   }
 
   // An RFC 3339 time. null leaves *out empty; a bad one is recorded and *ok set to false.
@@ -215,8 +198,8 @@ class SummaryReader {
     if (!time.ok()) {
       issues_->Add(
           DecodeIssueKind::kBadTimestamp,
-          Cat(Describe(where, field), ": ",
-              std::string_view(time.status().message().data(), time.status().message().size())));
+          StrCat(Describe(where, field), ": ",
+                 std::string_view(time.status().message().data(), time.status().message().size())));
       if (ok != nullptr) *ok = false;
       return absl::OkStatus();
     }
@@ -291,7 +274,7 @@ class SummaryReader {
     if (!time.has_value()) {
       if (any_value) {
         issues_->Add(DecodeIssueKind::kMissingField,
-                     Cat(Describe(where, "time"), ": missing; block dropped"));
+                     StrCat(Describe(where, "time"), ": missing; block dropped"));
       }
       return absl::OkStatus();
     }
@@ -373,7 +356,7 @@ class SummaryReader {
     }
     if (out->name.empty()) {
       issues_->Add(DecodeIssueKind::kMissingField,
-                   Cat(Describe(where, "name"), ": missing; container dropped"));
+                   StrCat(Describe(where, "name"), ": missing; container dropped"));
       return absl::OkStatus();
     }
     *keep = true;
@@ -410,8 +393,8 @@ class SummaryReader {
       if (!keep) continue;
       if (FindContainer(*out, container.name) != nullptr) {
         issues_->Add(DecodeIssueKind::kDuplicate,
-                     Cat(Describe(where, ""), ": container \"", container.name,
-                         "\" listed twice; first kept"));
+                     StrCat(Describe(where, ""), ": container \"", container.name,
+                            "\" listed twice; first kept"));
         continue;
       }
       out->push_back(std::move(container));
@@ -425,7 +408,7 @@ class SummaryReader {
     if (absl::Status status = TypeOf(value, where, &type); !status.ok()) return status;
     if (type != sj::json_type::object) {
       return absl::InvalidArgumentError(
-          Cat("kubelet summary: node is ", JsonTypeName(type), ", not an object"));
+          StrCat("kubelet summary: node is ", JsonTypeName(type), ", not an object"));
     }
     sj::object object;
     if (auto error = value.get_object().get(object)) return JsonError(error, where);
@@ -508,7 +491,7 @@ class SummaryReader {
     }
     if (pod->name.empty() || pod->namespace_name.empty()) {
       issues_->Add(DecodeIssueKind::kMissingField,
-                   Cat(Describe(where, "podRef"), ": missing name or namespace; pod dropped"));
+                   StrCat(Describe(where, "podRef"), ": missing name or namespace; pod dropped"));
       return absl::OkStatus();
     }
     *keep = true;
@@ -559,8 +542,8 @@ class SummaryReader {
         drop[order[i]] = true;  // stable sort: order[i] came later in the payload
         any = true;
         issues_->Add(DecodeIssueKind::kDuplicate,
-                     Cat("pods[", order[i], "]: pod ", pods[order[i]].namespace_name, "/",
-                         pods[order[i]].name, " listed twice; first kept"));
+                     StrCat("pods[", order[i], "]: pod ", pods[order[i]].namespace_name, "/",
+                            pods[order[i]].name, " listed twice; first kept"));
       }
     }
     if (!any) return;
