@@ -118,6 +118,12 @@ void Process::Stop() {
   exit_code_ = 137;
 }
 
+int Process::Signal(int signal, std::chrono::seconds deadline) {
+  if (!Running()) return exit_code_ ? *exit_code_ : -1;
+  ::kill(pid_, signal);
+  return Wait(deadline);
+}
+
 RunResult Run(const std::string& binary, const std::vector<std::string>& args, const fs::path& log,
               std::chrono::seconds deadline) {
   RunResult result;

@@ -56,6 +56,9 @@ class Process {
   int Wait(std::chrono::seconds deadline);
   // SIGTERM, then SIGKILL after 5 s.
   void Stop();
+  // Sends `signal` and waits for the exit; the exit code (128 + signal when killed by one),
+  // or -1 after `deadline`.
+  int Signal(int signal, std::chrono::seconds deadline);
 
  private:
   pid_t pid_ = -1;

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness.h"
 #include "kubestat/core/time.h"
 #include "kubestat/sim/flags.h"
 #include "kubestat/sim/model.h"
@@ -31,86 +32,13 @@
 namespace kubestat {
 namespace {
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline) {
-  auto end = std::chrono::steady_clock::now() + deadline;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return true;
-}
-
-// A child process; killed (SIGKILL) and reaped when destroyed unless it already exited.
-class Process {
- public:
-  Process(const std::string& binary, const std::vector<std::string>& args, const std::string& log) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      FILE* out = std::freopen(log.c_str(), "w", stdout);
-      (void)out;
-      ::dup2(::fileno(stdout), STDERR_FILENO);
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(binary.c_str()));
-      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      ::execv(binary.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
-  ~Process() {
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Sends `signal` and waits (with a deadline) for the exit; returns the exit status or -1.
-  int Stop(int signal, std::chrono::seconds deadline) {
-    ::kill(pid_, signal);
-    int status = 0;
-    bool done = PollUntil([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, deadline);
-    if (!done) return -1;
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  bool Running() {
-    if (exited_) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) exited_ = true;
-    return !exited_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-};
+using testing::FreePort;
+using testing::PollUntil;
+using testing::Process;
+using testing::ReadAll;
 
 std::string HttpGet(int port, const std::string& path) {
-  try {
-    web::http::client::http_client client("http://127.0.0.1:" + std::to_string(port));
-    auto response = client.request(web::http::methods::GET, path).get();
-    return response.extract_utf8string(true).get();
-  } catch (const std::exception&) {
-    return "";
-  }
+  return testing::HttpGet(port, path).value_or("");
 }
 
 // The value of one sample line "name{labels} value" in a Prometheus exposition, or -1.
@@ -196,7 +124,7 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
       << ReadAll((dir / "aggregator.log").string());
   EXPECT_EQ(HttpGet(port, "/healthz"), "ok");
   const double rounds = MetricValue(metrics, "kubestat_scrape_rounds_total");
-  ASSERT_EQ(aggregator.Stop(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
+  ASSERT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
   ASSERT_TRUE(simulator.Running());
 
   // Failures: each faulty node with its reason, and no healthy node failing.
@@ -280,7 +208,7 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
         << name;
   }
   EXPECT_GE(pods_checked, static_cast<int>(rounds) * 15 * 6);
-  simulator.Stop(SIGTERM, std::chrono::seconds(20));
+  simulator.Signal(SIGTERM, std::chrono::seconds(20));
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
