@@ -33,6 +33,7 @@ if ((asan)); then
     -DKUBESTAT_ASAN=ON -DKUBESTAT_FUZZ=ON -DKUBESTAT_BENCH=OFF >/dev/null
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     ctest --test-dir build-asan -LE bench --output-on-failure -j "$jobs" --timeout 900
   if ((fuzz)); then
     scripts/fuzz.sh build-asan "${KUBESTAT_FUZZ_SECONDS:-20}"

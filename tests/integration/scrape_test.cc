@@ -13,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -129,9 +131,15 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
 
   // Failures: each faulty node with its reason, and no healthy node failing.
   for (const auto& [node, reason] : faults) {
+    // A node that fails fast fails every round. One that times out can still be in flight
+    // when the next round starts (the kubelet timeout plus the stagger may pass the
+    // resolution on a slow machine); that round skips it as in flight, so it fails at
+    // least every other round.
+    const double at_least =
+        reason == "timeout" ? std::max(1.0, std::floor((rounds - 1) / 2)) : rounds - 1;
     EXPECT_GE(MetricValue(metrics, "kubestat_node_scrape_failures_total{node=\"" + node +
                                        "\",reason=\"" + reason + "\"}"),
-              rounds - 1)
+              at_least)
         << node << "\n"
         << metrics;
   }
