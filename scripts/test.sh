@@ -21,11 +21,23 @@ done
 
 scripts/install-deps.sh
 jobs=$(nproc)
+passed=0
+
+# Runs ctest with the given arguments, keeps its output in LOG and adds its count of tests to
+# $passed (only reached when every test passed: set -e stops the script otherwise).
+run_ctest() {
+  local log=$1
+  shift
+  ctest "$@" 2>&1 | tee "$log"
+  local total
+  total=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  passed=$((passed + ${total:-0}))
+}
 
 echo "== plain build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build -LE bench --output-on-failure -j "$jobs" --timeout 600
+run_ctest build/ctest.log --test-dir build -LE bench --output-on-failure -j "$jobs" --timeout 600
 
 if ((asan)); then
   echo "== ASan+UBSan build (clang), with the fuzz targets"
@@ -34,8 +46,11 @@ if ((asan)); then
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
-    ctest --test-dir build-asan -LE bench --output-on-failure -j "$jobs" --timeout 900
+    run_ctest build-asan/ctest.log --test-dir build-asan -LE bench --output-on-failure -j "$jobs" \
+    --timeout 900
   if ((fuzz)); then
     scripts/fuzz.sh build-asan "${KUBESTAT_FUZZ_SECONDS:-20}"
   fi
 fi
+
+echo "tests: $passed passed, 0 failed"
