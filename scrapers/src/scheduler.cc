@@ -279,10 +279,8 @@ void ScrapeScheduler::WorkerLoop() {
     Task task = std::move(ready_.front());
     ready_.pop_front();
     lock.unlock();
-    const std::string node = task.target.node_name;
     RunTask(std::move(task));
     lock.lock();
-    busy_.erase(node);
   }
 }
 
@@ -329,6 +327,12 @@ void ScrapeScheduler::RunTask(Task task) {
     ++round.summary.failures_by_reason[reason];
   }
   sink_.OnScrape(task.target, std::move(result));
+  {
+    // Free the node before the round can complete, so a round that starts right after it
+    // never sees the node as still in flight.
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_.erase(node);
+  }
   FinishTask(task.round);
 }
 
