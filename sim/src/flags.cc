@@ -71,6 +71,10 @@ const std::vector<FlagSpec>& Specs() {
        ModelInt("pods-per-node", &ClusterModelOptions::pods_per_node)},
       {"containers-per-pod", "2", "containers in each pod (1..8)", false,
        ModelInt("containers-per-pod", &ClusterModelOptions::containers_per_pod)},
+      {"tenant-namespaces", "0",
+       "spread the Deployment pods round-robin over this many namespaces tenant-0000… "
+       "(0: the apps' own namespaces)",
+       false, ModelInt("tenant-namespaces", &ClusterModelOptions::tenant_namespaces)},
       {"workload-mix", "steady:4,diurnal:3,spiky:2,leaky:1",
        "relative weights of the container workloads", false,
        [](std::string_view v, SimulatorOptions& o) -> absl::Status {

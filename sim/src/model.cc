@@ -65,6 +65,13 @@ constexpr int kDeploymentCount = sizeof(kDeployments) / sizeof(kDeployments[0]);
 constexpr char kNameAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
 constexpr int64_t kAlphabetSize = 27;
 
+// "tenant-0042": four digits at least, so the names sort in number order.
+std::string TenantNamespace(int index) {
+  std::string digits = std::to_string(index);
+  if (digits.size() < 4) digits.insert(0, 4 - digits.size(), '0');
+  return "tenant-" + digits;
+}
+
 std::string RandomName(uint64_t h, int length) {
   std::string s(length, 'x');
   for (int i = 0; i < length; ++i) {
@@ -196,6 +203,9 @@ absl::Status ClusterModelOptions::Validate() const {
   if (mean_pod_lifetime < Duration::zero() ||
       (mean_pod_lifetime > Duration::zero() && mean_pod_lifetime < std::chrono::minutes(10))) {
     return absl::InvalidArgumentError("mean_pod_lifetime must be 0 or at least 10m");
+  }
+  if (tenant_namespaces < 0 || tenant_namespaces > 1000000) {
+    return absl::InvalidArgumentError("tenant_namespaces must be in [0, 1000000]");
   }
   if (!(restart_fraction >= 0 && restart_fraction <= 1)) {
     return absl::InvalidArgumentError("restart_fraction must be in [0, 1]");
@@ -437,6 +447,10 @@ PodInfo ClusterModel::PodOfGeneration(int node, int slot, int64_t generation) co
   pod.slot = slot;
   pod.generation = generation;
   pod.namespace_name = app.ns;
+  if (o.tenant_namespaces > 0 && slot >= 2) {
+    const int64_t index = static_cast<int64_t>(node) * (o.pods_per_node - 2) + (slot - 2);
+    pod.namespace_name = TenantNamespace(static_cast<int>(index % o.tenant_namespaces));
+  }
   pod.app = app.name;
   pod.start_time = GenerationStart(node, slot, generation);
 

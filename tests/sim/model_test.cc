@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <string>
 
 namespace kubestat::sim {
 namespace {
@@ -241,6 +243,39 @@ TEST(ClusterModelTest, PodNamesAreUniqueAndLabelled) {
   EXPECT_EQ(m.NodeIndex("node-9999"), -1);
 }
 
+TEST(ClusterModelTest, TenantNamespacesHoldTheDeploymentPodsEvenly) {
+  ClusterModelOptions o;
+  o.nodes = 20;
+  o.pods_per_node = 32;  // 30 Deployment pods per node: 600 over 20 namespaces
+  o.tenant_namespaces = 20;
+  const ClusterModel m = Make(o);
+  const ClusterModel apps = Make(ClusterModelOptions{.nodes = 20, .pods_per_node = 32});
+  std::map<std::string, int> per_namespace;
+  for (int n = 0; n < o.nodes; ++n) {
+    for (int p = 0; p < o.pods_per_node; ++p) {
+      const PodInfo pod = m.Pod(n, p, kT0);
+      const PodInfo same = apps.Pod(n, p, kT0);
+      // Only the namespace moves: the pod, its app and its usage are those of the default.
+      EXPECT_EQ(pod.name, same.name);
+      EXPECT_EQ(pod.app, same.app);
+      if (p < 2) {
+        EXPECT_EQ(pod.namespace_name, same.namespace_name);
+        EXPECT_TRUE(pod.namespace_name == "kube-system" || pod.namespace_name == "monitoring");
+      } else {
+        ++per_namespace[pod.namespace_name];
+      }
+    }
+  }
+  ASSERT_EQ(per_namespace.size(), 20u);
+  EXPECT_EQ(per_namespace.begin()->first, "tenant-0000");
+  EXPECT_EQ(per_namespace.rbegin()->first, "tenant-0019");
+  for (const auto& [ns, count] : per_namespace) EXPECT_EQ(count, 30) << ns;
+  // Round-robin in (node, slot) order: node 0's first Deployment slot is tenant-0000.
+  EXPECT_EQ(m.Pod(0, 2, kT0).namespace_name, "tenant-0000");
+  EXPECT_EQ(m.Pod(0, 3, kT0).namespace_name, "tenant-0001");
+  EXPECT_EQ(m.Pod(1, 2, kT0).namespace_name, "tenant-0010");
+}
+
 TEST(ClusterModelTest, RejectsBadOptionsNamingTheField) {
   ClusterModelOptions o;
   o.nodes = 0;
@@ -250,6 +285,11 @@ TEST(ClusterModelTest, RejectsBadOptionsNamingTheField) {
   o = ClusterModelOptions();
   o.mean_pod_lifetime = std::chrono::minutes(1);
   EXPECT_FALSE(ClusterModel::Create(o).ok());
+  o = ClusterModelOptions();
+  o.tenant_namespaces = -1;
+  m = ClusterModel::Create(o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("tenant_namespaces"), absl::string_view::npos);
 }
 
 }  // namespace

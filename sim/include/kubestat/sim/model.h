@@ -71,6 +71,12 @@ struct ClusterModelOptions {
   // Mean lifetime of a pod before it is replaced (actual lifetimes vary between 0.2x and
   // 1.8x of it); zero disables churn. At least 10 minutes when not zero. Default: 4h
   Duration mean_pod_lifetime = std::chrono::hours(4);
+  // When positive, the Deployment pods (every slot but the two DaemonSet slots of each
+  // node) are dealt round-robin, in (node, slot) order, into this many namespaces
+  // "tenant-0000", "tenant-0001", … instead of their apps' own namespaces, so each holds
+  // about nodes × (pods_per_node - 2) / tenant_namespaces pods; DaemonSet pods stay in
+  // kube-system and monitoring. Zero keeps the apps' namespaces. Default: 0
+  int tenant_namespaces = 0;
   // Fraction (0..1) of non-leaky containers that restart on a seeded schedule (every
   // 30 min to 6 h). Leaky containers always restart (every 1 to 3 h). Default: 0.05
   double restart_fraction = 0.05;
