@@ -326,7 +326,10 @@ struct KubeApiDiscovery::Impl {
     bool need_list = true;
     while (!Stopping()) {
       if (need_list) {
-        absl::Status listed = List(r, parser);
+        // A parser of its own: a list's document is as large as the cluster (the watch's
+        // events are small), and it is freed when the list is done.
+        simdjson::dom::parser list_parser;
+        absl::Status listed = List(r, list_parser);
         if (!listed.ok()) {
           owner->CountStat(&DiscoveryStats::errors);
           if (!Backoff()) return;
@@ -384,7 +387,7 @@ absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> KubeApiDiscovery::Create(
     impl->token_file = std::make_unique<BearerTokenFile>(config.token_file);
   }
   impl->config = std::move(config);
-  impl->options = std::move(options);
+  impl->options = options;
   impl->clock = &clock;
   return std::unique_ptr<KubeApiDiscovery>(new KubeApiDiscovery(std::move(impl)));
 }
