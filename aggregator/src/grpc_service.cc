@@ -108,7 +108,7 @@ class WatchStreamState {
     if (change.is_pod) {
       if (!pods_) return false;
       std::pair<std::string, std::string> key(change.namespace_name, change.name);
-      bool matches = change.kind == WatchChange::Kind::kUpsert && pods_->Matches(change.pod->view);
+      bool matches = change.kind == WatchChange::Kind::kUpsert && pods_->Matches(*change.pod->view);
       if (matches) {
         bool known = !sent_pods_.insert(std::move(key)).second;
         event->set_type(known ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED);
@@ -124,7 +124,7 @@ class WatchStreamState {
       return true;
     }
     if (!nodes_) return false;
-    bool matches = change.kind == WatchChange::Kind::kUpsert && nodes_->Matches(change.node->view);
+    bool matches = change.kind == WatchChange::Kind::kUpsert && nodes_->Matches(*change.node->view);
     if (matches) {
       bool known = !sent_nodes_.insert(change.name).second;
       event->set_type(known ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED);
@@ -264,10 +264,11 @@ grpc::Status AggregatorService::DoListNodes(const v1::ListNodesRequest& request,
   // Read the revision first: the items are then at least as new as it says.
   response->set_revision(hub_->revision());
   *response->mutable_tick_time() = ToProtoTimestamp(hub_->last_tick());
-  for (const NodeView& node : source_->ListNodes()) {
-    if (!filter->Matches(node)) continue;
+  const std::shared_ptr<const MetricsSnapshot> cut = source_->Snapshot();
+  for (const std::shared_ptr<const NodeView>& node : cut->nodes) {
+    if (!filter->Matches(*node)) continue;
     v1::NodeMetrics* item = response->add_items();
-    *item = NodeToProto(node);
+    *item = NodeToProto(*node);
     windows->Apply(item);
   }
   return grpc::Status::OK;
@@ -286,7 +287,10 @@ grpc::Status AggregatorService::DoListPods(const v1::ListPodsRequest& request,
 
   response->set_revision(hub_->revision());
   *response->mutable_tick_time() = ToProtoTimestamp(hub_->last_tick());
-  for (const PodView& pod : source_->ListPods(request.namespace_())) {
+  const std::shared_ptr<const MetricsSnapshot> cut = source_->Snapshot();
+  const auto [first, last] = cut->NamespaceRange(request.namespace_());
+  for (size_t i = first; i < last; ++i) {
+    const PodView& pod = *cut->pods[i];
     if (!filter->Matches(pod)) continue;
     v1::PodMetrics* item = response->add_items();
     *item = PodToProto(pod);

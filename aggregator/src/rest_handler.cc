@@ -170,6 +170,33 @@ std::optional<MetricsRequest> RouteMetrics(MetricsApi api, std::vector<std::stri
 
 }  // namespace
 
+namespace {
+
+// Renders the pods of `namespace_name` (all when empty) that match `query`, reading only
+// the candidates the snapshot's indexes give for the query's exact namespace or node; the
+// renderer still applies the whole query.
+std::string RenderPods(const MetricsSnapshot& cut, std::string_view namespace_name,
+                       const MetricsQuery& query, const RenderContext& ctx) {
+  std::string_view ns = namespace_name;
+  if (ns.empty()) ns = query.fields.RequiresExactMatch("metadata.namespace").value_or("");
+  if (std::optional<std::string_view> node = query.fields.RequiresExactMatch("spec.nodeName")) {
+    std::vector<std::shared_ptr<const PodView>> on_node;
+    auto entry = cut.pods_by_node.find(std::string(*node));
+    if (entry != cut.pods_by_node.end()) {
+      for (const std::shared_ptr<const PodView>& pod : entry->second) {
+        if (ns.empty() || pod->namespace_name == ns) on_node.push_back(pod);
+      }
+    }
+    return RenderPodList(std::span<const std::shared_ptr<const PodView>>(on_node), query, ctx);
+  }
+  const auto [first, last] = cut.NamespaceRange(ns);
+  return RenderPodList(
+      std::span<const std::shared_ptr<const PodView>>(cut.pods.data() + first, last - first), query,
+      ctx);
+}
+
+}  // namespace
+
 RestHandler::RestHandler(const MetricsSource& source, const Clock& clock, LivenessCheck liveness)
     : source_(source), clock_(clock), liveness_(std::move(liveness)), started_(clock.Now()) {}
 
@@ -298,13 +325,15 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   std::optional<std::string> body;
   if (metrics->resource == MetricsResource::kNodes) {
     if (metrics->collection) {
-      body = RenderNodeList(source_.ListNodes(), *query, ctx);
+      const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
+      body =
+          RenderNodeList(std::span<const std::shared_ptr<const NodeView>>(cut->nodes), *query, ctx);
     } else if (std::optional<NodeView> node = source_.GetNode(metrics->name)) {
       body = RenderNode(*node, ctx);
     }
   } else {
     if (metrics->collection) {
-      body = RenderPodList(source_.ListPods(metrics->namespace_name), *query, ctx);
+      body = RenderPods(*source_.Snapshot(), metrics->namespace_name, *query, ctx);
     } else if (std::optional<PodView> pod =
                    source_.GetPod(metrics->namespace_name, metrics->name)) {
       body = RenderPod(*pod, ctx);

@@ -391,32 +391,61 @@ std::optional<std::string> RenderPod(const PodView& pod, const RenderContext& ct
   return w.Take();
 }
 
-std::string RenderNodeList(std::span<const NodeView> nodes, const MetricsQuery& query,
-                           const RenderContext& ctx) {
+namespace {
+
+const NodeView& Deref(const NodeView& node) { return node; }
+const PodView& Deref(const PodView& pod) { return pod; }
+template <typename View>
+const View& Deref(const std::shared_ptr<const View>& view) {
+  return *view;
+}
+
+// A list of `kind` over the servable objects of `items` that match `query`.
+template <typename Item, typename WriteObject>
+std::string RenderList(std::span<const Item> items, std::string_view kind,
+                       const MetricsQuery& query, const RenderContext& ctx, WriteObject write) {
   JsonWriter w(ctx.indent);
-  w.Reserve(128 + nodes.size() * EstimatedObjectBytes(ctx.api));
-  BeginList(w, "NodeMetricsList", ctx.api);
-  for (const NodeView& node : nodes) {
-    if (Servable(ctx.api, node) && MatchesQuery(query, node)) {
-      WriteNodeObject(w, node, ctx, /*with_type=*/false);
-    }
+  w.Reserve(128 + items.size() * EstimatedObjectBytes(ctx.api));
+  BeginList(w, kind, ctx.api);
+  for (const Item& item : items) {
+    const auto& view = Deref(item);
+    if (Servable(ctx.api, view) && MatchesQuery(query, view)) write(w, view);
   }
   EndList(w);
   return w.Take();
 }
 
+// Writes one item of a list (without kind and apiVersion).
+struct ListItemWriter {
+  const RenderContext& ctx;
+  void operator()(JsonWriter& w, const NodeView& node) const {
+    WriteNodeObject(w, node, ctx, /*with_type=*/false);
+  }
+  void operator()(JsonWriter& w, const PodView& pod) const {
+    WritePodObject(w, pod, ctx, /*with_type=*/false);
+  }
+};
+
+}  // namespace
+
+std::string RenderNodeList(std::span<const NodeView> nodes, const MetricsQuery& query,
+                           const RenderContext& ctx) {
+  return RenderList(nodes, "NodeMetricsList", query, ctx, ListItemWriter{ctx});
+}
+
+std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> nodes,
+                           const MetricsQuery& query, const RenderContext& ctx) {
+  return RenderList(nodes, "NodeMetricsList", query, ctx, ListItemWriter{ctx});
+}
+
 std::string RenderPodList(std::span<const PodView> pods, const MetricsQuery& query,
                           const RenderContext& ctx) {
-  JsonWriter w(ctx.indent);
-  w.Reserve(128 + pods.size() * EstimatedObjectBytes(ctx.api));
-  BeginList(w, "PodMetricsList", ctx.api);
-  for (const PodView& pod : pods) {
-    if (Servable(ctx.api, pod) && MatchesQuery(query, pod)) {
-      WritePodObject(w, pod, ctx, /*with_type=*/false);
-    }
-  }
-  EndList(w);
-  return w.Take();
+  return RenderList(pods, "PodMetricsList", query, ctx, ListItemWriter{ctx});
+}
+
+std::string RenderPodList(std::span<const std::shared_ptr<const PodView>> pods,
+                          const MetricsQuery& query, const RenderContext& ctx) {
+  return RenderList(pods, "PodMetricsList", query, ctx, ListItemWriter{ctx});
 }
 
 std::string RenderApiResourceList(MetricsApi api, int indent) {

@@ -57,28 +57,27 @@ void WatchSubscription::Close() {
 }
 
 WatchHub::WatchHub(const MetricsSource* source, WatchHubOptions options)
-    : source_(source), options_(std::move(options)), state_(std::make_shared<WatchBatch>()) {}
+    : source_(source), options_(options), state_(std::make_shared<WatchBatch>()) {}
 
 WatchHub::~WatchHub() { Shutdown(); }
 
 void WatchHub::OnRound(Timestamp tick) {
   std::lock_guard round_lock(round_mu_);
   // Read the source without holding mu_, so Subscribe and the readers never wait for it.
-  std::vector<NodeView> nodes = source_->ListNodes();
-  std::vector<PodView> pods = source_->ListPods("");
+  const std::shared_ptr<const MetricsSnapshot> cut = source_->Snapshot();
 
   std::vector<WatchChange> changes;
   std::map<std::string, std::shared_ptr<const WatchedNode>> next_nodes;
-  for (NodeView& view : nodes) {
-    std::string name = view.name;
+  for (const std::shared_ptr<const NodeView>& view : cut->nodes) {
+    std::string name = view->name;
     auto it = nodes_.find(name);
-    if (it != nodes_.end() && SameNode(it->second->view, view)) {
+    if (it != nodes_.end() && (it->second->view == view || SameNode(*it->second->view, *view))) {
       next_nodes.emplace(std::move(name), it->second);
       continue;
     }
     auto node = std::make_shared<WatchedNode>();
-    node->proto = NodeToProto(view);
-    node->view = std::move(view);
+    node->proto = NodeToProto(*view);
+    node->view = view;
     WatchChange& change = changes.emplace_back();
     change.name = name;
     change.node = node;
@@ -93,16 +92,16 @@ void WatchHub::OnRound(Timestamp tick) {
 
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const WatchedPod>> next_pods;
   size_t first_pod_change = changes.size();
-  for (PodView& view : pods) {
-    std::pair<std::string, std::string> key(view.namespace_name, view.name);
+  for (const std::shared_ptr<const PodView>& view : cut->pods) {
+    std::pair<std::string, std::string> key(view->namespace_name, view->name);
     auto it = pods_.find(key);
-    if (it != pods_.end() && SamePod(it->second->view, view)) {
+    if (it != pods_.end() && (it->second->view == view || SamePod(*it->second->view, *view))) {
       next_pods.emplace(std::move(key), it->second);
       continue;
     }
     auto pod = std::make_shared<WatchedPod>();
-    pod->proto = PodToProto(view);
-    pod->view = std::move(view);
+    pod->proto = PodToProto(*view);
+    pod->view = view;
     WatchChange& change = changes.emplace_back();
     change.is_pod = true;
     change.namespace_name = key.first;

@@ -82,6 +82,29 @@ TEST_F(RestRenderTest, V1beta1NodeIsExactlyMetricsServerShapeWithCanonicalQuanti
                    R"("usage":{"cpu":"120m","memory":"302Mi"}})");
 }
 
+TEST_F(RestRenderTest, ListsOverSharedViewsRenderTheSameBytesAsOverValues) {
+  // The REST handler renders a snapshot's shared views; tests elsewhere render values.
+  const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
+  ASSERT_EQ(cut->nodes.size(), source_.nodes.size());
+  for (MetricsApi api : {MetricsApi::kV1beta1, MetricsApi::kV1alpha1}) {
+    const RenderContext ctx{api, Now(), 2};
+    for (const char* q : {"", "labelSelector=zone%3Da", "fieldSelector=metadata.name%3Dnode-2"}) {
+      const MetricsQuery nodes = Query(q, MetricsResource::kNodes);
+      EXPECT_EQ(
+          RenderNodeList(std::span<const std::shared_ptr<const NodeView>>(cut->nodes), nodes, ctx),
+          RenderNodeList(source_.ListNodes(), nodes, ctx))
+          << q;
+    }
+    for (const char* q : {"", "labelSelector=app%3Dweb", "fieldSelector=spec.nodeName%3Dnode-1"}) {
+      const MetricsQuery pods = Query(q, MetricsResource::kPods);
+      const std::string shared =
+          RenderPodList(std::span<const std::shared_ptr<const PodView>>(cut->pods), pods, ctx);
+      EXPECT_EQ(shared, RenderPodList(source_.ListPods(""), pods, ctx)) << q;
+      EXPECT_NE(ItemNames(shared).size(), 0u) << q;
+    }
+  }
+}
+
 TEST_F(RestRenderTest, V1beta1PodIsExactlyMetricsServerShape) {
   std::optional<std::string> json = RenderPod(source_.pods[2], Beta());
   ASSERT_TRUE(json.has_value());
@@ -224,7 +247,9 @@ TEST_F(RestRenderTest, ListsHaveKindApiVersionEmptyMetadataAndItemsWithoutKind) 
   EXPECT_EQ(alpha.at("kind").as_string(), "PodMetricsList");
   EXPECT_EQ(alpha.at("apiVersion").as_string(), "metrics/v1alpha1");
   EXPECT_EQ(alpha.at("items").size(), 3u);
-  EXPECT_EQ(Parse(RenderNodeList({}, MetricsQuery{}, Beta())).at("items").size(), 0u);
+  EXPECT_EQ(
+      Parse(RenderNodeList(std::span<const NodeView>(), MetricsQuery{}, Beta())).at("items").size(),
+      0u);
 }
 
 TEST_F(RestRenderTest, V1alpha1ServesANodeWithOneResourceLeavingTheOtherOut) {

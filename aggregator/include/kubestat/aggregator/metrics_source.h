@@ -13,10 +13,14 @@
 #ifndef KUBESTAT_AGGREGATOR_METRICS_SOURCE_H_
 #define KUBESTAT_AGGREGATOR_METRICS_SOURCE_H_
 
+#include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kubestat/aggregator/window_stats.h"
@@ -53,6 +57,19 @@ struct PodView {
   std::vector<ContainerView> containers;
 };
 
+// Every node and pod of a source at one time, as shared immutable views: what a front end
+// that reads everything (the watch hub) takes without copying the objects.
+struct MetricsSnapshot {
+  bool complete = false;                               // taken while the source was Ready()
+  std::vector<std::shared_ptr<const NodeView>> nodes;  // sorted by name
+  std::vector<std::shared_ptr<const PodView>> pods;    // sorted by (namespace, name)
+  // The pods of each node (PodView::node_name), in (namespace, name) order.
+  std::unordered_map<std::string, std::vector<std::shared_ptr<const PodView>>> pods_by_node;
+
+  // The index range [first, last) of `pods` in `namespace_name` (all pods when empty).
+  std::pair<size_t, size_t> NamespaceRange(std::string_view namespace_name) const;
+};
+
 class MetricsSource {
  public:
   virtual ~MetricsSource() = default;
@@ -66,6 +83,11 @@ class MetricsSource {
   virtual std::vector<PodView> ListPods(std::string_view namespace_name) const = 0;
   virtual std::optional<PodView> GetPod(std::string_view namespace_name,
                                         std::string_view name) const = 0;
+
+  // Every object at once (never null). This default reads Ready(), then ListNodes() and
+  // ListPods("") (sorting them if they are not), and indexes the pods by node; a source
+  // that keeps such a snapshot returns it without copying.
+  virtual std::shared_ptr<const MetricsSnapshot> Snapshot() const;
 };
 
 }  // namespace kubestat::aggregator

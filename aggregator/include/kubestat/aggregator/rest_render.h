@@ -40,6 +40,7 @@
 #define KUBESTAT_AGGREGATOR_REST_RENDER_H_
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -124,6 +125,11 @@ std::string RenderNodeList(std::span<const NodeView> nodes, const MetricsQuery& 
                            const RenderContext& ctx);
 std::string RenderPodList(std::span<const PodView> pods, const MetricsQuery& query,
                           const RenderContext& ctx);
+// The same over shared views (a MetricsSnapshot's), without copying them.
+std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> nodes,
+                           const MetricsQuery& query, const RenderContext& ctx);
+std::string RenderPodList(std::span<const std::shared_ptr<const PodView>> pods,
+                          const MetricsQuery& query, const RenderContext& ctx);
 
 // Discovery documents.
 // APIResourceList of one group version: nodes (NodeMetrics, cluster-scoped) and pods

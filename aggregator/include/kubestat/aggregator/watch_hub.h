@@ -1,10 +1,10 @@
 // WatchHub: the change feed behind the gRPC Watch stream.
 //
 // After every scrape round the aggregator calls OnRound(tick). The hub reads every node and
-// pod from its MetricsSource, compares each object with the one it held after the previous
-// round and computes one diff for the round: an upsert for every new object and for every
-// object whose windows (endtimes, statistics), labels or node changed, and a removal for
-// every object that disappeared. The diff is built once and shared, read-only, by every
+// pod from its MetricsSource's Snapshot() (shared views, not copies), compares each object with the
+// one it held after the previous round and computes one diff for the round: an upsert for every new
+// object and for every object whose windows (endtimes, statistics), labels or node changed, and a
+// removal for every object that disappeared. The diff is built once and shared, read-only, by every
 // watcher, so a round costs one comparison pass plus one queue push per watcher.
 //
 // Revisions: one counter per hub, starting at 0. Each change of a round takes the next
@@ -59,15 +59,16 @@ struct WatchHubOptions {
   [[nodiscard]] absl::Status Validate() const;
 };
 
-// A node as the hub holds it: the view (for selectors and comparison) and its proto form
-// with every window. Immutable once built; shared by every batch that refers to it.
+// A node as the hub holds it: the source's view (for selectors and comparison, shared with
+// the source's snapshot) and its proto form with every window. Immutable once built; shared
+// by every batch that refers to it.
 struct WatchedNode {
-  NodeView view;
+  std::shared_ptr<const NodeView> view;
   v1::NodeMetrics proto;
 };
 
 struct WatchedPod {
-  PodView view;
+  std::shared_ptr<const PodView> view;
   v1::PodMetrics proto;
 };
 
@@ -142,7 +143,7 @@ class WatchSubscription {
 class WatchHub {
  public:
   // `options` must pass Validate().
-  WatchHub(const MetricsSource* source, WatchHubOptions options = {});
+  explicit WatchHub(const MetricsSource* source, WatchHubOptions options = {});
   ~WatchHub();
   WatchHub(const WatchHub&) = delete;
   WatchHub& operator=(const WatchHub&) = delete;

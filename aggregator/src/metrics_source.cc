@@ -1,0 +1,52 @@
+#include "kubestat/aggregator/metrics_source.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace kubestat::aggregator {
+
+std::pair<size_t, size_t> MetricsSnapshot::NamespaceRange(std::string_view namespace_name) const {
+  if (namespace_name.empty()) return {0, pods.size()};
+  auto first = std::lower_bound(pods.begin(), pods.end(), namespace_name,
+                                [](const std::shared_ptr<const PodView>& pod, std::string_view ns) {
+                                  return pod->namespace_name < ns;
+                                });
+  auto last = std::upper_bound(first, pods.end(), namespace_name,
+                               [](std::string_view ns, const std::shared_ptr<const PodView>& pod) {
+                                 return ns < pod->namespace_name;
+                               });
+  return {static_cast<size_t>(first - pods.begin()), static_cast<size_t>(last - pods.begin())};
+}
+
+std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
+  auto snapshot = std::make_shared<MetricsSnapshot>();
+  // Ready() is read first: if it is true, the lists read after it are complete.
+  snapshot->complete = Ready();
+  std::vector<NodeView> nodes = ListNodes();
+  std::vector<PodView> pods = ListPods("");
+  snapshot->nodes.reserve(nodes.size());
+  for (NodeView& node : nodes) {
+    snapshot->nodes.push_back(std::make_shared<const NodeView>(std::move(node)));
+  }
+  snapshot->pods.reserve(pods.size());
+  for (PodView& pod : pods) {
+    snapshot->pods.push_back(std::make_shared<const PodView>(std::move(pod)));
+  }
+  // The contract says sorted; a source that is not must not break the lookups.
+  auto node_less = [](const auto& a, const auto& b) { return a->name < b->name; };
+  auto pod_less = [](const auto& a, const auto& b) {
+    return std::tie(a->namespace_name, a->name) < std::tie(b->namespace_name, b->name);
+  };
+  if (!std::is_sorted(snapshot->nodes.begin(), snapshot->nodes.end(), node_less)) {
+    std::sort(snapshot->nodes.begin(), snapshot->nodes.end(), node_less);
+  }
+  if (!std::is_sorted(snapshot->pods.begin(), snapshot->pods.end(), pod_less)) {
+    std::sort(snapshot->pods.begin(), snapshot->pods.end(), pod_less);
+  }
+  for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
+    snapshot->pods_by_node[pod->node_name].push_back(pod);
+  }
+  return snapshot;
+}
+
+}  // namespace kubestat::aggregator

@@ -1,0 +1,234 @@
+#include "kubestat/aggregator/snapshot_source.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpc_fake_source.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+using testing::BaseTime;
+using testing::FakeMetricsSource;
+using testing::MakeNode;
+using testing::MakePod;
+
+std::vector<std::string> Names(const std::vector<PodView>& pods) {
+  std::vector<std::string> names;
+  names.reserve(pods.size());
+  for (const PodView& pod : pods) names.push_back(pod.namespace_name + "/" + pod.name);
+  return names;
+}
+
+std::vector<std::string> Names(const std::vector<NodeView>& nodes) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const NodeView& node : nodes) names.push_back(node.name);
+  return names;
+}
+
+// Runs a hook in the middle of a refresh: after the nodes are read, before the pods are.
+class HookedSource final : public MetricsSource {
+ public:
+  explicit HookedSource(const MetricsSource* inner) : inner_(inner) {}
+  std::function<void()> before_pods;
+
+  bool Ready() const override { return inner_->Ready(); }
+  std::vector<NodeView> ListNodes() const override { return inner_->ListNodes(); }
+  std::optional<NodeView> GetNode(std::string_view name) const override {
+    return inner_->GetNode(name);
+  }
+  std::vector<PodView> ListPods(std::string_view namespace_name) const override {
+    if (before_pods) before_pods();
+    return inner_->ListPods(namespace_name);
+  }
+  std::optional<PodView> GetPod(std::string_view namespace_name,
+                                std::string_view name) const override {
+    return inner_->GetPod(namespace_name, name);
+  }
+
+ private:
+  const MetricsSource* inner_;
+};
+
+class SnapshotSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    live_.PutNode(MakeNode("node-b", {{"zone", "b"}}, BaseTime(), 2000));
+    live_.PutNode(MakeNode("node-a", {{"zone", "a"}}, BaseTime(), 1000));
+    live_.PutPod(MakePod("shop", "web-1", "node-a", {{"app", "web"}}, BaseTime(), 10));
+    live_.PutPod(MakePod("shop", "web-2", "node-b", {{"app", "web"}}, BaseTime(), 20));
+    live_.PutPod(MakePod("kube-system", "dns-1", "node-a", {{"app", "dns"}}, BaseTime(), 30));
+    live_.PutPod(MakePod("zeta", "job-1", "node-b", {{"app", "job"}}, BaseTime(), 40, 2));
+  }
+
+  FakeMetricsSource live_;
+  SnapshotSource snapshot_{&live_};
+};
+
+TEST_F(SnapshotSourceTest, EmptyAndNotReadyBeforeTheFirstRefresh) {
+  EXPECT_FALSE(snapshot_.Ready());
+  EXPECT_TRUE(snapshot_.ListNodes().empty());
+  EXPECT_TRUE(snapshot_.ListPods("").empty());
+  EXPECT_FALSE(snapshot_.GetNode("node-a").has_value());
+}
+
+TEST_F(SnapshotSourceTest, RefreshPublishesEveryObjectSortedAndEqualToTheLiveSource) {
+  snapshot_.Refresh();
+  EXPECT_TRUE(snapshot_.Ready());
+  EXPECT_EQ(Names(snapshot_.ListNodes()), (std::vector<std::string>{"node-a", "node-b"}));
+  EXPECT_EQ(
+      Names(snapshot_.ListPods("")),
+      (std::vector<std::string>{"kube-system/dns-1", "shop/web-1", "shop/web-2", "zeta/job-1"}));
+  std::optional<PodView> job = snapshot_.GetPod("zeta", "job-1");
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->node_name, "node-b");
+  EXPECT_EQ(job->labels.at("app"), "job");
+  ASSERT_EQ(job->containers.size(), 2u);
+  EXPECT_EQ(job->containers[1].windows.cpu->windows[0].max, 41u + 10u);
+  std::optional<NodeView> node = snapshot_.GetNode("node-b");
+  ASSERT_TRUE(node.has_value());
+  EXPECT_EQ(node->machine.memory->windows[3].p95, 2000u * 1000u + 5u);
+  EXPECT_EQ(snapshot_.Stats().nodes, 2u);
+  EXPECT_EQ(snapshot_.Stats().pods, 4u);
+}
+
+TEST_F(SnapshotSourceTest, LiveChangesShowOnlyAfterTheNextRefresh) {
+  snapshot_.Refresh();
+  live_.PutPod(MakePod("shop", "web-3", "node-a", {{"app", "web"}}, BaseTime(), 50));
+  live_.RemoveNode("node-b");
+  EXPECT_EQ(snapshot_.ListPods("shop").size(), 2u);
+  EXPECT_TRUE(snapshot_.GetNode("node-b").has_value());
+  // A reader holding the old cut keeps it after the refresh.
+  std::shared_ptr<const MetricsSnapshot> held = snapshot_.Current();
+  snapshot_.Refresh();
+  EXPECT_EQ(Names(snapshot_.ListPods("shop")),
+            (std::vector<std::string>{"shop/web-1", "shop/web-2", "shop/web-3"}));
+  EXPECT_FALSE(snapshot_.GetNode("node-b").has_value());
+  EXPECT_EQ(held->pods.size(), 4u);
+  EXPECT_EQ(held->nodes.size(), 2u);
+}
+
+TEST_F(SnapshotSourceTest, ListsOneNamespaceOnly) {
+  snapshot_.Refresh();
+  EXPECT_EQ(Names(snapshot_.ListPods("shop")),
+            (std::vector<std::string>{"shop/web-1", "shop/web-2"}));
+  EXPECT_EQ(Names(snapshot_.ListPods("kube-system")),
+            (std::vector<std::string>{"kube-system/dns-1"}));
+  EXPECT_EQ(Names(snapshot_.ListPods("zeta")), (std::vector<std::string>{"zeta/job-1"}));
+  EXPECT_TRUE(snapshot_.ListPods("sh").empty());
+  EXPECT_TRUE(snapshot_.ListPods("nope").empty());
+}
+
+// The pods of one node, from the snapshot's index.
+std::vector<std::string> OnNode(const SnapshotSource& source, const std::string& node) {
+  std::vector<std::string> names;
+  std::shared_ptr<const MetricsSnapshot> cut = source.Snapshot();
+  auto entry = cut->pods_by_node.find(node);
+  if (entry == cut->pods_by_node.end()) return names;
+  for (const auto& pod : entry->second) names.push_back(pod->namespace_name + "/" + pod->name);
+  return names;
+}
+
+TEST_F(SnapshotSourceTest, IndexesThePodsByNodeAndNamespace) {
+  snapshot_.Refresh();
+  EXPECT_EQ(OnNode(snapshot_, "node-a"),
+            (std::vector<std::string>{"kube-system/dns-1", "shop/web-1"}));
+  EXPECT_EQ(OnNode(snapshot_, "node-b"), (std::vector<std::string>{"shop/web-2", "zeta/job-1"}));
+  EXPECT_TRUE(OnNode(snapshot_, "node-x").empty());
+  std::shared_ptr<const MetricsSnapshot> cut = snapshot_.Snapshot();
+  EXPECT_EQ(cut->NamespaceRange("shop"), (std::pair<size_t, size_t>(1, 3)));
+  EXPECT_EQ(cut->NamespaceRange(""), (std::pair<size_t, size_t>(0, 4)));
+  EXPECT_EQ(cut->NamespaceRange("nope").first, cut->NamespaceRange("nope").second);
+  // No copy: the same cut until the next refresh.
+  EXPECT_EQ(snapshot_.Snapshot(), cut);
+  snapshot_.Refresh();
+  EXPECT_NE(snapshot_.Snapshot(), cut);
+}
+
+TEST_F(SnapshotSourceTest, RemovalsTakeEffectAtOnceEverywhere) {
+  snapshot_.Refresh();
+  snapshot_.RemovePod("shop", "web-1");
+  EXPECT_FALSE(snapshot_.GetPod("shop", "web-1").has_value());
+  EXPECT_EQ(Names(snapshot_.ListPods("shop")), (std::vector<std::string>{"shop/web-2"}));
+  EXPECT_EQ(OnNode(snapshot_, "node-a"), (std::vector<std::string>{"kube-system/dns-1"}));
+  snapshot_.RemovePod("kube-system", "dns-1");
+  EXPECT_TRUE(OnNode(snapshot_, "node-a").empty());
+  EXPECT_EQ(snapshot_.Current()->pods_by_node.count("node-a"), 0u);
+  snapshot_.RemoveNode("node-a");
+  EXPECT_EQ(Names(snapshot_.ListNodes()), (std::vector<std::string>{"node-b"}));
+  snapshot_.RemovePod("shop", "absent");
+  snapshot_.RemoveNode("absent");
+  EXPECT_EQ(snapshot_.Stats().removals, 3u);
+  EXPECT_EQ(snapshot_.Stats().pods, 2u);
+}
+
+TEST_F(SnapshotSourceTest, ARemovalDuringARefreshIsNotUndoneByIt) {
+  HookedSource hooked(&live_);
+  SnapshotSource snapshot(&hooked);
+  snapshot.Refresh();
+  // The deletion reaches the snapshot after the refresh read the nodes and before it read
+  // the pods; the live source still lists the pod (its engine entry goes later).
+  hooked.before_pods = [&] {
+    snapshot.RemovePod("shop", "web-2");
+    snapshot.RemoveNode("node-a");
+  };
+  snapshot.Refresh();
+  hooked.before_pods = nullptr;
+  EXPECT_FALSE(snapshot.GetPod("shop", "web-2").has_value());
+  EXPECT_FALSE(snapshot.GetNode("node-a").has_value());
+  EXPECT_EQ(OnNode(snapshot, "node-b"), (std::vector<std::string>{"zeta/job-1"}));
+  // The next refresh reads the live source as it is.
+  snapshot.Refresh();
+  EXPECT_TRUE(snapshot.GetPod("shop", "web-2").has_value());
+  EXPECT_TRUE(snapshot.GetNode("node-a").has_value());
+}
+
+TEST_F(SnapshotSourceTest, ReadyOnlyAfterARefreshWhileTheLiveSourceWasReady) {
+  live_.SetReady(false);
+  snapshot_.Refresh();
+  EXPECT_FALSE(snapshot_.Ready());
+  live_.SetReady(true);
+  EXPECT_FALSE(snapshot_.Ready());
+  snapshot_.Refresh();
+  EXPECT_TRUE(snapshot_.Ready());
+}
+
+TEST_F(SnapshotSourceTest, ReadersRunConcurrentlyWithRefreshesAndRemovals) {
+  snapshot_.Refresh();
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  readers.reserve(3);
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        // Every cut is internally consistent: each pod of a node's index is in the list.
+        std::shared_ptr<const MetricsSnapshot> cut = snapshot_.Current();
+        size_t indexed = 0;
+        for (const auto& [node, pods] : cut->pods_by_node) indexed += pods.size();
+        if (indexed != cut->pods.size()) ++bad;
+        if (snapshot_.ListPods("shop").size() > 3) ++bad;
+      }
+    });
+  }
+  for (int i = 0; i < 200; ++i) {
+    live_.PutPod(MakePod("shop", "web-3", "node-a", {}, BaseTime(), 60));
+    snapshot_.Refresh();
+    snapshot_.RemovePod("shop", "web-3");
+    live_.RemovePod("shop", "web-3");
+  }
+  stop.store(true);
+  for (std::thread& reader : readers) reader.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_FALSE(snapshot_.GetPod("shop", "web-3").has_value());
+  EXPECT_EQ(snapshot_.Stats().refreshes, 201u);
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator
