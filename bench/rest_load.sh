@@ -35,7 +35,7 @@ run() {
 }
 
 run "(a) namespace $namespace pods, v1beta1, target 200 req/s (2 threads, 4 connections)" \
-  -t2 -c4 -d "$duration" "$base/apis/metrics.k8s.io/v1beta1/namespaces/$namespace/pods" -- 200 4
+  -t2 -c4 -d "$duration" "$base/apis/metrics.k8s.io/v1beta1/namespaces/$namespace/pods" -- 200 2
 run "(b) all nodes, v1beta1, closed loop (2 threads, 4 connections)" \
   -t2 -c4 -d "$duration" "$base/apis/metrics.k8s.io/v1beta1/nodes"
 run "(c) all nodes, metrics/v1alpha1 (every window), closed loop (2 threads, 4 connections)" \

@@ -2,7 +2,9 @@
 # Whole-system load test: kubestat-sim (1,000 nodes × 30 pods by default, each kubelet on
 # its own loopback address) scraped by a real kubestat-aggregator every 10 s, then wrk
 # (with bench/rest_load.lua) against the aggregator's REST API while it keeps scraping:
-# 30 pods at 200 requests/s, and the all-nodes lists.
+# one namespace's 30 pods and one node's 30 pods at 200 requests/s, and the all-nodes lists.
+# The simulator deals the Deployment pods over NODES × (PODS_PER_NODE - 2) / 30 namespaces
+# (--tenant-namespaces), so each tenant-NNNN namespace holds 30 pods.
 #
 #   bench/system_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION]
 #
@@ -21,14 +23,20 @@ agg="$build/aggregator/kubestat-aggregator"
 work="$(mktemp -d -t kubestat-load-XXXXXX)"
 pids=()
 cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  # The aggregator first (the last started), then the simulator it scrapes.
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill -TERM "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
+tenants=$((nodes * (pods - 2) / 30))
+((tenants > 0)) || tenants=1
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$sim" --nodes="$nodes" --pods-per-node="$pods" --kubeconfig-out="$work/kubeconfig" \
+"$sim" --nodes="$nodes" --pods-per-node="$pods" --tenant-namespaces="$tenants" \
+  --kubeconfig-out="$work/kubeconfig" \
   --metrics-backend="http://127.0.0.1:$port" >"$work/sim.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 600); do grep -q READY "$work/sim.log" && break; sleep 0.2; done
@@ -52,14 +60,15 @@ done
 [[ "$n" == "$nodes" ]] || { echo "only $n of $nodes nodes served"; tail "$work/aggregator.log"; exit 1; }
 grep "round" "$work/aggregator.log" | tail -n 2
 
-# The simulator spreads pods over six namespaces (thousands each at 1,000 nodes), so the
-# 30-pod query is one node's pods: a field selector over every pod, which costs more than a
-# namespace lookup.
 script="$here/rest_load.lua"
-thirty="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods?fieldSelector=spec.nodeName%3Dnode-0007"
-echo "30-pod answer: $(curl -fs "$thirty" | grep -o '"kind":"PodMetrics"\|"containers"' | grep -c containers) pods"
-echo "== (a) 30 pods (one node's), v1beta1, target 200 req/s (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "$thirty" -- 200 4
+count() { curl -fs "$1" | grep -o '"containers"' | grep -c containers || true; }
+namespace="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/tenant-0007/pods"
+node="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods?fieldSelector=spec.nodeName%3Dnode-0007"
+echo "one namespace's answer: $(count "$namespace") pods; one node's answer: $(count "$node") pods"
+echo "== (a) one namespace's pods (tenant-0007), v1beta1, target 200 req/s (2 threads, 4 connections)"
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "$namespace" -- 200 2
+echo "== (a2) one node's pods (fieldSelector=spec.nodeName), v1beta1, target 200 req/s (2 threads, 4 connections)"
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "$node" -- 200 2
 echo "== (b) all $nodes nodes, v1beta1, closed loop (2 threads, 4 connections)"
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes"
 echo "== (c) all $nodes nodes, metrics/v1alpha1 (every window), closed loop (2 threads, 4 connections)"
