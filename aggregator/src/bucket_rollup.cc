@@ -10,12 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "kubestat/aggregator/window_engine.h"
-#include "varint.h"
+#include "kubestat/core/varint.h"
 
 namespace kubestat::aggregator {
-
-using internal::GetVarint;
-using internal::PutVarint;
 
 namespace {
 constexpr char kRollupVersion = 1;
@@ -25,7 +22,7 @@ std::string SerializeRollup(const BucketRollup& rollup) {
   std::string out;
   out.reserve(64);
   out.push_back(kRollupVersion);
-  PutVarint(&out, internal::ZigZag(rollup.start.time_since_epoch().count()));
+  PutVarint(&out, ZigZag(rollup.start.time_since_epoch().count()));
   PutVarint(&out, static_cast<uint64_t>(rollup.width.count()));
   PutVarint(&out, rollup.count);
   PutVarint(&out, absl::Uint128High64(rollup.sum));
@@ -62,7 +59,7 @@ absl::StatusOr<BucketRollup> ParseRollup(std::string_view bytes) {
     return absl::DataLossError("rollup: width out of range");
   }
   if (count == 0 || min > max) return absl::DataLossError("rollup: empty or min above max");
-  rollup.start = Timestamp(Duration(internal::UnZigZag(start)));
+  rollup.start = Timestamp(Duration(UnZigZag(start)));
   rollup.width = Duration(static_cast<int64_t>(width));
   rollup.count = count;
   rollup.sum = absl::MakeUint128(sum_high, sum_low);

@@ -6,12 +6,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "varint.h"
+#include "kubestat/core/varint.h"
 
 namespace kubestat::aggregator {
-
-using internal::GetVarint;
-using internal::PutVarint;
 
 namespace {
 constexpr uint32_t kNarrowMax = std::numeric_limits<uint16_t>::max();

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "varint.h"
+#include "kubestat/core/varint.h"
 
 namespace kubestat::aggregator {
 
@@ -12,13 +12,13 @@ constexpr char kVersion = 1;
 constexpr uint64_t kMaxField = 4096;  // longer than any Kubernetes name
 
 void PutField(std::string* out, const std::string& field) {
-  internal::PutVarint(out, field.size());
+  PutVarint(out, field.size());
   out->append(field);
 }
 
 bool GetField(std::string_view* in, std::string* field) {
   uint64_t n = 0;
-  if (!internal::GetVarint(in, &n) || n > kMaxField || n > in->size()) return false;
+  if (!GetVarint(in, &n) || n > kMaxField || n > in->size()) return false;
   field->assign(in->substr(0, n));
   in->remove_prefix(n);
   return true;

@@ -1,6 +1,7 @@
 #include "kubestat/storage/scrape_blob.h"
 
 #include "absl/strings/str_cat.h"
+#include "kubestat/core/varint.h"
 
 namespace kubestat::storage {
 
@@ -9,29 +10,6 @@ namespace {
 constexpr char kVersion = 1;
 // A scrape holds a few thousand series at most; this bounds what a corrupt count reserves.
 constexpr uint64_t kMaxValues = 1 << 20;
-
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-bool GetVarint(std::string_view* in, uint64_t* v) {
-  uint64_t result = 0;
-  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
-    const auto byte = static_cast<uint8_t>(in->front());
-    in->remove_prefix(1);
-    if (shift == 63 && byte > 1) return false;
-    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace
 

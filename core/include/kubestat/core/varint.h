@@ -1,13 +1,15 @@
-// Little helpers for the compact binary forms of sketches and rollups (LEB128 varints).
-#ifndef KUBESTAT_AGGREGATOR_SRC_VARINT_H_
-#define KUBESTAT_AGGREGATOR_SRC_VARINT_H_
+// LEB128 varints and zigzag signed integers: the compact binary forms of the store's scrape
+// blobs and the windows' sketches, rollups and series dictionary.
+#ifndef KUBESTAT_CORE_VARINT_H_
+#define KUBESTAT_CORE_VARINT_H_
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace kubestat::aggregator::internal {
+namespace kubestat {
 
+// Appends `v` to `out`.
 inline void PutVarint(std::string* out, uint64_t v) {
   while (v >= 0x80) {
     out->push_back(static_cast<char>((v & 0x7f) | 0x80));
@@ -32,6 +34,7 @@ inline bool GetVarint(std::string_view* in, uint64_t* v) {
   return false;
 }
 
+// Signed to unsigned so that small magnitudes of either sign stay short, and back.
 inline uint64_t ZigZag(int64_t v) {
   return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
 }
@@ -39,6 +42,6 @@ inline int64_t UnZigZag(uint64_t v) {
   return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
 }
 
-}  // namespace kubestat::aggregator::internal
+}  // namespace kubestat
 
-#endif  // KUBESTAT_AGGREGATOR_SRC_VARINT_H_
+#endif  // KUBESTAT_CORE_VARINT_H_
