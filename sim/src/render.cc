@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/json_writer.h"
+#include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
 
 namespace kubestat::sim {
@@ -344,19 +345,9 @@ std::string RenderResourceMetrics(const NodeSnapshot& snap) {
 
 namespace {
 
-std::string CpuQuantity(int64_t millis) {
-  if (millis % 1000 == 0) return absl::StrCat(millis / 1000);
-  return absl::StrCat(millis, "m");
-}
-
-std::string MemoryQuantity(int64_t bytes) {
-  static constexpr const char* kSuffix[] = {"Ei", "Pi", "Ti", "Gi", "Mi", "Ki"};
-  for (int i = 0; i < 6; ++i) {
-    const int64_t unit = int64_t{1} << (10 * (6 - i));
-    if (bytes >= unit && bytes % unit == 0) return absl::StrCat(bytes / unit, kSuffix[i]);
-  }
-  return absl::StrCat(bytes);
-}
+// Canonical Kubernetes quantities, as a kube-apiserver prints them.
+std::string CpuQuantity(int64_t millis) { return FormatCpuNanoCores(millis * 1'000'000); }
+std::string MemoryQuantity(int64_t bytes) { return FormatMemoryBytes(bytes); }
 
 void WriteLabels(JsonWriter& w, const std::vector<std::pair<std::string, std::string>>& labels) {
   w.Key("labels").BeginObject();

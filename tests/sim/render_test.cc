@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "kubestat/core/quantity.h"
 #include "support/fixtures.h"
 
 namespace kubestat::sim {
@@ -191,7 +192,17 @@ TEST(RenderObjectsTest, NodeAndPodHaveTheFieldsClientsRead) {
   EXPECT_EQ(std::string_view(node["status"]["addresses"].at(1)["type"].get_string()), "Hostname");
   EXPECT_EQ(int64_t(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]), 10250);
   EXPECT_EQ(std::string_view(node["metadata"]["resourceVersion"].get_string()), "1234");
-  EXPECT_FALSE(std::string_view(node["status"]["capacity"]["cpu"].get_string()).empty());
+  // Capacity and allocatable are the model's, in the canonical form a kube-apiserver prints.
+  const NodeInfo& spec = m.node(1);
+  for (const char* field : {"capacity", "allocatable"}) {
+    const bool cap = std::string_view(field) == "capacity";
+    const int64_t cpu_millis = cap ? spec.cpu_capacity_millis : spec.cpu_allocatable_millis;
+    const int64_t memory_bytes = cap ? spec.memory_capacity_bytes : spec.memory_allocatable_bytes;
+    EXPECT_EQ(std::string_view(node["status"][field]["cpu"].get_string()),
+              FormatCpuNanoCores(cpu_millis * 1'000'000));
+    EXPECT_EQ(std::string_view(node["status"][field]["memory"].get_string()),
+              FormatMemoryBytes(memory_bytes));
+  }
 
   std::string pod_json;
   const PodInfo pod = m.Pod(0, 3, kT0);
