@@ -3,13 +3,15 @@
 // every object with the four default windows (10s, 1m, 1h, 1d) of cpu and memory.
 // Pod i (counting over the whole cluster) is in namespace "ns-<i % namespaces>", so with
 // namespaces == nodes every namespace holds pods_per_node pods. Values come from a seeded
-// generator, so runs are comparable. Immutable after construction; thread-safe.
+// generator, so runs are comparable. Immutable after construction (its Snapshot() is taken
+// once, at the end of it); thread-safe.
 #ifndef KUBESTAT_BENCH_REST_FAKE_SOURCE_H_
 #define KUBESTAT_BENCH_REST_FAKE_SOURCE_H_
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -80,7 +82,11 @@ class SyntheticMetricsSource final : public MetricsSource {
     for (const auto& [ns, list] : pods_) {
       for (const PodView& pod : list) all_pods_.push_back(pod);
     }
+    // Built once, as the aggregator's SnapshotSource does once per round.
+    snapshot_ = MetricsSource::Snapshot();
   }
+
+  std::shared_ptr<const MetricsSnapshot> Snapshot() const override { return snapshot_; }
 
   bool Ready() const override { return true; }
   std::vector<NodeView> ListNodes() const override { return nodes_; }
@@ -118,6 +124,7 @@ class SyntheticMetricsSource final : public MetricsSource {
 
   std::vector<NodeView> nodes_;
   std::map<std::string, std::vector<PodView>, std::less<>> pods_;
+  std::shared_ptr<const MetricsSnapshot> snapshot_;
   std::vector<PodView> all_pods_;
 };
 

@@ -2,7 +2,8 @@
 # Whole-system load test: kubestat-sim (1,000 nodes × 30 pods by default, each kubelet on
 # its own loopback address) scraped by a real kubestat-aggregator every 10 s, then wrk
 # (with bench/rest_load.lua) against the aggregator's REST API while it keeps scraping:
-# one namespace's 30 pods and one node's 30 pods at 200 requests/s, and the all-nodes lists.
+# one namespace's 30 pods and one node's 30 pods at 200 requests/s, and the all-nodes lists
+# at 20 requests/s (dashboards, the HPA) and then back to back (closed loop, 4 at a time).
 # The simulator deals the Deployment pods over NODES × (PODS_PER_NODE - 2) / 30 namespaces
 # (--tenant-namespaces), so each tenant-NNNN namespace holds 30 pods.
 #
@@ -69,6 +70,10 @@ echo "== (a) one namespace's pods (tenant-0007), v1beta1, target 200 req/s (2 th
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "$namespace" -- 200 2
 echo "== (a2) one node's pods (fieldSelector=spec.nodeName), v1beta1, target 200 req/s (2 threads, 4 connections)"
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "$node" -- 200 2
+echo "== (b0) all $nodes nodes, v1beta1, target 20 req/s (2 threads, 4 connections)"
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" -- 20 2
+echo "== (c0) all $nodes nodes, metrics/v1alpha1 (every window), target 20 req/s (2 threads, 4 connections)"
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "http://127.0.0.1:$port/apis/metrics/v1alpha1/nodes" -- 20 2
 echo "== (b) all $nodes nodes, v1beta1, closed loop (2 threads, 4 connections)"
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes"
 echo "== (c) all $nodes nodes, metrics/v1alpha1 (every window), closed loop (2 threads, 4 connections)"

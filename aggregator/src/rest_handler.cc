@@ -197,6 +197,25 @@ std::string RenderPods(const MetricsSnapshot& cut, std::string_view namespace_na
 
 }  // namespace
 
+std::shared_ptr<const RestHandler::NodeItems> RestHandler::NodeItemsOf(
+    std::shared_ptr<const MetricsSnapshot> cut, Timestamp now) const {
+  {
+    std::lock_guard lock(node_items_mu_);
+    if (node_items_ != nullptr && node_items_->cut == cut) return node_items_;
+  }
+  // Rendered outside the lock; two requests racing after a refresh may both render.
+  auto items = std::make_shared<NodeItems>();
+  items->items.reserve(cut->nodes.size());
+  const RenderContext ctx{MetricsApi::kV1alpha1, now, 0};
+  for (const std::shared_ptr<const NodeView>& node : cut->nodes) {
+    items->items.push_back(RenderNodeListItem(*node, ctx));
+  }
+  items->cut = std::move(cut);
+  std::lock_guard lock(node_items_mu_);
+  node_items_ = items;
+  return items;
+}
+
 RestHandler::RestHandler(const MetricsSource& source, const Clock& clock, LivenessCheck liveness)
     : source_(source), clock_(clock), liveness_(std::move(liveness)), started_(clock.Now()) {}
 
@@ -326,8 +345,14 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   if (metrics->resource == MetricsResource::kNodes) {
     if (metrics->collection) {
       const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
-      body =
-          RenderNodeList(std::span<const std::shared_ptr<const NodeView>>(cut->nodes), *query, ctx);
+      const std::span<const std::shared_ptr<const NodeView>> nodes(cut->nodes);
+      if (api == MetricsApi::kV1alpha1 && indent == 0) {
+        // Every window of every node: rendered once per snapshot, then copied.
+        const std::shared_ptr<const NodeItems> items = NodeItemsOf(cut, ctx.now);
+        body = RenderNodeList(nodes, items->items, *query, ctx);
+      } else {
+        body = RenderNodeList(nodes, *query, ctx);
+      }
     } else if (std::optional<NodeView> node = source_.GetNode(metrics->name)) {
       body = RenderNode(*node, ctx);
     }

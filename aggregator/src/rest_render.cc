@@ -1,6 +1,7 @@
 #include "kubestat/aggregator/rest_render.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -77,10 +78,13 @@ const std::vector<WindowStats>* WindowsOf(const std::optional<SeriesWindows>& se
 // One statistic of a window, for both resources.
 void WriteStat(JsonWriter& w, std::string_view name, uint64_t WindowStats::*field,
                const WindowStats* cpu, const WindowStats* memory) {
-  w.Key(name).BeginObject();
-  if (cpu != nullptr) w.Key("cpu").String(FormatCpuNanoCores(ClampToInt64(cpu->*field)));
+  // Keys, quantities and times are the program's own text: written without escaping.
+  w.PlainKey(name).BeginObject();
+  if (cpu != nullptr) {
+    w.PlainKey("cpu").PlainString(FormatCpuNanoCores(ClampToInt64(cpu->*field)));
+  }
   if (memory != nullptr) {
-    w.Key("memory").String(FormatMemoryBytes(ClampToInt64(memory->*field)));
+    w.PlainKey("memory").PlainString(FormatMemoryBytes(ClampToInt64(memory->*field)));
   }
   w.EndObject();
 }
@@ -89,21 +93,21 @@ void WriteStat(JsonWriter& w, std::string_view name, uint64_t WindowStats::*fiel
 // at least one of cpu and memory is set.
 void WriteWindow(JsonWriter& w, const WindowStats* cpu, const WindowStats* memory) {
   const WindowStats& any = cpu != nullptr ? *cpu : *memory;
-  w.Key(CachedDuration(any.window)).BeginObject();
+  w.PlainKey(CachedDuration(any.window)).BeginObject();
   Timestamp endtime = any.endtime;
   uint64_t count = any.count;
   if (cpu != nullptr && memory != nullptr) {
     endtime = std::max(cpu->endtime, memory->endtime);
     count = std::max(cpu->count, memory->count);
   }
-  w.Key("endtime").String(CachedRfc3339(endtime));
+  w.PlainKey("endtime").PlainString(CachedRfc3339(endtime));
   WriteStat(w, "mean", &WindowStats::mean, cpu, memory);
   WriteStat(w, "max", &WindowStats::max, cpu, memory);
   WriteStat(w, "95th", &WindowStats::p95, cpu, memory);
   WriteStat(w, "min", &WindowStats::min, cpu, memory);
   WriteStat(w, "50th", &WindowStats::p50, cpu, memory);
   WriteStat(w, "99th", &WindowStats::p99, cpu, memory);
-  w.Key("count").Uint(count);
+  w.PlainKey("count").Uint(count);
   w.EndObject();
 }
 
@@ -156,9 +160,11 @@ bool HasUsage(const ResourceWindows& windows) {
 
 // `"usage": {cpu, memory}` from the shortest windows (HasUsage must hold).
 void WriteUsage(JsonWriter& w, const ResourceWindows& windows) {
-  w.Key("usage").BeginObject();
-  w.Key("cpu").String(FormatCpuNanoCores(ClampToInt64(windows.cpu->windows.front().mean)));
-  w.Key("memory").String(FormatMemoryBytes(ClampToInt64(windows.memory->windows.front().mean)));
+  w.PlainKey("usage").BeginObject();
+  w.PlainKey("cpu").PlainString(
+      FormatCpuNanoCores(ClampToInt64(windows.cpu->windows.front().mean)));
+  w.PlainKey("memory").PlainString(
+      FormatMemoryBytes(ClampToInt64(windows.memory->windows.front().mean)));
   w.EndObject();
 }
 
@@ -168,8 +174,8 @@ Timestamp UsageTimestamp(const ResourceWindows& windows) {
 }
 
 void WriteTimestampAndWindow(JsonWriter& w, Timestamp timestamp, Duration window) {
-  w.Key("timestamp").String(CachedRfc3339(timestamp));
-  w.Key("window").String(CachedDuration(window));
+  w.PlainKey("timestamp").PlainString(CachedRfc3339(timestamp));
+  w.PlainKey("window").PlainString(CachedDuration(window));
 }
 
 void WriteNodeObject(JsonWriter& w, const NodeView& node, const RenderContext& ctx,
@@ -436,6 +442,32 @@ std::string RenderNodeList(std::span<const NodeView> nodes, const MetricsQuery& 
 std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> nodes,
                            const MetricsQuery& query, const RenderContext& ctx) {
   return RenderList(nodes, "NodeMetricsList", query, ctx, ListItemWriter{ctx});
+}
+
+std::string RenderNodeListItem(const NodeView& node, const RenderContext& ctx) {
+  assert(ctx.api == MetricsApi::kV1alpha1 && ctx.indent == 0);
+  JsonWriter w;
+  w.BeginArray();
+  WriteNodeObject(w, node, ctx, /*with_type=*/false);
+  w.EndArray();
+  std::string item = w.Take();
+  return item.substr(1, item.size() - 2);  // without the array's brackets
+}
+
+std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> nodes,
+                           std::span<const std::string> items, const MetricsQuery& query,
+                           const RenderContext& ctx) {
+  assert(ctx.api == MetricsApi::kV1alpha1 && ctx.indent == 0 && items.size() == nodes.size());
+  size_t bytes = 128;
+  for (const std::string& item : items) bytes += item.size() + 1;
+  JsonWriter w;
+  w.Reserve(bytes);
+  BeginList(w, "NodeMetricsList", ctx.api);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (Servable(ctx.api, *nodes[i]) && MatchesQuery(query, *nodes[i])) w.Raw(items[i]);
+  }
+  EndList(w);
+  return w.Take();
 }
 
 std::string RenderPodList(std::span<const PodView> pods, const MetricsQuery& query,

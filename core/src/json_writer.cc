@@ -22,6 +22,14 @@ constexpr auto kByteClass = [] {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
+// Whether `text` is printable ASCII without '"' or '\\' (PlainKey, PlainString).
+[[maybe_unused]] bool IsPlain(std::string_view text) {
+  for (const char c : text) {
+    if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
 // Length of the well-formed UTF-8 sequence starting at s[0] (a byte >= 0x80), or 0 when it
 // is ill-formed; then *skip is the length of its maximal ill-formed subpart (Unicode 15,
 // section 3.9, "U+FFFD Substitution of Maximal Subparts"), which becomes one U+FFFD.
@@ -112,12 +120,16 @@ JsonWriter& JsonWriter::EndArray() {
   return *this;
 }
 
-JsonWriter& JsonWriter::Key(std::string_view key) {
+void JsonWriter::BeforeKey() {
   assert(!is_object_.empty() && is_object_.back() && "JsonWriter: Key() outside an object");
   assert(!after_key_ && "JsonWriter: two Key() calls in a row");
   if (has_element_.back()) out_.push_back(',');
   has_element_.back() = true;
   if (indent_ > 0) NewlineAndIndent();
+}
+
+JsonWriter& JsonWriter::Key(std::string_view key) {
+  BeforeKey();
   AppendQuoted(out_, key);
   out_.push_back(':');
   if (indent_ > 0) out_.push_back(' ');
@@ -125,9 +137,28 @@ JsonWriter& JsonWriter::Key(std::string_view key) {
   return *this;
 }
 
+JsonWriter& JsonWriter::PlainKey(std::string_view key) {
+  assert(IsPlain(key) && "JsonWriter: PlainKey() text needs escaping");
+  BeforeKey();
+  out_.push_back('"');
+  out_.append(key);
+  out_.append(indent_ > 0 ? "\": " : "\":");
+  after_key_ = true;
+  return *this;
+}
+
 JsonWriter& JsonWriter::String(std::string_view value) {
   BeforeValue();
   AppendQuoted(out_, value);
+  return *this;
+}
+
+JsonWriter& JsonWriter::PlainString(std::string_view value) {
+  assert(IsPlain(value) && "JsonWriter: PlainString() text needs escaping");
+  BeforeValue();
+  out_.push_back('"');
+  out_.append(value);
+  out_.push_back('"');
   return *this;
 }
 

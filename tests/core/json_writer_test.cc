@@ -54,6 +54,25 @@ TEST(JsonWriterTest, WritesCompactDocumentsWithCommas) {
                      R"("count":-42,"ok":true})");
 }
 
+TEST(JsonWriterTest, PlainKeyAndStringWriteWhatKeyAndStringWriteForPlainText) {
+  for (int indent : {0, 2}) {
+    JsonWriter plain(indent);
+    JsonWriter escaped(indent);
+    plain.BeginObject().PlainKey("window").PlainString("1m0s").PlainKey("cpu");
+    plain.BeginObject().PlainKey("95th").PlainString("1234567n").EndObject();
+    plain.PlainKey("list").BeginArray().PlainString("2026-11-21T10:00:00Z").PlainString("");
+    plain.EndArray().PlainKey("count").Uint(7).EndObject();
+    escaped.BeginObject().Key("window").String("1m0s").Key("cpu");
+    escaped.BeginObject().Key("95th").String("1234567n").EndObject();
+    escaped.Key("list").BeginArray().String("2026-11-21T10:00:00Z").String("");
+    escaped.EndArray().Key("count").Uint(7).EndObject();
+    EXPECT_EQ(plain.str(), escaped.str()) << "indent " << indent;
+  }
+  JsonWriter w;
+  w.BeginObject().PlainKey("a").PlainString("b").Key("c").String("d").EndObject();
+  EXPECT_EQ(w.str(), R"({"a":"b","c":"d"})");
+}
+
 TEST(JsonWriterTest, WritesEmptyContainersCompactly) {
   JsonWriter w;
   w.BeginObject().Key("a").BeginObject().EndObject().Key("b").BeginArray().EndArray().EndObject();

@@ -38,8 +38,11 @@
 #define KUBESTAT_AGGREGATOR_REST_HANDLER_H_
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/core/clock.h"
@@ -87,10 +90,21 @@ class RestHandler {
   // Sets *matched_route as soon as the path matched a metric route (for errors thrown later).
   RestResponse Dispatch(const RestRequest& request, std::string_view* matched_route) const;
 
+  // The compact metrics/v1alpha1 items of every node of one snapshot (rest_render.h),
+  // rendered by the first request that lists nodes after the snapshot changed.
+  struct NodeItems {
+    std::shared_ptr<const MetricsSnapshot> cut;
+    std::vector<std::string> items;
+  };
+  std::shared_ptr<const NodeItems> NodeItemsOf(std::shared_ptr<const MetricsSnapshot> cut,
+                                               Timestamp now) const;
+
   const MetricsSource& source_;
   const Clock& clock_;
   LivenessCheck liveness_;
   Timestamp started_;
+  mutable std::mutex node_items_mu_;  // guards node_items_
+  mutable std::shared_ptr<const NodeItems> node_items_;
 };
 
 }  // namespace kubestat::aggregator

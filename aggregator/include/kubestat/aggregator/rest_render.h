@@ -131,6 +131,16 @@ std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> node
 std::string RenderPodList(std::span<const std::shared_ptr<const PodView>> pods,
                           const MetricsQuery& query, const RenderContext& ctx);
 
+// Pre-rendered items: the compact JSON of one node as a list item (no kind, apiVersion), and
+// a list made of such items, one per node of `nodes` in the same order. A metrics/v1alpha1
+// object does not depend on the request (v1beta1's creationTimestamp does), so the items of
+// a snapshot can be rendered once and listed by many requests. `ctx.api` must be kV1alpha1
+// and ctx.indent 0; the output is byte for byte RenderNodeList's.
+std::string RenderNodeListItem(const NodeView& node, const RenderContext& ctx);
+std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> nodes,
+                           std::span<const std::string> items, const MetricsQuery& query,
+                           const RenderContext& ctx);
+
 // Discovery documents.
 // APIResourceList of one group version: nodes (NodeMetrics, cluster-scoped) and pods
 // (PodMetrics, namespaced), verbs get and list.

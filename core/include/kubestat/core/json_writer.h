@@ -28,6 +28,11 @@ class JsonWriter {
   JsonWriter& Key(std::string_view key);
 
   JsonWriter& String(std::string_view value);
+  // Key / String for text the program made itself and that needs no escaping: printable
+  // ASCII without '"' or '\\' (literal keys, quantities, timestamps, durations). Written
+  // as is, without the per-byte scan; a build with assertions checks the promise.
+  JsonWriter& PlainKey(std::string_view key);
+  JsonWriter& PlainString(std::string_view value);
   JsonWriter& Int(int64_t value);
   JsonWriter& Uint(uint64_t value);
   // Shortest representation that round-trips; NaN and infinities are written as null.
@@ -38,7 +43,9 @@ class JsonWriter {
   JsonWriter& Raw(std::string_view json);
 
   // Key(k).String(v) etc. in one call.
-  JsonWriter& Member(std::string_view key, std::string_view value) { return Key(key).String(value); }
+  JsonWriter& Member(std::string_view key, std::string_view value) {
+    return Key(key).String(value);
+  }
   JsonWriter& Member(std::string_view key, const char* value) { return Key(key).String(value); }
   JsonWriter& Member(std::string_view key, int64_t value) { return Key(key).Int(value); }
   JsonWriter& Member(std::string_view key, bool value) { return Key(key).Bool(value); }
@@ -53,6 +60,7 @@ class JsonWriter {
 
  private:
   void BeforeValue();
+  void BeforeKey();
   void NewlineAndIndent();
 
   std::string out_;
