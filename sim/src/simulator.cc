@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -18,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/json_writer.h"
+#include "kubestat/core/label_selector.h"
 #include "kubestat/sim/render.h"
 #include "sim_hash.h"
 #include "tls.h"
@@ -581,11 +583,16 @@ struct Simulator::State {
       streams.push_back(s);
       return;
     }
+    const std::optional<LabelSelector> selector = ListSelector(req, query);
+    if (!selector) return;
     std::string out = absl::StrCat(
         "{\"kind\":\"NodeList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"",
         CurrentVersion(), "\"},\"items\":[");
+    bool first = true;
     for (int i = 0; i < model->node_count(); ++i) {
-      if (i > 0) out += ",";
+      if (!LabelsMatch(*selector, model->node(i).labels)) continue;
+      if (!first) out += ",";
+      first = false;
       out += NodeJson(i);
     }
     out += "]}";
@@ -597,8 +604,34 @@ struct Simulator::State {
     return resource_version;
   }
 
-  // The node a "spec.nodeName=X" field selector names, "" for none. Other selectors are
-  // accepted and ignored.
+  // The request's labelSelector (empty when absent). On a malformed selector, replies 400
+  // with the parser's message, as the kube-apiserver does, and returns std::nullopt.
+  static std::optional<LabelSelector> ListSelector(
+      http_request& req, const std::map<std::string, std::string>& query) {
+    absl::StatusOr<LabelSelector> selector =
+        LabelSelector::Parse(web::uri::decode(QueryParam(query, "labelSelector")));
+    if (!selector.ok()) {
+      ReplyStatus(req, 400, "BadRequest", std::string(selector.status().message()));
+      return std::nullopt;
+    }
+    return *std::move(selector);
+  }
+
+  // Whether labels (sorted by key) satisfy the selector.
+  static bool LabelsMatch(const LabelSelector& selector,
+                          const std::vector<std::pair<std::string, std::string>>& labels) {
+    return selector.Matches(
+        LabelLookup([&labels](const std::string& key) -> std::optional<std::string_view> {
+          auto it = std::lower_bound(
+              labels.begin(), labels.end(), key,
+              [](const auto& label, const std::string& k) { return label.first < k; });
+          if (it == labels.end() || it->first != key) return std::nullopt;
+          return std::string_view(it->second);
+        }));
+  }
+
+  // The node a "spec.nodeName=X" field selector names, "" for none. Other field selectors
+  // are accepted and ignored.
   static std::string NodeFilter(const std::map<std::string, std::string>& query) {
     const std::string fs = web::uri::decode(QueryParam(query, "fieldSelector"));
     for (const std::string prefix : {"spec.nodeName=", "spec.nodeName=="}) {
@@ -644,11 +677,14 @@ struct Simulator::State {
       WatchPods(req, ns, node_filter, query, pods, now);
       return;
     }
+    const std::optional<LabelSelector> selector = ListSelector(req, query);
+    if (!selector) return;
     std::string out = absl::StrCat(
         "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"",
         list_version, "\"},\"items\":[");
     bool first = true;
     for (const auto& [pod, rv] : pods) {
+      if (!LabelsMatch(*selector, pod.labels)) continue;
       if (!first) out += ",";
       first = false;
       AppendPodJson(out, *model, pod, now, rv);

@@ -112,6 +112,46 @@ TEST(SimulatorTest, ServesNodesAndPodsThatMatchTheModel) {
             Body(Get(sim.apiserver_url(), "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-0002")));
   EXPECT_EQ(node_pods["items"].get_array().size(), 4u);
 
+  // Lists honour labelSelector as the kube-apiserver does (kubectl top pod -l cross-checks
+  // the metrics with such a list); a malformed selector is a 400 Status.
+  size_t daemonset_pods = 0;
+  for (int n = 0; n < 3; ++n) {
+    for (int p = 0; p < 4; ++p) daemonset_pods += sim.model().Pod(n, p, kT0).app == "kube-proxy";
+  }
+  ASSERT_GT(daemonset_pods, 0u);
+  simdjson::dom::parser selected_parser;
+  simdjson::dom::element selected =
+      Parse(selected_parser,
+            Body(Get(sim.apiserver_url(), "/api/v1/pods?labelSelector=app%3Dkube-proxy")));
+  EXPECT_EQ(selected["items"].get_array().size(), daemonset_pods);
+  for (simdjson::dom::element item : selected["items"].get_array()) {
+    EXPECT_EQ(std::string_view(item["metadata"]["labels"]["app"].get_string()), "kube-proxy");
+  }
+  simdjson::dom::parser none_parser;
+  EXPECT_EQ(Parse(none_parser,
+                  Body(Get(sim.apiserver_url(),
+                           "/api/v1/namespaces/shop/pods?labelSelector=app%3Dkube-proxy")))["items"]
+                .get_array()
+                .size(),
+            0u);
+  simdjson::dom::parser node_sel_parser;
+  const std::string zone = sim.model().node(1).labels.back().first;
+  EXPECT_EQ(Parse(node_sel_parser,
+                  Body(Get(sim.apiserver_url(), "/api/v1/nodes?labelSelector=" + zone)))["items"]
+                .get_array()
+                .size(),
+            3u);
+  simdjson::dom::parser no_nodes_parser;
+  EXPECT_EQ(Parse(no_nodes_parser,
+                  Body(Get(sim.apiserver_url(), "/api/v1/nodes?labelSelector=nope%3Dx")))["items"]
+                .get_array()
+                .size(),
+            0u);
+  http_response bad = Get(sim.apiserver_url(), "/api/v1/pods?labelSelector=app%20in%20(web");
+  EXPECT_EQ(bad.status_code(), 400);
+  simdjson::dom::parser bad_parser;
+  EXPECT_EQ(std::string_view(Parse(bad_parser, Body(bad))["reason"].get_string()), "BadRequest");
+
   // The kubelet serves the model's values at the clock's time.
   http_response summary = Get(sim.kubelet_url(0), "/stats/summary?only_cpu_and_memory=true");
   ASSERT_EQ(summary.status_code(), 200);
