@@ -97,10 +97,17 @@ if ((!ready)); then
   cat "$work/aggregator.log" >&2
   exit 1
 fi
-# A namespace to suggest (cpu needs two scrapes, so pods are served from round 2 on).
-ns=$( (curl -fs "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods" || true) |
-  grep -o '"namespace":"[^"]*"' | sed -n '1s/.*:"\(.*\)"/\1/p' || true)
+# A namespace, app and tier to suggest, from the first pod served (cpu needs two scrapes, so
+# pods are served from round 2 on).
+first_pod=$( (curl -fs "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods" || true) |
+  head -c 4096)
+label() { grep -o "\"$1\":\"[^\"]*\"" <<<"$first_pod" | sed -n '1s/.*:"\(.*\)"/\1/p' || true; }
+ns=$(label namespace)
 ns=${ns:-shop}
+app=$(label app)
+app=${app:-web}
+tier=$(label tier)
+tier=${tier:-frontend}
 kc="kubectl --kubeconfig=$work/kubeconfig"
 
 echo
@@ -115,10 +122,10 @@ echo
 echo "Try (in another terminal):"
 echo "  curl 'http://127.0.0.1:$port/apis/metrics/v1alpha1/namespaces/$ns/pods?pretty=true'"
 echo "  curl 'http://127.0.0.1:$port/apis/metrics/v1alpha1/nodes/node-0000?pretty=true'"
-echo "  curl 'http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods?labelSelector=tier%3Dbackend'"
+echo "  curl 'http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods?labelSelector=tier%3D$tier'"
 echo "  $kc top node"
 echo "  $kc top pod -A"
-echo "  $kc top pod -n $ns -l tier=frontend"
+echo "  $kc top pod -n $ns -l app=$app"
 echo "  $kc get --raw /apis/metrics.k8s.io/v1beta1/nodes"
 echo
 echo "Ctrl-C stops everything. Scrape rounds:"
