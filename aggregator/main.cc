@@ -435,11 +435,16 @@ class AggregatorSink final : public scrapers::ScrapeSink {
       std::lock_guard<std::mutex> lock(mu_);
       last_round_start_ = r.start;
     }
+    RequestPublish(r.start + r.duration);
+  }
+
+  // Asks the publisher thread to refresh the self-metrics, the query snapshot and the watch
+  // hub as of `tick`. A request made while the previous one is still being carried out is
+  // merged into the next: the publisher reads the latest state anyway.
+  void RequestPublish(Timestamp tick) {
     {
-      // A round that ends while the previous one is still being published is merged into
-      // it: the publisher reads the latest state anyway.
       std::lock_guard<std::mutex> lock(publish_mu_);
-      pending_tick_ = r.start + r.duration;
+      pending_tick_ = tick;
     }
     publish_cv_.notify_all();
   }
@@ -720,10 +725,7 @@ int Run(int argc, char** argv) {
     KLOG(INFO) << "discovered " << discovery->node_count() << " nodes and "
                << discovery->pod_count() << " pods; scraping every "
                << FormatDuration(f.metric_resolution);
-    const Timestamp refresh_start = clock.Now();
-    state.Refresh();
-    store_metrics.ObserveSnapshot(clock.Now() - refresh_start, state.Stats());
-    hub.OnRound(clock.Now());
+    sink.RequestPublish(clock.Now());  // /readyz turns 200 once this snapshot is taken
     if (stopping.load()) return;
     scheduler.Start();
   });

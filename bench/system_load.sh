@@ -50,11 +50,13 @@ grep -q READY "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
 agg_pid=$!
 pids+=("$agg_pid")
 
+# How many times the answer at URL $1 holds the text $2.
+count() { curl -fs "$1" 2>/dev/null | grep -o "$2" | grep -c . || true; }
+
 # Ready, and every node has a cpu rate (two rounds).
 echo "waiting for $nodes nodes' metrics ..."
 for _ in $(seq 900); do
-  n=$(curl -fs "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" 2>/dev/null |
-    grep -o '"kind":"NodeMetrics"\|"name":"node-[0-9]*"' | grep -c '"name"' || true)
+  n=$(count "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" '"name":"node-[0-9]*"')
   [[ "$n" == "$nodes" ]] && break
   sleep 1
 done
@@ -62,10 +64,10 @@ done
 grep "round" "$work/aggregator.log" | tail -n 2
 
 script="$here/rest_load.lua"
-count() { curl -fs "$1" | grep -o '"containers"' | grep -c containers || true; }
 namespace="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/tenant-0007/pods"
 node="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods?fieldSelector=spec.nodeName%3Dnode-0007"
-echo "one namespace's answer: $(count "$namespace") pods; one node's answer: $(count "$node") pods"
+echo "one namespace's answer: $(count "$namespace" '"containers"') pods;" \
+  "one node's answer: $(count "$node" '"containers"') pods"
 echo "== (a) one namespace's pods (tenant-0007), v1beta1, target 200 req/s (2 threads, 4 connections)"
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "$namespace" -- 200 2
 echo "== (a2) one node's pods (fieldSelector=spec.nodeName), v1beta1, target 200 req/s (2 threads, 4 connections)"

@@ -168,10 +168,6 @@ std::optional<MetricsRequest> RouteMetrics(MetricsApi api, std::vector<std::stri
   return request;
 }
 
-}  // namespace
-
-namespace {
-
 // Renders the pods of `namespace_name` (all when empty) that match `query`, reading only
 // the candidates the snapshot's indexes give for the query's exact namespace or node; the
 // renderer still applies the whole query.

@@ -406,16 +406,17 @@ const View& Deref(const std::shared_ptr<const View>& view) {
   return *view;
 }
 
-// A list of `kind` over the servable objects of `items` that match `query`.
+// A list of `kind` over the servable objects of `items` that match `query`; write(w, view,
+// i) writes items[i].
 template <typename Item, typename WriteObject>
 std::string RenderList(std::span<const Item> items, std::string_view kind,
                        const MetricsQuery& query, const RenderContext& ctx, WriteObject write) {
   JsonWriter w(ctx.indent);
   w.Reserve(128 + items.size() * EstimatedObjectBytes(ctx.api));
   BeginList(w, kind, ctx.api);
-  for (const Item& item : items) {
-    const auto& view = Deref(item);
-    if (Servable(ctx.api, view) && MatchesQuery(query, view)) write(w, view);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& view = Deref(items[i]);
+    if (Servable(ctx.api, view) && MatchesQuery(query, view)) write(w, view, i);
   }
   EndList(w);
   return w.Take();
@@ -424,10 +425,10 @@ std::string RenderList(std::span<const Item> items, std::string_view kind,
 // Writes one item of a list (without kind and apiVersion).
 struct ListItemWriter {
   const RenderContext& ctx;
-  void operator()(JsonWriter& w, const NodeView& node) const {
+  void operator()(JsonWriter& w, const NodeView& node, size_t /*index*/) const {
     WriteNodeObject(w, node, ctx, /*with_type=*/false);
   }
-  void operator()(JsonWriter& w, const PodView& pod) const {
+  void operator()(JsonWriter& w, const PodView& pod, size_t /*index*/) const {
     WritePodObject(w, pod, ctx, /*with_type=*/false);
   }
 };
@@ -447,27 +448,16 @@ std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> node
 std::string RenderNodeListItem(const NodeView& node, const RenderContext& ctx) {
   assert(ctx.api == MetricsApi::kV1alpha1 && ctx.indent == 0);
   JsonWriter w;
-  w.BeginArray();
   WriteNodeObject(w, node, ctx, /*with_type=*/false);
-  w.EndArray();
-  std::string item = w.Take();
-  return item.substr(1, item.size() - 2);  // without the array's brackets
+  return w.Take();
 }
 
 std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> nodes,
                            std::span<const std::string> items, const MetricsQuery& query,
                            const RenderContext& ctx) {
   assert(ctx.api == MetricsApi::kV1alpha1 && ctx.indent == 0 && items.size() == nodes.size());
-  size_t bytes = 128;
-  for (const std::string& item : items) bytes += item.size() + 1;
-  JsonWriter w;
-  w.Reserve(bytes);
-  BeginList(w, "NodeMetricsList", ctx.api);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (Servable(ctx.api, *nodes[i]) && MatchesQuery(query, *nodes[i])) w.Raw(items[i]);
-  }
-  EndList(w);
-  return w.Take();
+  return RenderList(nodes, "NodeMetricsList", query, ctx,
+                    [items](JsonWriter& w, const NodeView&, size_t i) { w.Raw(items[i]); });
 }
 
 std::string RenderPodList(std::span<const PodView> pods, const MetricsQuery& query,

@@ -35,14 +35,25 @@ std::optional<size_t> FindPod(const MetricsSnapshot& snapshot, std::string_view 
   return static_cast<size_t>(it - snapshot.pods.begin());
 }
 
-// Drops one pod from the snapshot and from its node's index entry.
-void ErasePod(MetricsSnapshot* snapshot, size_t index) {
-  const std::shared_ptr<const PodView> pod = snapshot->pods[index];
-  snapshot->pods.erase(snapshot->pods.begin() + static_cast<ptrdiff_t>(index));
+// Drop one object from the snapshot (and a pod from its node's index entry); false when it
+// is absent.
+bool EraseNode(MetricsSnapshot* snapshot, std::string_view name) {
+  std::optional<size_t> index = FindNode(*snapshot, name);
+  if (!index) return false;
+  snapshot->nodes.erase(snapshot->nodes.begin() + static_cast<ptrdiff_t>(*index));
+  return true;
+}
+
+bool ErasePod(MetricsSnapshot* snapshot, std::string_view namespace_name, std::string_view name) {
+  std::optional<size_t> index = FindPod(*snapshot, namespace_name, name);
+  if (!index) return false;
+  const std::shared_ptr<const PodView> pod = snapshot->pods[*index];
+  snapshot->pods.erase(snapshot->pods.begin() + static_cast<ptrdiff_t>(*index));
   auto entry = snapshot->pods_by_node.find(pod->node_name);
-  if (entry == snapshot->pods_by_node.end()) return;
+  if (entry == snapshot->pods_by_node.end()) return true;
   std::erase(entry->second, pod);
   if (entry->second.empty()) snapshot->pods_by_node.erase(entry);
+  return true;
 }
 
 }  // namespace
@@ -64,67 +75,54 @@ void SnapshotSource::Refresh() {
   if (!pending_.nodes.empty() || !pending_.pods.empty()) {
     // Removals that raced with the read: the live source may still have listed them.
     auto snapshot = std::make_shared<MetricsSnapshot>(*taken);
-    for (const std::string& name : pending_.nodes) {
-      if (std::optional<size_t> i = FindNode(*snapshot, name)) {
-        snapshot->nodes.erase(snapshot->nodes.begin() + static_cast<ptrdiff_t>(*i));
-      }
-    }
+    for (const std::string& name : pending_.nodes) EraseNode(snapshot.get(), name);
     for (const auto& [namespace_name, name] : pending_.pods) {
-      if (std::optional<size_t> i = FindPod(*snapshot, namespace_name, name)) {
-        ErasePod(snapshot.get(), *i);
-      }
+      ErasePod(snapshot.get(), namespace_name, name);
     }
     taken = std::move(snapshot);
     pending_ = {};
   }
   ++stats_.refreshes;
-  Publish(std::move(taken));
+  current_ = std::move(taken);
 }
 
 void SnapshotSource::RemoveNode(std::string_view name) {
   std::lock_guard lock(mu_);
   if (refreshing_) pending_.nodes.emplace_back(name);
-  std::optional<size_t> index = FindNode(*current_, name);
-  if (!index) return;
+  if (!FindNode(*current_, name)) return;
   auto snapshot = std::make_shared<MetricsSnapshot>(*current_);
-  snapshot->nodes.erase(snapshot->nodes.begin() + static_cast<ptrdiff_t>(*index));
+  EraseNode(snapshot.get(), name);
   ++stats_.removals;
-  Publish(std::move(snapshot));
+  current_ = std::move(snapshot);
 }
 
 void SnapshotSource::RemovePod(std::string_view namespace_name, std::string_view name) {
   std::lock_guard lock(mu_);
   if (refreshing_) pending_.pods.emplace_back(namespace_name, name);
-  std::optional<size_t> index = FindPod(*current_, namespace_name, name);
-  if (!index) return;
+  if (!FindPod(*current_, namespace_name, name)) return;
   auto snapshot = std::make_shared<MetricsSnapshot>(*current_);
-  ErasePod(snapshot.get(), *index);
+  ErasePod(snapshot.get(), namespace_name, name);
   ++stats_.removals;
-  Publish(std::move(snapshot));
-}
-
-void SnapshotSource::Publish(std::shared_ptr<const MetricsSnapshot> snapshot) {
-  stats_.nodes = snapshot->nodes.size();
-  stats_.pods = snapshot->pods.size();
   current_ = std::move(snapshot);
 }
 
-std::shared_ptr<const MetricsSnapshot> SnapshotSource::Snapshot() const { return Current(); }
-
-std::shared_ptr<const MetricsSnapshot> SnapshotSource::Current() const {
+std::shared_ptr<const MetricsSnapshot> SnapshotSource::Snapshot() const {
   std::lock_guard lock(mu_);
   return current_;
 }
 
 SnapshotStats SnapshotSource::Stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  SnapshotStats stats = stats_;
+  stats.nodes = current_->nodes.size();
+  stats.pods = current_->pods.size();
+  return stats;
 }
 
-bool SnapshotSource::Ready() const { return Current()->complete; }
+bool SnapshotSource::Ready() const { return Snapshot()->complete; }
 
 std::vector<NodeView> SnapshotSource::ListNodes() const {
-  std::shared_ptr<const MetricsSnapshot> snapshot = Current();
+  std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
   std::vector<NodeView> nodes;
   nodes.reserve(snapshot->nodes.size());
   for (const auto& node : snapshot->nodes) nodes.push_back(*node);
@@ -132,14 +130,14 @@ std::vector<NodeView> SnapshotSource::ListNodes() const {
 }
 
 std::optional<NodeView> SnapshotSource::GetNode(std::string_view name) const {
-  std::shared_ptr<const MetricsSnapshot> snapshot = Current();
+  std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
   std::optional<size_t> index = FindNode(*snapshot, name);
   if (!index) return std::nullopt;
   return *snapshot->nodes[*index];
 }
 
 std::vector<PodView> SnapshotSource::ListPods(std::string_view namespace_name) const {
-  std::shared_ptr<const MetricsSnapshot> snapshot = Current();
+  std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
   const auto [first, last] = snapshot->NamespaceRange(namespace_name);
   std::vector<PodView> pods;
   pods.reserve(last - first);
@@ -149,7 +147,7 @@ std::vector<PodView> SnapshotSource::ListPods(std::string_view namespace_name) c
 
 std::optional<PodView> SnapshotSource::GetPod(std::string_view namespace_name,
                                               std::string_view name) const {
-  std::shared_ptr<const MetricsSnapshot> snapshot = Current();
+  std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
   std::optional<size_t> index = FindPod(*snapshot, namespace_name, name);
   if (!index) return std::nullopt;
   return *snapshot->pods[*index];

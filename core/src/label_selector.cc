@@ -54,9 +54,7 @@ std::string RegexError(std::string_view msg, std::string_view re,
   return out;
 }
 
-std::string MaxLenError(size_t length) {
-  return StrCat("must be no more than ", std::to_string(length), " bytes");
-}
+std::string MaxLenError(size_t length) { return StrCat("must be no more than ", length, " bytes"); }
 
 bool IsAlnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -577,7 +575,7 @@ absl::StatusOr<LabelRequirement> LabelRequirement::Create(std::string key, Label
       for (size_t i = 0; i < values.size(); ++i) {
         std::optional<int64_t> n = ParseGoInt64(values[i]);
         if (!n) {
-          errs.push_back(InvalidValue(StrCat("values[", std::to_string(i), "]"), GoQuote(values[i]),
+          errs.push_back(InvalidValue(StrCat("values[", i, "]"), GoQuote(values[i]),
                                       "for 'Gt', 'Lt' operators, the value must be an integer"));
         } else {
           bound = *n;
@@ -585,13 +583,13 @@ absl::StatusOr<LabelRequirement> LabelRequirement::Create(std::string key, Label
       }
       break;
     default:
-      errs.push_back(StrCat("operator: Unsupported value: ", std::to_string(static_cast<int>(op))));
+      errs.push_back(StrCat("operator: Unsupported value: ", static_cast<int>(op)));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     std::vector<std::string> value_errs = LabelValueErrors(values[i]);
     if (!value_errs.empty()) {
-      errs.push_back(InvalidValue(StrCat("values[", std::to_string(i), "][", key, "]"),
-                                  GoQuote(values[i]), Join(value_errs, "; ")));
+      errs.push_back(InvalidValue(StrCat("values[", i, "][", key, "]"), GoQuote(values[i]),
+                                  Join(value_errs, "; ")));
     }
   }
   if (!errs.empty()) return absl::InvalidArgumentError(AggregateMessage(errs));

@@ -65,11 +65,11 @@ constexpr int kDeploymentCount = sizeof(kDeployments) / sizeof(kDeployments[0]);
 constexpr char kNameAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
 constexpr int64_t kAlphabetSize = 27;
 
-// "tenant-0042": four digits at least, so the names sort in number order.
+// "tenant-0042", numbered as the nodes are ("node-%04d").
 std::string TenantNamespace(int index) {
-  std::string digits = std::to_string(index);
-  if (digits.size() < 4) digits.insert(0, 4 - digits.size(), '0');
-  return "tenant-" + digits;
+  char name[32];
+  std::snprintf(name, sizeof(name), "tenant-%04d", index);
+  return name;
 }
 
 std::string RandomName(uint64_t h, int length) {

@@ -604,8 +604,9 @@ struct Simulator::State {
     return resource_version;
   }
 
-  // The request's labelSelector (empty when absent). On a malformed selector, replies 400
-  // with the parser's message, as the kube-apiserver does, and returns std::nullopt.
+  // The request's labelSelector (empty when absent), applied to lists; watches ignore it.
+  // On a malformed selector, replies 400 with the parser's message, as the kube-apiserver
+  // does, and returns std::nullopt.
   static std::optional<LabelSelector> ListSelector(
       http_request& req, const std::map<std::string, std::string>& query) {
     absl::StatusOr<LabelSelector> selector =

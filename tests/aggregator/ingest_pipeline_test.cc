@@ -38,9 +38,10 @@ class IngestTest : public ::testing::Test {
     ingestor_ = NewIngestor();
   }
 
-  std::unique_ptr<storage::Store> OpenStore() {
+  // The test's store (in its own directory unless `dir` names another).
+  std::unique_ptr<storage::Store> OpenStore(std::string dir = {}) {
     storage::StoreOptions options;
-    options.dir = dir_.Sub("db");
+    options.dir = dir.empty() ? dir_.Sub("db") : std::move(dir);
     options.block_cache_bytes = 4 << 20;
     options.write_buffer_bytes = 4 << 20;
     auto store = storage::Store::Open(options);
@@ -375,12 +376,8 @@ std::pair<std::vector<StoredScrape>, std::vector<StoredRollup>> ReadNode(
 TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
   testing::SyntheticCluster cluster(3, 4, 2, 99);
   ::kubestat::testing::TempDir other_dir;
-  storage::StoreOptions store_options;
-  store_options.dir = other_dir.Sub("db");
-  store_options.block_cache_bytes = 4 << 20;
-  store_options.write_buffer_bytes = 4 << 20;
-  auto other = storage::Store::Open(store_options);
-  ASSERT_TRUE(other.ok()) << other.status();
+  std::unique_ptr<storage::Store> other = OpenStore(other_dir.Sub("db"));
+  ASSERT_NE(other, nullptr);
   std::vector<std::unique_ptr<NodeHistoryWriter>> writers(cluster.nodes());
   std::vector<ExpectedSamples> expected(cluster.nodes());
   const Duration step = seconds(60);
@@ -395,7 +392,7 @@ TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
       if (!writers[n]) {
         std::vector<SeriesKey> keys;
         for (const auto& [key, value] : samples) keys.push_back(key);
-        auto writer = NodeHistoryWriter::Create(ingestor_->engine_options(), other->get(),
+        auto writer = NodeHistoryWriter::Create(ingestor_->engine_options(), other.get(),
                                                 cluster.NodeName(n), std::move(keys));
         ASSERT_TRUE(writer.ok()) << writer.status();
         writers[n] = std::move(*writer);
@@ -404,14 +401,14 @@ TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
       for (const SeriesKey& key : writers[n]->keys()) values.push_back(samples.at(key));
       ASSERT_TRUE(writers[n]->Append(last, values, &batch).ok());
     }
-    ASSERT_TRUE((*other)->Write(batch).ok());
+    ASSERT_TRUE(other->Write(batch).ok());
   }
   // Ingest applied the retention at the top of each hour; the same cutoff here.
-  ASSERT_TRUE((*other)->ApplyRetention(last).ok());
+  ASSERT_TRUE(other->ApplyRetention(last).ok());
 
   // Same dictionary (ids are taken in the same order), same blobs, same rollup bytes.
   auto dict = store_->LoadDictionary();
-  auto other_dict = (*other)->LoadDictionary();
+  auto other_dict = other->LoadDictionary();
   ASSERT_TRUE(dict.ok());
   ASSERT_TRUE(other_dict.ok());
   ASSERT_EQ(dict->nodes.size(), cluster.nodes());
@@ -429,7 +426,7 @@ TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
   }
   for (const storage::NodeEntry& node : dict->nodes) {
     auto [scrapes, rollups] = ReadNode(*store_, node.id);
-    auto [other_scrapes, other_rollups] = ReadNode(**other, node.id);
+    auto [other_scrapes, other_rollups] = ReadNode(*other, node.id);
     EXPECT_GT(scrapes.size(), 26u * 60);
     EXPECT_GT(rollups.size(), 26u * (2 + 6 + 4 * 2 + 8 * 2) - 1);
     EXPECT_TRUE(other_scrapes == scrapes) << node.name;
@@ -440,7 +437,7 @@ TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
   const std::vector<SeriesWindows> live = ingestor_->QueryAll();
   IngestOptions options;
   options.shards = 2;
-  auto rebuilt = Ingestor::Create(options, other->get(), &clock_);
+  auto rebuilt = Ingestor::Create(options, other.get(), &clock_);
   ASSERT_TRUE(rebuilt.ok());
   ASSERT_TRUE((*rebuilt)->Rebuild().ok());
   EXPECT_EQ((*rebuilt)->Stats().rebuild_errors, 0u);

@@ -105,7 +105,7 @@ TEST_F(SnapshotSourceTest, LiveChangesShowOnlyAfterTheNextRefresh) {
   EXPECT_EQ(snapshot_.ListPods("shop").size(), 2u);
   EXPECT_TRUE(snapshot_.GetNode("node-b").has_value());
   // A reader holding the old cut keeps it after the refresh.
-  std::shared_ptr<const MetricsSnapshot> held = snapshot_.Current();
+  std::shared_ptr<const MetricsSnapshot> held = snapshot_.Snapshot();
   snapshot_.Refresh();
   EXPECT_EQ(Names(snapshot_.ListPods("shop")),
             (std::vector<std::string>{"shop/web-1", "shop/web-2", "shop/web-3"}));
@@ -159,7 +159,7 @@ TEST_F(SnapshotSourceTest, RemovalsTakeEffectAtOnceEverywhere) {
   EXPECT_EQ(OnNode(snapshot_, "node-a"), (std::vector<std::string>{"kube-system/dns-1"}));
   snapshot_.RemovePod("kube-system", "dns-1");
   EXPECT_TRUE(OnNode(snapshot_, "node-a").empty());
-  EXPECT_EQ(snapshot_.Current()->pods_by_node.count("node-a"), 0u);
+  EXPECT_EQ(snapshot_.Snapshot()->pods_by_node.count("node-a"), 0u);
   snapshot_.RemoveNode("node-a");
   EXPECT_EQ(Names(snapshot_.ListNodes()), (std::vector<std::string>{"node-b"}));
   snapshot_.RemovePod("shop", "absent");
@@ -209,7 +209,7 @@ TEST_F(SnapshotSourceTest, ReadersRunConcurrentlyWithRefreshesAndRemovals) {
     readers.emplace_back([&] {
       while (!stop.load()) {
         // Every cut is internally consistent: each pod of a node's index is in the list.
-        std::shared_ptr<const MetricsSnapshot> cut = snapshot_.Current();
+        std::shared_ptr<const MetricsSnapshot> cut = snapshot_.Snapshot();
         size_t indexed = 0;
         for (const auto& [node, pods] : cut->pods_by_node) indexed += pods.size();
         if (indexed != cut->pods.size()) ++bad;

@@ -55,15 +55,13 @@ class SnapshotSource final : public MetricsSource {
   void RemoveNode(std::string_view name);
   void RemovePod(std::string_view namespace_name, std::string_view name);
 
-  // The current snapshot (never null; empty before the first Refresh()).
-  std::shared_ptr<const MetricsSnapshot> Current() const;
   SnapshotStats Stats() const;
 
   bool Ready() const override;
   std::vector<NodeView> ListNodes() const override;
   std::optional<NodeView> GetNode(std::string_view name) const override;
   std::vector<PodView> ListPods(std::string_view namespace_name) const override;
-  // Current().
+  // The current snapshot, shared (never null; empty before the first Refresh()).
   std::shared_ptr<const MetricsSnapshot> Snapshot() const override;
   std::optional<PodView> GetPod(std::string_view namespace_name,
                                 std::string_view name) const override;
@@ -74,7 +72,6 @@ class SnapshotSource final : public MetricsSource {
     std::vector<std::string> nodes;
     std::vector<std::pair<std::string, std::string>> pods;
   };
-  void Publish(std::shared_ptr<const MetricsSnapshot> snapshot);
 
   const MetricsSource* live_;
   std::mutex refresh_mu_;  // serializes Refresh()
@@ -82,7 +79,7 @@ class SnapshotSource final : public MetricsSource {
   std::shared_ptr<const MetricsSnapshot> current_;
   bool refreshing_ = false;
   PendingRemovals pending_;
-  SnapshotStats stats_;
+  SnapshotStats stats_;  // refreshes and removals; Stats() adds the sizes of current_
 };
 
 }  // namespace kubestat::aggregator
