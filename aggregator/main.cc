@@ -24,6 +24,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "kubestat/aggregator/aggregator_state.h"
@@ -229,14 +231,16 @@ class StoreMetrics {
         max_write_seconds_(
             Gauge(registry, "kubestat_store_max_write_seconds", "Slowest write batch since start")),
         series_(Gauge(registry, "kubestat_series", "Series held in the windows")),
-        window_bytes_(Gauge(registry, "kubestat_window_memory_bytes",
-                            "Memory held by the windows and the ingest pipeline")),
+        window_bytes_(
+            Gauge(registry, "kubestat_window_memory_bytes",
+                  "Memory held by the windows and the ingest pipeline (recounted once a minute)")),
         rebuild_seconds_(Gauge(registry, "kubestat_rebuild_duration_seconds",
                                "Duration of the rebuild of the windows from the store at start")),
         rebuilt_series_(
             Gauge(registry, "kubestat_rebuilt_series", "Series restored from the store at start")),
         snapshot_seconds_(Gauge(registry, "kubestat_query_snapshot_refresh_seconds",
-                                "Time the last refresh of the query snapshot took")),
+                                "Time the last publish of the query snapshot took (assembling "
+                                "the nodes read after their scrapes; at start, reading all)")),
         snapshot_objects_(prometheus::BuildGauge()
                               .Name("kubestat_query_snapshot_objects")
                               .Help("Objects in the query snapshot, by kind")
@@ -251,7 +255,7 @@ class StoreMetrics {
   }
 
   void Update(const aggregator::IngestStats& ingest, const storage::StoreStats& store,
-              uint64_t disk_bytes, size_t memory_bytes) {
+              uint64_t disk_bytes, std::optional<size_t> memory_bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     Advance(scrapes_, ingest.scrapes, last_.scrapes);
     Advance(rejected_, ingest.scrapes_rejected, last_.scrapes_rejected);
@@ -272,7 +276,7 @@ class StoreMetrics {
     size_bytes_.Set(static_cast<double>(disk_bytes));
     max_write_seconds_.Set(static_cast<double>(store.max_write_nanos) / 1e9);
     series_.Set(static_cast<double>(ingest.series_created - ingest.series_retired));
-    window_bytes_.Set(static_cast<double>(memory_bytes));
+    if (memory_bytes) window_bytes_.Set(static_cast<double>(*memory_bytes));
     rebuild_seconds_.Set(ingest.rebuild_seconds);
     rebuilt_series_.Set(static_cast<double>(ingest.rebuilt_series));
   }
@@ -366,12 +370,12 @@ class DeletionListener final : public scrapers::ClusterListener {
 };
 
 // Ingests every scrape, logs each round and failure, appends scrapes to the dump file, and
-// after each round refreshes the self-metrics and the query snapshot and tells gRPC watchers
-// what changed. That per-round work runs on one thread of its own ("publisher"): it
-// allocates a round's worth of views and protos, and doing it always on the same thread
-// keeps those allocations in one malloc arena instead of leaving a round-sized hole in the
-// arena of whichever scrape worker finished the round (which grew the process by hundreds
-// of MiB per round at 1,000 nodes).
+// keeps the query snapshot, the self-metrics and gRPC watchers up to date. That work runs on
+// one thread of its own ("publisher"): after each node's scrape it re-reads that node's query
+// views, so the cost of reading the windows is spread over the round, and when a round
+// completes it refreshes the self-metrics, publishes the snapshot and tells the watch hub.
+// One thread, rather than the scrape workers, so that queries compete with one busy thread
+// at most, and so that the views and protos are allocated and freed in one malloc arena.
 class AggregatorSink final : public scrapers::ScrapeSink {
  public:
   AggregatorSink(const std::string& dump_path, const Clock& clock, aggregator::Ingestor& ingestor,
@@ -415,6 +419,9 @@ class AggregatorSink final : public scrapers::ScrapeSink {
     if (absl::Status s = ingestor_.Ingest(*result); !s.ok()) {
       KLOG(WARNING) << "ingest " << target.node_name << ": " << s;
     }
+    // The publisher reads this node's views soon, so the round's end only assembles them (a
+    // failed ingest may still have changed some series).
+    RequestNodeRead(result->node_name);
     if (dump_.is_open()) {
       std::string line = DumpLine(target, *result, clock_.Now());
       std::lock_guard<std::mutex> lock(mu_);
@@ -435,16 +442,29 @@ class AggregatorSink final : public scrapers::ScrapeSink {
       std::lock_guard<std::mutex> lock(mu_);
       last_round_start_ = r.start;
     }
-    RequestPublish(r.start + r.duration);
+    RequestPublish(r.start + r.duration, /*reread_all=*/false);
   }
 
-  // Asks the publisher thread to refresh the self-metrics, the query snapshot and the watch
-  // hub as of `tick`. A request made while the previous one is still being carried out is
-  // merged into the next: the publisher reads the latest state anyway.
-  void RequestPublish(Timestamp tick) {
+  // Asks the publisher thread to refresh the self-metrics, publish the query snapshot and
+  // update the watch hub as of `tick`; with `reread_all`, the snapshot re-reads every node
+  // first (at start) instead of assembling the nodes read after their scrapes. A request
+  // made while the previous one is still being carried out is merged into the next: the
+  // publisher reads the latest state anyway.
+  void RequestPublish(Timestamp tick, bool reread_all) {
     {
       std::lock_guard<std::mutex> lock(publish_mu_);
       pending_tick_ = tick;
+      pending_reread_all_ = pending_reread_all_ || reread_all;
+    }
+    publish_cv_.notify_all();
+  }
+
+  // Asks the publisher thread to re-read one node's query views (after its scrape).
+  void RequestNodeRead(const std::string& node) {
+    {
+      std::lock_guard<std::mutex> lock(publish_mu_);
+      if (!nodes_to_read_set_.insert(node).second) return;
+      nodes_to_read_.push_back(node);
     }
     publish_cv_.notify_all();
   }
@@ -459,22 +479,56 @@ class AggregatorSink final : public scrapers::ScrapeSink {
   void PublishLoop() {
     std::unique_lock<std::mutex> lock(publish_mu_);
     while (true) {
-      publish_cv_.wait(lock, [this] { return stop_publishing_ || pending_tick_.has_value(); });
+      publish_cv_.wait(lock, [this] {
+        return stop_publishing_ || pending_tick_.has_value() || !nodes_to_read_.empty();
+      });
       if (stop_publishing_) return;
+      if (!nodes_to_read_.empty()) {
+        // The nodes scraped so far first: a publish then includes every node of its round.
+        std::vector<std::string> nodes;
+        nodes.swap(nodes_to_read_);
+        nodes_to_read_set_.clear();
+        lock.unlock();
+        for (const std::string& node : nodes) {
+          snapshot_.RefreshNode(node);
+          ReleaseRetired(release_per_read_);
+        }
+        lock.lock();
+        continue;
+      }
       const Timestamp tick = *pending_tick_;
+      const bool reread_all = std::exchange(pending_reread_all_, false);
       pending_tick_.reset();
       lock.unlock();
-      metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(),
-                      ingestor_.MemoryBytes());
+      // The memory accounting is a pass over every series: once a minute is enough, after
+      // the first round's.
+      std::optional<size_t> memory_bytes;
+      if (const Timestamp now = clock_.Now();
+          publishes_ < 2 || now - last_memory_count_ >= kMemoryCountEvery) {
+        memory_bytes = ingestor_.MemoryBytes();
+        last_memory_count_ = now;
+      }
+      ++publishes_;
+      metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory_bytes);
       const Timestamp refresh_start = clock_.Now();
-      snapshot_.Refresh();
+      if (reread_all) {
+        snapshot_.Refresh();
+      } else {
+        snapshot_.Publish();
+      }
       metrics_.ObserveSnapshot(clock_.Now() - refresh_start, snapshot_.Stats());
-      hub_.OnRound(tick);
-      // The previous round's views and protos were just freed: give their pages back
-      // rather than hold a round's worth of free heap between rounds.
-      malloc_trim(0);
+      // What the watch hub let go of is freed over the next round, between node reads,
+      // rather than all at once here (a round's worth of views).
+      ReleaseRetired(retired_.size() - next_retired_);
+      retired_ = hub_.OnRound(tick);
+      next_retired_ = 0;
+      release_per_read_ = retired_.size() / std::max<size_t>(1, snapshot_.Stats().nodes) + 1;
       lock.lock();
     }
+  }
+
+  void ReleaseRetired(size_t count) {
+    for (; count > 0 && next_retired_ < retired_.size(); --count) retired_[next_retired_++].reset();
   }
 
   mutable std::mutex mu_;
@@ -483,6 +537,16 @@ class AggregatorSink final : public scrapers::ScrapeSink {
   std::mutex publish_mu_;
   std::condition_variable publish_cv_;
   std::optional<Timestamp> pending_tick_;
+  bool pending_reread_all_ = false;
+  // Publisher thread only.
+  static constexpr Duration kMemoryCountEvery = std::chrono::minutes(1);
+  uint64_t publishes_ = 0;
+  Timestamp last_memory_count_ = kZeroTime;
+  std::vector<std::shared_ptr<const void>> retired_;  // from the watch hub's last round
+  size_t next_retired_ = 0;                           // retired_[0, next_retired_) are freed
+  size_t release_per_read_ = 1;
+  std::vector<std::string> nodes_to_read_;  // in scrape order
+  std::unordered_set<std::string> nodes_to_read_set_;
   bool stop_publishing_ = false;
   std::thread publisher_;  // last: started once every member above exists
 };
@@ -725,7 +789,8 @@ int Run(int argc, char** argv) {
     KLOG(INFO) << "discovered " << discovery->node_count() << " nodes and "
                << discovery->pod_count() << " pods; scraping every "
                << FormatDuration(f.metric_resolution);
-    sink.RequestPublish(clock.Now());  // /readyz turns 200 once this snapshot is taken
+    sink.RequestPublish(clock.Now(),
+                        /*reread_all=*/true);  // /readyz turns 200 once this snapshot is taken
     if (stopping.load()) return;
     scheduler.Start();
   });

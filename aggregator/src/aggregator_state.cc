@@ -27,34 +27,34 @@ void AddContainer(std::vector<ContainerView>* containers, SeriesWindows series) 
 
 bool AggregatorState::Ready() const { return ingestor_->ready() && labels_->HasSynced(); }
 
-NodeView AggregatorState::MakeNodeView(const NodeSnapshot& snapshot) const {
+NodeView AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
   NodeView view;
-  view.name = snapshot.name;
-  view.labels = labels_->NodeLabels(snapshot.name).value_or(Labels{});
-  for (const SeriesWindows& series : snapshot.series) {
+  view.name = std::move(snapshot.name);
+  view.labels = labels_->NodeLabels(view.name).value_or(Labels{});
+  for (SeriesWindows& series : snapshot.series) {
     if (series.key.kind == ObjectKind::kNode) {
-      Assign(&view.machine, series);
+      Assign(&view.machine, std::move(series));
     } else if (series.key.kind == ObjectKind::kSystemContainer) {
-      AddContainer(&view.system_containers, series);
+      AddContainer(&view.system_containers, std::move(series));
     }
   }
   return view;
 }
 
-PodView AggregatorState::MakePodView(const PodSnapshot& snapshot) const {
+PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
   PodView view;
-  view.name = snapshot.pod.name;
-  view.namespace_name = snapshot.pod.namespace_name;
-  view.node_name = snapshot.pod.node;
+  view.name = std::move(snapshot.pod.name);
+  view.namespace_name = std::move(snapshot.pod.namespace_name);
+  view.node_name = std::move(snapshot.pod.node);
   if (std::optional<PodLabels> info = labels_->PodInfo(view.namespace_name, view.name)) {
     view.labels = std::move(info->labels);
     if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
   }
-  for (const SeriesWindows& series : snapshot.series) {
+  for (SeriesWindows& series : snapshot.series) {
     if (series.key.kind == ObjectKind::kPod) {
-      Assign(&view.pod, series);
+      Assign(&view.pod, std::move(series));
     } else if (series.key.kind == ObjectKind::kContainer) {
-      AddContainer(&view.containers, series);
+      AddContainer(&view.containers, std::move(series));
     }
   }
   return view;
@@ -62,8 +62,8 @@ PodView AggregatorState::MakePodView(const PodSnapshot& snapshot) const {
 
 std::vector<NodeView> AggregatorState::ListNodes() const {
   std::vector<NodeView> views;
-  for (const NodeSnapshot& snapshot : ingestor_->QueryNodes()) {
-    views.push_back(MakeNodeView(snapshot));
+  for (NodeSnapshot& snapshot : ingestor_->QueryNodes()) {
+    views.push_back(MakeNodeView(std::move(snapshot)));
   }
   return views;
 }
@@ -71,18 +71,18 @@ std::vector<NodeView> AggregatorState::ListNodes() const {
 std::optional<NodeView> AggregatorState::GetNode(std::string_view name) const {
   std::optional<NodeSnapshot> snapshot = ingestor_->QueryNode(name);
   if (!snapshot) return std::nullopt;
-  return MakeNodeView(*snapshot);
+  return MakeNodeView(std::move(*snapshot));
 }
 
 std::vector<PodView> AggregatorState::ListPods(std::string_view namespace_name) const {
   std::vector<PodView> views;
-  for (const PodSnapshot& snapshot : ingestor_->QueryPods(namespace_name)) {
+  for (PodSnapshot& snapshot : ingestor_->QueryPods(namespace_name)) {
     // A pod reported by two nodes at once (it moved) is listed once.
     if (!views.empty() && views.back().namespace_name == snapshot.pod.namespace_name &&
         views.back().name == snapshot.pod.name) {
       continue;
     }
-    views.push_back(MakePodView(snapshot));
+    views.push_back(MakePodView(std::move(snapshot)));
   }
   return views;
 }
@@ -91,7 +91,33 @@ std::optional<PodView> AggregatorState::GetPod(std::string_view namespace_name,
                                                std::string_view name) const {
   std::optional<PodSnapshot> snapshot = ingestor_->QueryPod(namespace_name, name);
   if (!snapshot) return std::nullopt;
-  return MakePodView(*snapshot);
+  return MakePodView(std::move(*snapshot));
+}
+
+std::optional<NodeObjects> AggregatorState::ObjectsOfNode(std::string_view node) const {
+  std::optional<NodeObjectsSnapshot> snapshot = ingestor_->QueryNodeObjects(node);
+  if (!snapshot) return std::nullopt;
+  NodeObjects objects;
+  objects.node_name = snapshot->node.name;
+  objects.node = std::make_shared<const NodeView>(MakeNodeView(std::move(snapshot->node)));
+  objects.pods.reserve(snapshot->pods.size());
+  for (PodSnapshot& pod : snapshot->pods) {
+    objects.pods.push_back(std::make_shared<const PodView>(MakePodView(std::move(pod))));
+  }
+  return objects;
+}
+
+NodeObjectsList AggregatorState::AllNodeObjects() const {
+  NodeObjectsList list;
+  // Ready() is read first: if it is true, what is read after it is complete.
+  list.complete = Ready();
+  for (const std::string& name : ingestor_->ListNodes()) {
+    // A node deleted since the listing is skipped.
+    if (std::optional<NodeObjects> objects = ObjectsOfNode(name)) {
+      list.nodes.push_back(std::move(*objects));
+    }
+  }
+  return list;
 }
 
 }  // namespace kubestat::aggregator

@@ -108,12 +108,13 @@ class WatchStreamState {
     if (change.is_pod) {
       if (!pods_) return false;
       std::pair<std::string, std::string> key(change.namespace_name, change.name);
-      bool matches = change.kind == WatchChange::Kind::kUpsert && pods_->Matches(*change.pod->view);
+      bool matches =
+          change.kind == WatchChange::Kind::kUpsert && pods_->Matches(change.pod->view());
       if (matches) {
         bool known = !sent_pods_.insert(std::move(key)).second;
         event->set_type(known ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED);
         v1::PodMetrics* pod = event->mutable_pod();
-        *pod = change.pod->proto;
+        *pod = change.pod->proto();
         windows_.Apply(pod);
         return true;
       }
@@ -124,12 +125,13 @@ class WatchStreamState {
       return true;
     }
     if (!nodes_) return false;
-    bool matches = change.kind == WatchChange::Kind::kUpsert && nodes_->Matches(*change.node->view);
+    bool matches =
+        change.kind == WatchChange::Kind::kUpsert && nodes_->Matches(change.node->view());
     if (matches) {
       bool known = !sent_nodes_.insert(change.name).second;
       event->set_type(known ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED);
       v1::NodeMetrics* node = event->mutable_node();
-      *node = change.node->proto;
+      *node = change.node->proto();
       windows_.Apply(node);
       return true;
     }

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -652,6 +653,37 @@ std::optional<NodeSnapshot> Ingestor::QueryNode(std::string_view name) const {
     snapshot.series.push_back(std::move(w));
   }
   return snapshot;
+}
+
+std::optional<NodeObjectsSnapshot> Ingestor::QueryNodeObjects(std::string_view name) const {
+  Shard& shard = ShardOf(name);
+  std::lock_guard lock(shard.mu);
+  auto node = shard.nodes.find(name);
+  if (node == shard.nodes.end()) return std::nullopt;
+  NodeObjectsSnapshot objects;
+  objects.node.name = std::string(name);
+  objects.pods.reserve(node->second.pods.size());
+  std::vector<SeriesWindows> series = shard.engine->QueryNode(name);
+  // The node's own series come first, then each pod's, by (namespace, pod): the same order
+  // as the node's pod list, so one merge pass pairs them.
+  auto it = series.begin();
+  for (; it != series.end() && !IsPodSeries(it->key); ++it) {
+    objects.node.series.push_back(std::move(*it));
+  }
+  for (const PodName& pod : node->second.pods) {
+    auto before = [&](const SeriesWindows& w) {
+      return std::tie(w.key.pod_namespace, w.key.pod) < std::tie(pod.first, pod.second);
+    };
+    while (it != series.end() && before(*it)) ++it;
+    PodSnapshot snapshot;
+    snapshot.pod = {pod.first, pod.second, std::string(name)};
+    for (; it != series.end() && it->key.pod_namespace == pod.first && it->key.pod == pod.second;
+         ++it) {
+      snapshot.series.push_back(std::move(*it));
+    }
+    objects.pods.push_back(std::move(snapshot));
+  }
+  return objects;
 }
 
 std::optional<PodSnapshot> Ingestor::QueryPod(std::string_view namespace_name,

@@ -1,6 +1,7 @@
 #include "kubestat/aggregator/metrics_source.h"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 namespace kubestat::aggregator {
@@ -47,6 +48,33 @@ std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
     snapshot->pods_by_node[pod->node_name].push_back(pod);
   }
   return snapshot;
+}
+
+NodeObjectsList MetricsSource::AllNodeObjects() const {
+  std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
+  NodeObjectsList list;
+  list.complete = snapshot->complete;
+  std::map<std::string_view, NodeObjects> by_node;
+  for (const std::shared_ptr<const NodeView>& node : snapshot->nodes) {
+    NodeObjects& objects = by_node[node->name];
+    objects.node_name = node->name;
+    objects.node = node;
+  }
+  for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
+    NodeObjects& objects = by_node[pod->node_name];
+    objects.node_name = pod->node_name;
+    objects.pods.push_back(pod);
+  }
+  list.nodes.reserve(by_node.size());
+  for (auto& [name, objects] : by_node) list.nodes.push_back(std::move(objects));
+  return list;
+}
+
+std::optional<NodeObjects> MetricsSource::ObjectsOfNode(std::string_view node) const {
+  for (NodeObjects& objects : AllNodeObjects().nodes) {
+    if (objects.node_name == node) return std::move(objects);
+  }
+  return std::nullopt;
 }
 
 }  // namespace kubestat::aggregator

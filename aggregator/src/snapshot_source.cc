@@ -1,6 +1,7 @@
 #include "kubestat/aggregator/snapshot_source.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 namespace kubestat::aggregator {
@@ -56,53 +57,210 @@ bool ErasePod(MetricsSnapshot* snapshot, std::string_view namespace_name, std::s
   return true;
 }
 
+bool PodLess(const std::shared_ptr<const PodView>& a, const std::shared_ptr<const PodView>& b) {
+  return PodBefore(a, b->namespace_name, b->name);
+}
+
+// One snapshot from every node's part (parts in node-name order).
+std::shared_ptr<MetricsSnapshot> Assemble(
+    bool complete, const std::vector<std::shared_ptr<const NodeObjects>>& parts) {
+  auto snapshot = std::make_shared<MetricsSnapshot>();
+  snapshot->complete = complete;
+  size_t pods = 0;
+  for (const auto& part : parts) pods += part->pods.size();
+  snapshot->nodes.reserve(parts.size());
+  snapshot->pods.reserve(pods);
+  for (const auto& part : parts) {
+    if (part->node) snapshot->nodes.push_back(part->node);
+    snapshot->pods.insert(snapshot->pods.end(), part->pods.begin(), part->pods.end());
+  }
+  // Stable: of a pod reported by two nodes, the first node's view stays first and is kept.
+  std::stable_sort(snapshot->pods.begin(), snapshot->pods.end(), PodLess);
+  auto same = [](const std::shared_ptr<const PodView>& a, const std::shared_ptr<const PodView>& b) {
+    return a->namespace_name == b->namespace_name && a->name == b->name;
+  };
+  snapshot->pods.erase(std::unique(snapshot->pods.begin(), snapshot->pods.end(), same),
+                       snapshot->pods.end());
+  snapshot->pods_by_node.reserve(parts.size());
+  for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
+    snapshot->pods_by_node[pod->node_name].push_back(pod);
+  }
+  return snapshot;
+}
+
 }  // namespace
 
 SnapshotSource::SnapshotSource(const MetricsSource* live)
     : live_(live), current_(std::make_shared<MetricsSnapshot>()) {}
 
+SnapshotSource::Read SnapshotSource::BeginRead() {
+  const Read read{++reads_, removal_seq_};
+  reads_in_flight_.insert(read.removals);
+  return read;
+}
+
+void SnapshotSource::EndRead(const Read& read) {
+  reads_in_flight_.erase(reads_in_flight_.find(read.removals));
+  if (reads_in_flight_.empty()) {
+    removals_.clear();
+    return;
+  }
+  const uint64_t oldest = *reads_in_flight_.begin();
+  std::erase_if(removals_, [oldest](const Removal& r) { return r.seq <= oldest; });
+}
+
+bool SnapshotSource::ApplyRemovals(const Read& read, NodeObjects* objects) const {
+  for (const Removal& removal : removals_) {
+    if (removal.seq <= read.removals) continue;
+    if (removal.node) {
+      if (removal.name == objects->node_name) return false;
+      continue;
+    }
+    std::erase_if(objects->pods, [&](const std::shared_ptr<const PodView>& pod) {
+      return pod->namespace_name == removal.namespace_name && pod->name == removal.name;
+    });
+  }
+  return true;
+}
+
+std::shared_ptr<const NodeObjects> SnapshotSource::Store(const Read& read, std::string_view node,
+                                                         std::optional<NodeObjects> objects) {
+  auto it = parts_.find(node);
+  if (it != parts_.end() && it->second.read > read.order) return nullptr;  // a later read's
+  std::shared_ptr<const NodeObjects> replaced;
+  if (it != parts_.end()) replaced = std::move(it->second.objects);
+  if (!objects || !ApplyRemovals(read, &*objects)) {
+    if (it != parts_.end()) parts_.erase(it);
+    return replaced;
+  }
+  Part part{read.order, std::make_shared<const NodeObjects>(std::move(*objects))};
+  if (it == parts_.end()) {
+    parts_.emplace(std::string(node), std::move(part));
+  } else {
+    it->second = std::move(part);
+  }
+  return replaced;
+}
+
 void SnapshotSource::Refresh() {
-  std::lock_guard refresh_lock(refresh_mu_);
+  Read read;
   {
     std::lock_guard lock(mu_);
-    refreshing_ = true;
-    pending_ = {};
+    read = BeginRead();
   }
-  std::shared_ptr<const MetricsSnapshot> taken = live_->Snapshot();
-
-  std::lock_guard lock(mu_);
-  refreshing_ = false;
-  if (!pending_.nodes.empty() || !pending_.pods.empty()) {
-    // Removals that raced with the read: the live source may still have listed them.
-    auto snapshot = std::make_shared<MetricsSnapshot>(*taken);
-    for (const std::string& name : pending_.nodes) EraseNode(snapshot.get(), name);
-    for (const auto& [namespace_name, name] : pending_.pods) {
-      ErasePod(snapshot.get(), namespace_name, name);
+  NodeObjectsList list = live_->AllNodeObjects();
+  std::vector<std::shared_ptr<const NodeObjects>> replaced;  // freed after the lock
+  {
+    std::lock_guard lock(mu_);
+    // A node the read did not see is gone, unless a later read found it.
+    std::set<std::string_view> seen;
+    for (const NodeObjects& objects : list.nodes) seen.insert(objects.node_name);
+    for (auto it = parts_.begin(); it != parts_.end();) {
+      if (it->second.read < read.order && !seen.contains(it->first)) {
+        replaced.push_back(std::move(it->second.objects));
+        it = parts_.erase(it);
+      } else {
+        ++it;
+      }
     }
-    taken = std::move(snapshot);
-    pending_ = {};
+    for (NodeObjects& objects : list.nodes) {
+      const std::string name = objects.node_name;
+      replaced.push_back(Store(read, name, std::move(objects)));
+    }
+    EndRead(read);
+    ++stats_.refreshes;
   }
-  ++stats_.refreshes;
-  current_ = std::move(taken);
+  PublishParts(list.complete);
+}
+
+void SnapshotSource::RefreshNode(std::string_view node) {
+  Read read;
+  {
+    std::lock_guard lock(mu_);
+    read = BeginRead();
+  }
+  std::optional<NodeObjects> objects = live_->ObjectsOfNode(node);
+  std::shared_ptr<const NodeObjects> replaced;  // freed after the lock
+  std::lock_guard lock(mu_);
+  replaced = Store(read, node, std::move(objects));
+  EndRead(read);
+  ++stats_.node_refreshes;
+}
+
+void SnapshotSource::Publish() { PublishParts(live_->Ready()); }
+
+void SnapshotSource::PublishParts(bool complete) {
+  std::lock_guard publish_lock(publish_mu_);
+  Read read;
+  std::vector<std::shared_ptr<const NodeObjects>> parts;
+  {
+    std::lock_guard lock(mu_);
+    read = BeginRead();
+    parts.reserve(parts_.size());
+    for (const auto& [name, part] : parts_) parts.push_back(part.objects);
+  }
+  std::shared_ptr<MetricsSnapshot> snapshot = Assemble(complete, parts);
+  std::shared_ptr<const MetricsSnapshot> replaced;  // freed after the lock
+  std::lock_guard lock(mu_);
+  // Removals made while assembling: their objects may be in the parts that were copied.
+  for (const Removal& removal : removals_) {
+    if (removal.seq <= read.removals) continue;
+    if (removal.node) {
+      EraseNode(snapshot.get(), removal.name);
+    } else {
+      ErasePod(snapshot.get(), removal.namespace_name, removal.name);
+    }
+  }
+  EndRead(read);
+  ++stats_.publishes;
+  replaced = std::move(current_);
+  current_ = std::move(snapshot);
 }
 
 void SnapshotSource::RemoveNode(std::string_view name) {
+  std::shared_ptr<const NodeObjects> part;
+  std::shared_ptr<const MetricsSnapshot> replaced;
   std::lock_guard lock(mu_);
-  if (refreshing_) pending_.nodes.emplace_back(name);
+  ++removal_seq_;
+  if (!reads_in_flight_.empty()) removals_.push_back({removal_seq_, true, {}, std::string(name)});
+  if (auto it = parts_.find(name); it != parts_.end()) {
+    part = std::move(it->second.objects);
+    parts_.erase(it);
+  }
   if (!FindNode(*current_, name)) return;
   auto snapshot = std::make_shared<MetricsSnapshot>(*current_);
   EraseNode(snapshot.get(), name);
   ++stats_.removals;
+  replaced = std::move(current_);
   current_ = std::move(snapshot);
 }
 
 void SnapshotSource::RemovePod(std::string_view namespace_name, std::string_view name) {
+  std::vector<std::shared_ptr<const NodeObjects>> parts;
+  std::shared_ptr<const MetricsSnapshot> replaced;
   std::lock_guard lock(mu_);
-  if (refreshing_) pending_.pods.emplace_back(namespace_name, name);
+  ++removal_seq_;
+  if (!reads_in_flight_.empty()) {
+    removals_.push_back({removal_seq_, false, std::string(namespace_name), std::string(name)});
+  }
+  for (auto& [node, part] : parts_) {
+    const auto& pods = part.objects->pods;
+    auto it = std::lower_bound(pods.begin(), pods.end(), 0,
+                               [&](const std::shared_ptr<const PodView>& pod, int) {
+                                 return PodBefore(pod, namespace_name, name);
+                               });
+    if (it == pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
+      continue;
+    }
+    auto objects = std::make_shared<NodeObjects>(*part.objects);
+    objects->pods.erase(objects->pods.begin() + (it - pods.begin()));
+    parts.push_back(std::exchange(part.objects, std::move(objects)));
+  }
   if (!FindPod(*current_, namespace_name, name)) return;
   auto snapshot = std::make_shared<MetricsSnapshot>(*current_);
   ErasePod(snapshot.get(), namespace_name, name);
   ++stats_.removals;
+  replaced = std::move(current_);
   current_ = std::move(snapshot);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -57,103 +58,128 @@ void WatchSubscription::Close() {
 }
 
 WatchHub::WatchHub(const MetricsSource* source, WatchHubOptions options)
-    : source_(source), options_(options), state_(std::make_shared<WatchBatch>()) {}
+    : source_(source), options_(options), state_(std::make_shared<State>()) {}
 
 WatchHub::~WatchHub() { Shutdown(); }
 
-void WatchHub::OnRound(Timestamp tick) {
+namespace {
+
+const v1::NodeMetrics* Build(const NodeView& view, v1::NodeMetrics* proto) {
+  *proto = NodeToProto(view);
+  return proto;
+}
+const v1::PodMetrics* Build(const PodView& view, v1::PodMetrics* proto) {
+  *proto = PodToProto(view);
+  return proto;
+}
+
+// Sort keys: a node's name; a pod's (namespace, name).
+std::tuple<std::string_view, std::string_view> KeyOf(const NodeView& node) {
+  return {std::string_view(), node.name};
+}
+std::tuple<std::string_view, std::string_view> KeyOf(const PodView& pod) {
+  return {pod.namespace_name, pod.name};
+}
+
+bool Same(const NodeView& a, const NodeView& b) { return SameNode(a, b); }
+bool Same(const PodView& a, const PodView& b) { return SamePod(a, b); }
+
+void SetKey(const NodeView& node, WatchChange* change) { change->name = node.name; }
+void SetKey(const PodView& pod, WatchChange* change) {
+  change->is_pod = true;
+  change->namespace_name = pod.namespace_name;
+  change->name = pod.name;
+}
+void SetObject(std::shared_ptr<const WatchedNode> node, WatchChange* change) {
+  change->node = std::move(node);
+}
+void SetObject(std::shared_ptr<const WatchedPod> pod, WatchChange* change) {
+  change->pod = std::move(pod);
+}
+
+// One kind's diff: `held` (the previous round's objects) against `views` (this round's), both
+// sorted by key. Appends the objects now held to `next`, the changes, in key order, to
+// `changes`, and the held objects no longer held to `retired`. An object whose view is the one
+// held (its node was not scraped again) or equal to it keeps its watched form, and so its
+// proto if a watcher already built it.
+template <typename View, typename Proto>
+void Diff(const std::vector<std::shared_ptr<const Watched<View, Proto>>>& held,
+          const std::vector<std::shared_ptr<const View>>& views,
+          std::vector<std::shared_ptr<const Watched<View, Proto>>>* next,
+          std::vector<WatchChange>* changes, std::vector<std::shared_ptr<const void>>* retired) {
+  next->reserve(views.size());
+  auto old = held.begin();
+  auto remove = [&](const std::shared_ptr<const Watched<View, Proto>>& gone) {
+    WatchChange& change = changes->emplace_back();
+    change.kind = WatchChange::Kind::kRemove;
+    SetKey(gone->view(), &change);
+    retired->push_back(gone);
+  };
+  for (const std::shared_ptr<const View>& view : views) {
+    const auto key = KeyOf(*view);
+    while (old != held.end() && KeyOf((*old)->view()) < key) remove(*old++);
+    if (old != held.end() && KeyOf((*old)->view()) == key) {
+      const auto& watched = *old++;
+      if (watched->shared_view() == view || Same(watched->view(), *view)) {
+        next->push_back(watched);
+        continue;
+      }
+      retired->push_back(watched);
+    }
+    auto watched = std::make_shared<const Watched<View, Proto>>(view);
+    WatchChange& change = changes->emplace_back();
+    SetKey(*view, &change);
+    SetObject(watched, &change);
+    next->push_back(std::move(watched));
+  }
+  while (old != held.end()) remove(*old++);
+}
+
+template <typename View, typename Proto>
+void AppendUpserts(const std::vector<std::shared_ptr<const Watched<View, Proto>>>& objects,
+                   std::vector<WatchChange>* changes) {
+  for (const auto& watched : objects) {
+    WatchChange& change = changes->emplace_back();
+    SetKey(watched->view(), &change);
+    SetObject(watched, &change);
+  }
+}
+
+}  // namespace
+
+template <typename View, typename Proto>
+const Proto& Watched<View, Proto>::proto() const {
+  std::call_once(built_, [this] { Build(*view_, &proto_); });
+  return proto_;
+}
+
+template class Watched<NodeView, v1::NodeMetrics>;
+template class Watched<PodView, v1::PodMetrics>;
+
+std::vector<std::shared_ptr<const void>> WatchHub::OnRound(Timestamp tick) {
   std::lock_guard round_lock(round_mu_);
   // Read the source without holding mu_, so Subscribe and the readers never wait for it.
   const std::shared_ptr<const MetricsSnapshot> cut = source_->Snapshot();
-
+  std::shared_ptr<const State> held;
+  {
+    std::lock_guard lock(mu_);
+    held = state_;
+  }
+  auto next = std::make_shared<State>();
   std::vector<WatchChange> changes;
-  std::map<std::string, std::shared_ptr<const WatchedNode>> next_nodes;
-  for (const std::shared_ptr<const NodeView>& view : cut->nodes) {
-    std::string name = view->name;
-    auto it = nodes_.find(name);
-    if (it != nodes_.end() && (it->second->view == view || SameNode(*it->second->view, *view))) {
-      next_nodes.emplace(std::move(name), it->second);
-      continue;
-    }
-    auto node = std::make_shared<WatchedNode>();
-    node->proto = NodeToProto(*view);
-    node->view = view;
-    WatchChange& change = changes.emplace_back();
-    change.name = name;
-    change.node = node;
-    next_nodes.emplace(std::move(name), std::move(node));
-  }
-  for (const auto& [name, node] : nodes_) {
-    if (next_nodes.count(name) > 0) continue;
-    WatchChange& change = changes.emplace_back();
-    change.kind = WatchChange::Kind::kRemove;
-    change.name = name;
-  }
-
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<const WatchedPod>> next_pods;
-  size_t first_pod_change = changes.size();
-  for (const std::shared_ptr<const PodView>& view : cut->pods) {
-    std::pair<std::string, std::string> key(view->namespace_name, view->name);
-    auto it = pods_.find(key);
-    if (it != pods_.end() && (it->second->view == view || SamePod(*it->second->view, *view))) {
-      next_pods.emplace(std::move(key), it->second);
-      continue;
-    }
-    auto pod = std::make_shared<WatchedPod>();
-    pod->proto = PodToProto(*view);
-    pod->view = view;
-    WatchChange& change = changes.emplace_back();
-    change.is_pod = true;
-    change.namespace_name = key.first;
-    change.name = key.second;
-    change.pod = pod;
-    next_pods.emplace(std::move(key), std::move(pod));
-  }
-  for (const auto& [key, pod] : pods_) {
-    if (next_pods.count(key) > 0) continue;
-    WatchChange& change = changes.emplace_back();
-    change.kind = WatchChange::Kind::kRemove;
-    change.is_pod = true;
-    change.namespace_name = key.first;
-    change.name = key.second;
-  }
-  // Changes in key order within each kind, so a stream reads like a sorted list.
-  auto by_key = [](const WatchChange& a, const WatchChange& b) {
-    return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
-  };
-  std::sort(changes.begin(), changes.begin() + static_cast<ptrdiff_t>(first_pod_change), by_key);
-  std::sort(changes.begin() + static_cast<ptrdiff_t>(first_pod_change), changes.end(), by_key);
-
-  nodes_ = std::move(next_nodes);
-  pods_ = std::move(next_pods);
-
-  // The published state: every object as an upsert, for snapshots.
-  auto state = std::make_shared<WatchBatch>();
-  state->snapshot = true;
-  state->tick = tick;
-  state->changes.reserve(nodes_.size() + pods_.size());
-  for (const auto& [name, node] : nodes_) {
-    WatchChange& c = state->changes.emplace_back();
-    c.name = name;
-    c.node = node;
-  }
-  for (const auto& [key, pod] : pods_) {
-    WatchChange& c = state->changes.emplace_back();
-    c.is_pod = true;
-    c.namespace_name = key.first;
-    c.name = key.second;
-    c.pod = pod;
-  }
+  std::vector<std::shared_ptr<const void>> retired;
+  Diff(held->nodes, cut->nodes, &next->nodes, &changes, &retired);
+  Diff(held->pods, cut->pods, &next->pods, &changes, &retired);
 
   std::lock_guard lock(mu_);
   for (WatchChange& change : changes) change.revision = ++revision_;
   last_tick_ = tick;
-  state_ = std::move(state);
+  state_ = std::move(next);
   ++stats_.rounds;
   stats_.changes += changes.size();
-  stats_.nodes = nodes_.size();
-  stats_.pods = pods_.size();
-  if (changes.empty() || shut_down_) return;
+  stats_.nodes = state_->nodes.size();
+  stats_.pods = state_->pods.size();
+  if (changes.empty() || shut_down_) return retired;
   auto batch = std::make_shared<WatchBatch>();
   batch->tick = tick;
   batch->changes = std::move(changes);
@@ -161,13 +187,18 @@ void WatchHub::OnRound(Timestamp tick) {
   for (WatchSubscription* subscription : subscriptions_) {
     if (!subscription->Push(shared, options_.max_pending_rounds)) ++stats_.watchers_overflowed;
   }
+  return retired;
 }
 
 absl::StatusOr<std::unique_ptr<WatchSubscription>> WatchHub::Subscribe() {
   std::lock_guard lock(mu_);
   if (shut_down_) return absl::UnavailableError("the watch feed is shutting down");
-  auto snapshot = std::make_shared<WatchBatch>(*state_);
+  auto snapshot = std::make_shared<WatchBatch>();
   snapshot->snapshot = true;
+  snapshot->tick = last_tick_;
+  snapshot->changes.reserve(state_->nodes.size() + state_->pods.size());
+  AppendUpserts(state_->nodes, &snapshot->changes);
+  AppendUpserts(state_->pods, &snapshot->changes);
   for (WatchChange& change : snapshot->changes) change.revision = ++revision_;
   snapshot->snapshot_end_revision = ++revision_;
   std::unique_ptr<WatchSubscription> subscription(new WatchSubscription(this));

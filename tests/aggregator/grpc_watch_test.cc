@@ -7,12 +7,14 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "grpc_fake_source.h"
+#include "kubestat/aggregator/grpc_convert.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
@@ -438,6 +440,53 @@ TEST(WatchHubTest, AFullQueueEndsOnlyThatSubscription) {
   EXPECT_EQ(hub.Stats().watchers, 1u);
   options.max_pending_rounds = 0;
   EXPECT_FALSE(options.Validate().ok());
+}
+
+// The watched forms of a snapshot batch, by object name.
+std::map<std::string, const WatchChange*> ByName(const WatchBatch& batch) {
+  std::map<std::string, const WatchChange*> out;
+  for (const WatchChange& change : batch.changes) out[change.name] = &change;
+  return out;
+}
+
+TEST(WatchHubTest, ARoundKeepsWhatDidNotChangeAndHandsBackWhatItLetGo) {
+  FakeMetricsSource source;
+  source.PutNode(MakeNode("n1", {}, Tick(0), 1));
+  source.PutPod(MakePod("ns", "p1", "n1", {}, Tick(0), 1));
+  source.PutPod(MakePod("ns", "p2", "n1", {}, Tick(0), 2));
+  WatchHub hub(&source);
+  EXPECT_TRUE(hub.OnRound(Tick(0)).empty());
+  auto first = hub.Subscribe();
+  ASSERT_TRUE(first.ok());
+  std::shared_ptr<const WatchBatch> before;
+  ASSERT_EQ((*first)->Next(&before, Duration::zero()), WatchSubscription::Result::kBatch);
+  auto old = ByName(*before);
+  ASSERT_EQ(old.size(), 3u);
+  // The proto is built on first use, equal to a direct conversion, and then kept.
+  const v1::NodeMetrics& node_proto = old["n1"]->node->proto();
+  EXPECT_EQ(node_proto.SerializeAsString(),
+            NodeToProto(old["n1"]->node->view()).SerializeAsString());
+  EXPECT_EQ(&old["n1"]->node->proto(), &node_proto);
+
+  source.PutPod(MakePod("ns", "p1", "n1", {}, Tick(1), 5));
+  source.RemovePod("ns", "p2");
+  std::vector<std::shared_ptr<const void>> retired = hub.OnRound(Tick(1));
+  // The replaced p1 and the removed p2, nothing else.
+  ASSERT_EQ(retired.size(), 2u);
+  EXPECT_EQ(retired[0].get(), old["p1"]->pod.get());
+  EXPECT_EQ(retired[1].get(), old["p2"]->pod.get());
+
+  auto second = hub.Subscribe();
+  ASSERT_TRUE(second.ok());
+  std::shared_ptr<const WatchBatch> after;
+  ASSERT_EQ((*second)->Next(&after, Duration::zero()), WatchSubscription::Result::kBatch);
+  auto now = ByName(*after);
+  ASSERT_EQ(now.size(), 2u);
+  // The unchanged node keeps its watched form and the proto built for it.
+  EXPECT_EQ(now["n1"]->node.get(), old["n1"]->node.get());
+  EXPECT_EQ(&now["n1"]->node->proto(), &node_proto);
+  EXPECT_NE(now["p1"]->pod.get(), old["p1"]->pod.get());
+  EXPECT_EQ(now["p1"]->pod->proto().windows(0).cpu_nanocores().max(), 5 + 10);
 }
 
 }  // namespace

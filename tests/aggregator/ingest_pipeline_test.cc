@@ -670,5 +670,76 @@ TEST_F(IngestTest, AggregatorStateJoinsWindowsWithLabels) {
   EXPECT_FALSE(state.GetNode("node-9"));
 }
 
+void ExpectSameWindows(const ResourceWindows& a, const ResourceWindows& b) {
+  EXPECT_EQ(a.cpu, b.cpu);
+  EXPECT_EQ(a.memory, b.memory);
+}
+
+void ExpectSameContainers(const std::vector<ContainerView>& a,
+                          const std::vector<ContainerView>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].name, b[i].name);
+    ExpectSameWindows(a[i].windows, b[i].windows);
+  }
+}
+
+TEST_F(IngestTest, AggregatorStateReadsOneNodeAsItsListsDo) {
+  testing::SyntheticCluster cluster(3, 4, 2, 5);
+  for (int i = 0; i < 4; ++i) {
+    for (size_t n = 0; n < 3; ++n) {
+      ASSERT_TRUE(ingestor_->Ingest(cluster.Scrape(n, kT0 + seconds(10 * i))).ok());
+    }
+  }
+  ASSERT_TRUE(ingestor_->DeletePod("default", "pod-1-0").value());
+  FakeLabels labels;
+  labels.synced = true;
+  labels.nodes["node-1"] = {{"zone", "b"}};
+  labels.pods["shop/pod-1-1"] = PodLabels{{{"app", "cart"}}, "node-1"};
+  AggregatorState state(ingestor_.get(), &labels);
+
+  const std::vector<NodeView> nodes = state.ListNodes();
+  const std::vector<PodView> pods = state.ListPods("");
+  NodeObjectsList all = state.AllNodeObjects();
+  EXPECT_TRUE(all.complete);
+  ASSERT_EQ(all.nodes.size(), nodes.size());
+  size_t pods_seen = 0;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::optional<NodeObjects> one = state.ObjectsOfNode(nodes[n].name);
+    ASSERT_TRUE(one);
+    EXPECT_EQ(all.nodes[n].node_name, nodes[n].name);
+    for (const NodeObjects* objects : {&*one, &all.nodes[n]}) {
+      ASSERT_TRUE(objects->node);
+      EXPECT_EQ(objects->node->name, nodes[n].name);
+      EXPECT_EQ(objects->node->labels, nodes[n].labels);
+      ExpectSameWindows(objects->node->machine, nodes[n].machine);
+      ExpectSameContainers(objects->node->system_containers, nodes[n].system_containers);
+      // Exactly the node's pods from the full list, in the same order and equal.
+      std::vector<const PodView*> expected;
+      for (const PodView& pod : pods) {
+        if (pod.node_name == nodes[n].name) expected.push_back(&pod);
+      }
+      ASSERT_EQ(objects->pods.size(), expected.size());
+      for (size_t p = 0; p < expected.size(); ++p) {
+        const PodView& got = *objects->pods[p];
+        EXPECT_EQ(got.namespace_name, expected[p]->namespace_name);
+        EXPECT_EQ(got.name, expected[p]->name);
+        EXPECT_EQ(got.node_name, expected[p]->node_name);
+        EXPECT_EQ(got.labels, expected[p]->labels);
+        ExpectSameWindows(got.pod, expected[p]->pod);
+        ExpectSameContainers(got.containers, expected[p]->containers);
+      }
+    }
+    pods_seen += one->pods.size();
+  }
+  EXPECT_EQ(pods_seen, pods.size());
+  EXPECT_EQ(pods.size(), 3u * 4u - 1u);  // the deleted pod is in neither
+  EXPECT_EQ(all.nodes[1].node->labels, (Labels{{"zone", "b"}}));
+  EXPECT_FALSE(state.ObjectsOfNode("node-9"));
+  ASSERT_TRUE(ingestor_->DeleteNode("node-2").value());
+  EXPECT_FALSE(state.ObjectsOfNode("node-2"));
+  EXPECT_EQ(state.AllNodeObjects().nodes.size(), 2u);
+}
+
 }  // namespace
 }  // namespace kubestat::aggregator

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -228,6 +230,173 @@ TEST_F(SnapshotSourceTest, ReadersRunConcurrentlyWithRefreshesAndRemovals) {
   EXPECT_EQ(bad.load(), 0);
   EXPECT_FALSE(snapshot_.GetPod("shop", "web-3").has_value());
   EXPECT_EQ(snapshot_.Stats().refreshes, 201u);
+}
+
+TEST_F(SnapshotSourceTest, ANodeReadAfterItsScrapeShowsAtTheNextPublishAlone) {
+  snapshot_.Refresh();
+  live_.PutNode(MakeNode("node-a", {{"zone", "a"}}, BaseTime(), 1500));
+  live_.PutPod(MakePod("shop", "web-3", "node-a", {{"app", "web"}}, BaseTime(), 50));
+  live_.PutPod(MakePod("shop", "web-4", "node-b", {{"app", "web"}}, BaseTime(), 60));
+  snapshot_.RefreshNode("node-a");
+  // Read, not yet published.
+  EXPECT_EQ(snapshot_.ListPods("shop").size(), 2u);
+  snapshot_.Publish();
+  EXPECT_EQ(Names(snapshot_.ListPods("shop")),
+            (std::vector<std::string>{"shop/web-1", "shop/web-2", "shop/web-3"}));
+  EXPECT_EQ(snapshot_.GetNode("node-a")->machine.cpu->windows[0].max, 1500u + 10u);
+  EXPECT_EQ(OnNode(snapshot_, "node-a"),
+            (std::vector<std::string>{"kube-system/dns-1", "shop/web-1", "shop/web-3"}));
+  // node-b was not read again: its new pod waits for its own read.
+  EXPECT_FALSE(snapshot_.GetPod("shop", "web-4").has_value());
+  snapshot_.RefreshNode("node-b");
+  snapshot_.Publish();
+  EXPECT_TRUE(snapshot_.GetPod("shop", "web-4").has_value());
+  EXPECT_EQ(OnNode(snapshot_, "node-b"),
+            (std::vector<std::string>{"shop/web-2", "shop/web-4", "zeta/job-1"}));
+  const SnapshotStats stats = snapshot_.Stats();
+  EXPECT_EQ(stats.refreshes, 1u);
+  EXPECT_EQ(stats.node_refreshes, 2u);
+  EXPECT_EQ(stats.publishes, 3u);
+  EXPECT_EQ(stats.pods, 6u);
+}
+
+TEST_F(SnapshotSourceTest, ANodeTheLiveSourceNoLongerKnowsLeavesWithItsPods) {
+  snapshot_.Refresh();
+  live_.RemoveNode("node-b");
+  live_.RemovePod("shop", "web-2");
+  live_.RemovePod("zeta", "job-1");
+  snapshot_.RefreshNode("node-b");
+  snapshot_.RefreshNode("node-never-seen");
+  snapshot_.Publish();
+  EXPECT_EQ(Names(snapshot_.ListNodes()), (std::vector<std::string>{"node-a"}));
+  EXPECT_EQ(Names(snapshot_.ListPods("")),
+            (std::vector<std::string>{"kube-system/dns-1", "shop/web-1"}));
+  EXPECT_TRUE(OnNode(snapshot_, "node-b").empty());
+}
+
+TEST_F(SnapshotSourceTest, ARemovalDuringANodeReadIsNotUndoneByIt) {
+  HookedSource hooked(&live_);
+  SnapshotSource snapshot(&hooked);
+  snapshot.Refresh();
+  hooked.before_pods = [&] { snapshot.RemovePod("shop", "web-2"); };
+  snapshot.RefreshNode("node-b");
+  hooked.before_pods = [&] { snapshot.RemoveNode("node-a"); };
+  snapshot.RefreshNode("node-a");
+  hooked.before_pods = nullptr;
+  snapshot.Publish();
+  EXPECT_FALSE(snapshot.GetPod("shop", "web-2").has_value());
+  EXPECT_FALSE(snapshot.GetNode("node-a").has_value());
+  // The removed node's pods left with it.
+  EXPECT_EQ(Names(snapshot.ListPods("")), (std::vector<std::string>{"zeta/job-1"}));
+  // A read that starts after the removals sees the live source as it is.
+  snapshot.RefreshNode("node-a");
+  snapshot.RefreshNode("node-b");
+  snapshot.Publish();
+  EXPECT_TRUE(snapshot.GetPod("shop", "web-2").has_value());
+  EXPECT_TRUE(snapshot.GetNode("node-a").has_value());
+}
+
+TEST_F(SnapshotSourceTest, AnEarlierReadNeverReplacesALaterOne) {
+  HookedSource hooked(&live_);
+  SnapshotSource snapshot(&hooked);
+  // While a full read is in flight (it has read node-a at 1000), node-a is scraped again and
+  // read on its own; the full read ends last but must not bring back the older value.
+  bool fired = false;
+  hooked.before_pods = [&] {
+    if (fired) return;
+    fired = true;
+    live_.PutNode(MakeNode("node-a", {{"zone", "a"}}, BaseTime(), 3000));
+    snapshot.RefreshNode("node-a");
+  };
+  snapshot.Refresh();
+  EXPECT_EQ(snapshot.GetNode("node-a")->machine.cpu->windows[0].max, 3000u + 10u);
+  EXPECT_EQ(snapshot.GetNode("node-b")->machine.cpu->windows[0].max, 2000u + 10u);
+}
+
+// A source whose pods are grouped by the node that reported them, whatever their node_name.
+class PartsSource final : public MetricsSource {
+ public:
+  std::map<std::string, NodeObjects> parts;
+
+  bool Ready() const override { return true; }
+  std::vector<NodeView> ListNodes() const override { return {}; }
+  std::optional<NodeView> GetNode(std::string_view) const override { return std::nullopt; }
+  std::vector<PodView> ListPods(std::string_view) const override { return {}; }
+  std::optional<PodView> GetPod(std::string_view, std::string_view) const override {
+    return std::nullopt;
+  }
+  std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override {
+    auto it = parts.find(std::string(node));
+    if (it == parts.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+TEST(SnapshotSourcePartsTest, APodReportedByTwoNodesIsListedOnceFromTheFirstNode) {
+  PartsSource live;
+  auto pod_on = [](const std::string& node, uint64_t cpu) {
+    return std::make_shared<const PodView>(
+        MakePod("shop", "moved", node, {{"app", "web"}}, BaseTime(), cpu));
+  };
+  live.parts["node-a"] = {"node-a", nullptr, {pod_on("node-a", 10)}};
+  live.parts["node-b"] = {"node-b",
+                          std::make_shared<const NodeView>(MakeNode("node-b", {}, BaseTime(), 5)),
+                          {pod_on("node-b", 20)}};
+  SnapshotSource snapshot(&live);
+  snapshot.RefreshNode("node-b");
+  snapshot.RefreshNode("node-a");
+  snapshot.Publish();
+  EXPECT_EQ(Names(snapshot.ListNodes()), (std::vector<std::string>{"node-b"}));
+  ASSERT_EQ(snapshot.ListPods("").size(), 1u);
+  EXPECT_EQ(snapshot.GetPod("shop", "moved")->node_name, "node-a");
+  EXPECT_EQ(OnNode(snapshot, "node-a"), (std::vector<std::string>{"shop/moved"}));
+  EXPECT_TRUE(OnNode(snapshot, "node-b").empty());
+  // Once node-a stops reporting it, node-b's view is the one listed.
+  live.parts.erase("node-a");
+  snapshot.RefreshNode("node-a");
+  snapshot.Publish();
+  EXPECT_EQ(snapshot.GetPod("shop", "moved")->node_name, "node-b");
+  EXPECT_EQ(OnNode(snapshot, "node-b"), (std::vector<std::string>{"shop/moved"}));
+}
+
+TEST_F(SnapshotSourceTest, NodeReadsPublishesAndRemovalsRunConcurrently) {
+  for (int n = 0; n < 8; ++n) {
+    const std::string node = "node-" + std::to_string(n);
+    live_.PutNode(MakeNode(node, {}, BaseTime(), 100 + n));
+    for (int p = 0; p < 4; ++p) {
+      live_.PutPod(MakePod("ns-" + std::to_string(p),
+                           "pod-" + std::to_string(n) + "-" + std::to_string(p), node, {},
+                           BaseTime(), 10));
+    }
+  }
+  snapshot_.Refresh();
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {  // publisher and reader
+    while (!stop.load()) {
+      snapshot_.Publish();
+      std::shared_ptr<const MetricsSnapshot> cut = snapshot_.Snapshot();
+      size_t indexed = 0;
+      for (const auto& [node, pods] : cut->pods_by_node) indexed += pods.size();
+      if (indexed != cut->pods.size()) ++bad;
+    }
+  });
+  for (int w = 0; w < 2; ++w) {
+    threads.emplace_back([&, w] {  // scrape workers
+      for (int i = 0; i < 300; ++i)
+        snapshot_.RefreshNode("node-" + std::to_string(2 * (i % 4) + w));
+    });
+  }
+  for (int i = 0; i < 100; ++i) snapshot_.RemovePod("ns-1", "pod-" + std::to_string(i % 8) + "-1");
+  for (int w = 1; w < 3; ++w) threads[static_cast<size_t>(w)].join();
+  stop.store(true);
+  threads[0].join();
+  EXPECT_EQ(bad.load(), 0);
+  // The live source still has the removed pods: the last reads bring them back, every one.
+  for (int n = 0; n < 8; ++n) snapshot_.RefreshNode("node-" + std::to_string(n));
+  snapshot_.Publish();
+  EXPECT_EQ(snapshot_.ListPods("ns-1").size(), 8u);
 }
 
 }  // namespace

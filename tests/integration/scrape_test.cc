@@ -126,6 +126,11 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
       << ReadAll((dir / "aggregator.log").string());
   EXPECT_EQ(HttpGet(port, "/healthz"), "ok");
   const double rounds = MetricValue(metrics, "kubestat_scrape_rounds_total");
+  // The window memory is counted after the first round (then once a minute): every series
+  // holds at least its ring buffers.
+  const double series = MetricValue(metrics, "kubestat_series");
+  EXPECT_GT(series, 0);
+  EXPECT_GE(MetricValue(metrics, "kubestat_window_memory_bytes"), 100 * series) << metrics;
   ASSERT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
   ASSERT_TRUE(simulator.Running());
 

@@ -2,14 +2,25 @@
 #define _TURN_OFF_PLATFORM_STRING
 #include "kubestat/scrapers/discovery.h"
 
-#include <cpprest/http_listener.h>
-#include <cpprest/producerconsumerstream.h>
+#include <arpa/inet.h>
+#include <cpprest/base_uri.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <deque>
+#include <algorithm>
+#include <cctype>
+#include <condition_variable>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "loopback_pki.h"
@@ -19,8 +30,6 @@ namespace {
 
 using testing::FreeLoopbackPort;
 using testing::PollUntil;
-using web::http::http_request;
-using web::http::status_codes;
 
 std::string NodeJson(const std::string& name, const std::string& rv, const std::string& ip,
                      int port = 10250) {
@@ -45,25 +54,43 @@ std::string Event(const std::string& type, const std::string& object) {
 }
 
 // A small kube API on loopback: paginated lists of nodes and pods, and watches whose
-// streams the test writes to and closes.
+// chunked streams the test writes to and ends.
+//
+// A plain socket server with a thread per connection, not cpprest's http_listener: that
+// listener's close() is not safe against a connection arriving meanwhile (the accept
+// completion then runs on the freed listener and crashes the process), and a discovery
+// that has just been stopped may still be connecting (the requests it cancelled wind down
+// on cpprest's threads). Here the destructor shuts every socket down and joins every
+// thread, so nothing of the server outlives it.
 class FakeKubeApi {
  public:
-  FakeKubeApi() : port_(FreeLoopbackPort()) {
-    listener_ = std::make_unique<web::http::experimental::listener::http_listener>(
-        "http://127.0.0.1:" + std::to_string(port_));
-    listener_->support([this](http_request request) { Handle(request); });
-    listener_->open().wait();
+  FakeKubeApi() {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(listen_fd_, 64) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("fake kube API: cannot listen on loopback");
+    }
+    port_ = ntohs(addr.sin_port);
+    acceptor_ = std::thread([this] { AcceptLoop(); });
   }
   ~FakeKubeApi() {
-    std::map<std::string, std::deque<concurrency::streams::producer_consumer_buffer<uint8_t>>> open;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      open.swap(watches_);
+      closing_ = true;
+      // Wakes the blocked accept() and recv()s; their threads then end.
+      ::shutdown(listen_fd_, SHUT_RDWR);
+      for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
     }
-    for (auto& [resource, streams] : open) {
-      for (auto& stream : streams) stream.close(std::ios_base::out).wait();
-    }
-    listener_->close().wait();
+    watch_ended_.notify_all();  // and the connections waiting on an open watch
+    acceptor_.join();
+    // The acceptor has ended: no connection thread is added any more.
+    for (std::thread& thread : connection_threads_) thread.join();
+    ::close(listen_fd_);
   }
 
   std::string server() const { return "http://127.0.0.1:" + std::to_string(port_); }
@@ -96,48 +123,138 @@ class FakeKubeApi {
       return watches_[resource].size() >= n;
     });
   }
+  // Writes `text` to the latest watch of `resource` as one chunk (readable at once).
   void Send(const std::string& resource, const std::string& text) {
-    auto stream = Latest(resource);
-    stream.putn_nocopy(reinterpret_cast<const uint8_t*>(text.data()), text.size()).wait();
-    stream.sync().wait();  // makes the bytes readable now, not when a whole chunk is full
+    std::lock_guard<std::mutex> lock(mu_);
+    Watch& watch = Latest(resource);
+    if (watch.ended) return;
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", text.size());
+    WriteAll(watch.fd, std::string(size) + text + "\r\n");
   }
+  // Ends the latest watch of `resource` (the last chunk); the connection is kept.
   void CloseWatch(const std::string& resource) {
-    Latest(resource).close(std::ios_base::out).wait();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Watch& watch = Latest(resource);
+      if (watch.ended) return;
+      WriteAll(watch.fd, "0\r\n\r\n");
+      watch.ended = true;
+    }
+    watch_ended_.notify_all();
   }
 
  private:
-  concurrency::streams::producer_consumer_buffer<uint8_t> Latest(const std::string& resource) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return watches_[resource].back();
+  struct Watch {
+    int fd = -1;
+    bool ended = false;
+  };
+
+  // Requires mu_ and a watch of `resource`.
+  Watch& Latest(const std::string& resource) {
+    auto& watches = watches_[resource];
+    if (watches.empty()) throw std::logic_error("fake kube API: no watch of " + resource);
+    return *watches.back();
   }
 
-  void Handle(http_request request) {
-    const std::string path = request.relative_uri().path();
-    std::string resource = path == "/api/v1/nodes" ? "nodes" : path == "/api/v1/pods" ? "pods" : "";
-    auto query = web::uri::split_query(request.relative_uri().query());
-    std::unique_lock<std::mutex> lock(mu_);
-    authorizations_.push_back(
-        request.headers().has("Authorization") ? request.headers()["Authorization"] : "");
-    if (resource.empty()) {
-      lock.unlock();
-      request.reply(status_codes::NotFound);
-      return;
+  static bool WriteAll(int fd, std::string_view data) {
+    while (!data.empty()) {
+      ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
     }
+    return true;
+  }
+
+  static std::string Response(int code, std::string_view reason, const std::string& body) {
+    return "HTTP/1.1 " + std::to_string(code) + " " + std::string(reason) +
+           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  }
+
+  void AcceptLoop() {
+    while (true) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) {
+        if (fd >= 0) ::close(fd);
+        return;
+      }
+      if (fd < 0) continue;  // e.g. a connection reset before it was accepted
+      connections_.insert(fd);
+      connection_threads_.emplace_back([this, fd] { Serve(fd); });
+    }
+  }
+
+  // Answers the requests of one connection (GETs: no body) until it or the server closes.
+  void Serve(int fd) {
+    std::string received;
+    while (true) {
+      size_t end;
+      while ((end = received.find("\r\n\r\n")) == std::string::npos) {
+        char buffer[4096];
+        ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) break;
+        received.append(buffer, static_cast<size_t>(n));
+      }
+      if (end == std::string::npos || !Handle(fd, received.substr(0, end))) break;
+      received.erase(0, end + 4);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    connections_.erase(fd);
+    ::close(fd);
+  }
+
+  // Answers one request; false when the connection should close.
+  bool Handle(int fd, const std::string& head) {
+    // "GET /api/v1/pods?limit=500 HTTP/1.1", then header lines.
+    const size_t target_start = head.find(' ') + 1;
+    const std::string target =
+        head.substr(target_start, head.find(' ', target_start) - target_start);
+    const size_t question = target.find('?');
+    const std::string path = target.substr(0, question);
+    auto query =
+        web::uri::split_query(question == std::string::npos ? "" : target.substr(question + 1));
+    std::string authorization;
+    for (size_t line = head.find("\r\n"); line != std::string::npos;) {
+      size_t next = head.find("\r\n", line + 2);
+      std::string header =
+          head.substr(line + 2, next == std::string::npos ? next : next - line - 2);
+      const size_t colon = header.find(':');
+      std::string name = header.substr(0, colon);
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      if (name == "authorization" && colon != std::string::npos) {
+        authorization =
+            header.substr(std::min(header.find_first_not_of(' ', colon + 1), header.size()));
+      }
+      line = next;
+    }
+    std::string resource = path == "/api/v1/nodes" ? "nodes" : path == "/api/v1/pods" ? "pods" : "";
+
+    std::unique_lock<std::mutex> lock(mu_);
+    if (closing_) return false;
+    authorizations_.push_back(authorization);
+    if (resource.empty()) return WriteAll(fd, Response(404, "Not Found", ""));
     if (query["watch"] == "true") {
       watch_versions_[resource].push_back(query["resourceVersion"]);
       if (gone_on_watch_) {
-        lock.unlock();
-        request.reply(status_codes::Gone,
-                      std::string(R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
-                                  R"("reason":"Expired","code":410})"),
-                      "application/json");
-        return;
+        return WriteAll(fd, Response(410, "Gone",
+                                     R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
+                                     R"("reason":"Expired","code":410})"));
       }
-      concurrency::streams::producer_consumer_buffer<uint8_t> stream;
-      watches_[resource].push_back(stream);
-      lock.unlock();
-      request.reply(status_codes::OK, stream.create_istream(), "application/json");
-      return;
+      // Registered and answered under one lock: Send() and CloseWatch() come after the head.
+      auto watch = std::make_shared<Watch>();
+      watch->fd = fd;
+      watches_[resource].push_back(watch);
+      if (!WriteAll(fd,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n")) {
+        watch->ended = true;
+        return false;
+      }
+      watch_ended_.wait(lock, [&] { return watch->ended || closing_; });
+      return !closing_;
     }
     ++list_requests_[resource];
     const std::vector<std::string>& items = items_[resource];
@@ -150,19 +267,22 @@ class FakeKubeApi {
     body += R"(},"items":[)";
     for (size_t i = start; i < end; ++i) body += (i > start ? "," : "") + items[i];
     body += "]}";
-    lock.unlock();
-    request.reply(status_codes::OK, body, "application/json");
+    return WriteAll(fd, Response(200, "OK", body));
   }
 
-  int port_;
-  std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::thread acceptor_;
+  std::vector<std::thread> connection_threads_;  // added by the acceptor only
   std::mutex mu_;
+  std::condition_variable watch_ended_;
+  bool closing_ = false;
+  std::set<int> connections_;  // open connection sockets
   std::map<std::string, std::vector<std::string>> items_;
   std::map<std::string, std::string> rv_;
   std::map<std::string, std::vector<std::string>> watch_versions_;
   std::map<std::string, int> list_requests_;
-  std::map<std::string, std::deque<concurrency::streams::producer_consumer_buffer<uint8_t>>>
-      watches_;
+  std::map<std::string, std::vector<std::shared_ptr<Watch>>> watches_;
   std::vector<std::string> authorizations_;
   bool gone_on_watch_ = false;
 };
@@ -268,8 +388,10 @@ TEST_F(KubeApiDiscoveryTest, WatchEventsUpdateTheSnapshotAndNotifyListeners) {
   api_.Send("pods", Event("MODIFIED", PodJson("shop", "web-1", "21", "node-1", "web", true)));
   api_.Send("pods", Event("DELETED", PodJson("shop", "web-2", "22", "node-2")));
   api_.Send("pods", Event("ADDED", PodJson("shop", "web-3", "23", "node-3")));
+  // The resume point moves once an event has been applied, counted and told to listeners.
   ASSERT_TRUE(PollUntil([&] { return discovery->pod_resource_version() == "23"; }));
-  ASSERT_TRUE(PollUntil([&] { return discovery->node_count() == 3; }));
+  ASSERT_TRUE(PollUntil([&] { return discovery->node_resource_version() == "11"; }));
+  EXPECT_EQ(discovery->node_count(), 3u);
   EXPECT_TRUE(discovery->Pod("shop", "web-1")->terminating);
   EXPECT_FALSE(discovery->Pod("shop", "web-2").has_value());
   EXPECT_EQ(discovery->Pod("shop", "web-3")->node_name, "node-3");
@@ -331,8 +453,9 @@ TEST_F(KubeApiDiscoveryTest, GoneStatusOnTheWatchRequestRelists) {
   api_.CloseWatch("nodes");
   ASSERT_TRUE(PollUntil([&] { return api_.ListRequests("nodes") >= 2; }));
   api_.SetGoneOnWatch(false);
-  ASSERT_TRUE(PollUntil([&] { return discovery->node_count() == 1; }));
-  EXPECT_TRUE(listener_.Has("DELETED node node-2"));
+  // The snapshot changes before the listeners hear of it: wait for what they were told.
+  ASSERT_TRUE(PollUntil([&] { return listener_.Has("DELETED node node-2"); }));
+  EXPECT_EQ(discovery->node_count(), 1u);
   EXPECT_GE(discovery->stats().relists_after_gone, 1u);
 }
 

@@ -51,10 +51,14 @@ class AggregatorState final : public MetricsSource {
   std::vector<PodView> ListPods(std::string_view namespace_name) const override;
   std::optional<PodView> GetPod(std::string_view namespace_name,
                                 std::string_view name) const override;
+  // One pass over each node's series (Ingestor::QueryNodeObjects), grouped by the node that
+  // reported them; nodes in name order.
+  NodeObjectsList AllNodeObjects() const override;
+  std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override;
 
  private:
-  NodeView MakeNodeView(const NodeSnapshot& snapshot) const;
-  PodView MakePodView(const PodSnapshot& snapshot) const;
+  NodeView MakeNodeView(NodeSnapshot snapshot) const;
+  PodView MakePodView(PodSnapshot snapshot) const;
 
   const Ingestor* ingestor_;
   const LabelProvider* labels_;

@@ -108,6 +108,12 @@ struct PodSnapshot {
   std::vector<SeriesWindows> series;  // the pod's own series, then its containers', key order
 };
 
+// One node's own series and the series of every pod it reported, read under one lock.
+struct NodeObjectsSnapshot {
+  NodeSnapshot node;
+  std::vector<PodSnapshot> pods;  // by (namespace, name)
+};
+
 class Ingestor {
  public:
   // `store` must outlive the ingestor. `clock` measures the rebuild duration.
@@ -142,6 +148,9 @@ class Ingestor {
   std::vector<PodRef> ListPods() const;
   std::optional<NodeSnapshot> QueryNode(std::string_view name) const;
   std::optional<PodSnapshot> QueryPod(std::string_view namespace_name, std::string_view name) const;
+  // A node's own series and its pods' in one pass over its series (what QueryNode and
+  // QueryPod give for each of its pods); std::nullopt when the node is unknown.
+  std::optional<NodeObjectsSnapshot> QueryNodeObjects(std::string_view name) const;
   // Every node's snapshot, by name.
   std::vector<NodeSnapshot> QueryNodes() const;
   // Every pod's snapshot (only those of `namespace_name` when it is non-empty), by

@@ -70,6 +70,21 @@ struct MetricsSnapshot {
   std::pair<size_t, size_t> NamespaceRange(std::string_view namespace_name) const;
 };
 
+// The objects one node reported, the unit a source re-reads after that node's scrape: the
+// node's own view (null when the source has pods of the node but no node object) and the
+// pods it reported, sorted by (namespace, name).
+struct NodeObjects {
+  std::string node_name;
+  std::shared_ptr<const NodeView> node;
+  std::vector<std::shared_ptr<const PodView>> pods;
+};
+
+// Every object of a source grouped by node, nodes sorted by name.
+struct NodeObjectsList {
+  bool complete = false;  // read while the source was Ready()
+  std::vector<NodeObjects> nodes;
+};
+
 class MetricsSource {
  public:
   virtual ~MetricsSource() = default;
@@ -88,6 +103,14 @@ class MetricsSource {
   // ListPods("") (sorting them if they are not), and indexes the pods by node; a source
   // that keeps such a snapshot returns it without copying.
   virtual std::shared_ptr<const MetricsSnapshot> Snapshot() const;
+
+  // Every object grouped by the node that reported it. This default groups Snapshot() by
+  // PodView::node_name.
+  virtual NodeObjectsList AllNodeObjects() const;
+  // The objects of one node; std::nullopt when the source knows nothing of it. This default
+  // reads AllNodeObjects(), a pass over everything: a source serving a large cluster
+  // overrides it with a read of that node alone.
+  virtual std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const;
 };
 
 }  // namespace kubestat::aggregator

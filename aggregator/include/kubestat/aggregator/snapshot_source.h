@@ -1,33 +1,43 @@
 // SnapshotSource: a MetricsSource that answers from an immutable snapshot of another source,
-// taken once per scrape round, so a query costs a lookup plus a copy of what it returns and
-// never a pass over the window engine.
+// published once per scrape round, so a query costs a lookup plus a copy of what it returns
+// and never a pass over the window engine.
 //
-// Refresh() reads every node and pod of the live source (the engine's windows joined with
-// discovery's labels) and publishes them as one snapshot, indexed by node name, by
-// (namespace, pod name) and by the node a pod runs on. The aggregator calls it after the
-// store is rebuilt and after every scrape round; a reader takes the current snapshot (one
-// shared_ptr copy under a short lock) and reads it without holding any lock, so queries
-// never wait for a refresh and a refresh never waits for a query. Every list is one
-// consistent cut: the state at the end of a round, as metrics-server serves it.
+// The snapshot is assembled from per-node parts: each node's view and the views of the pods
+// it reported (NodeObjects). RefreshNode() re-reads one node's part from the live source; the
+// aggregator calls it (on one thread of its own) right after that node's scrape is ingested,
+// so the cost of reading the windows is spread over the round instead of paid at its end.
+// Publish() assembles the current parts into one snapshot, indexed by node name, by
+// (namespace, pod name) and by the node a pod runs on; the aggregator calls it when a round
+// completes. Refresh() re-reads every node and publishes (at start, after the rebuild). A
+// node whose scrape failed keeps the part read last, as its windows have not changed. A pod
+// reported by two nodes at once (it moved) is listed once, from the first node by name.
+//
+// A reader takes the current snapshot (one shared_ptr copy under a short lock) and reads it
+// without holding any lock, so queries never wait for a refresh and a refresh never waits for
+// a query. Every list is one consistent cut: each node as of its last scrape.
 //
 // Deletions: RemoveNode / RemovePod publish a copy of the snapshot without that object at
-// once, so an object deleted in the kube API leaves the results without waiting for the next
-// round. A removal made while a refresh is reading the live source is applied to that
-// refresh's result too, so the object cannot come back from a read that raced with it.
+// once and drop it from the parts, so an object deleted in the kube API leaves the results
+// without waiting for the next round. A removal made while a read of the live source is in
+// flight is applied to that read's result too, so the object cannot come back from a read
+// that raced with it. A part read earlier never replaces one read later.
 //
-// Ready(): true once a snapshot was taken while the live source was ready (store rebuilt,
-// discovery synced); before that the snapshot may be partial.
+// Ready(): true once a snapshot was published while the live source was ready (store
+// rebuilt, discovery synced).
 //
 // Ownership: borrows the live source, which must outlive this object.
-// Thread-safety: every method is safe to call from any thread. Refreshes are serialized.
+// Thread-safety: every method is safe to call from any thread.
 #ifndef KUBESTAT_AGGREGATOR_SNAPSHOT_SOURCE_H_
 #define KUBESTAT_AGGREGATOR_SNAPSHOT_SOURCE_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,9 +49,11 @@ namespace kubestat::aggregator {
 
 // Counters for /metrics and tests.
 struct SnapshotStats {
-  uint64_t refreshes = 0;  // Refresh() calls
-  uint64_t removals = 0;   // objects removed between refreshes
-  size_t nodes = 0;        // objects in the current snapshot
+  uint64_t refreshes = 0;       // Refresh() calls
+  uint64_t node_refreshes = 0;  // RefreshNode() calls
+  uint64_t publishes = 0;       // snapshots assembled (Publish() and Refresh())
+  uint64_t removals = 0;        // objects removed between publishes
+  size_t nodes = 0;             // objects in the current snapshot
   size_t pods = 0;
 };
 
@@ -49,9 +61,15 @@ class SnapshotSource final : public MetricsSource {
  public:
   explicit SnapshotSource(const MetricsSource* live);
 
-  // Reads the live source and publishes what it read.
+  // Re-reads every node of the live source and publishes.
   void Refresh();
-  // Removes one object from the current snapshot at once (no-op when absent).
+  // Re-reads one node's objects (dropping them when the live source no longer knows the
+  // node); they show at the next Publish().
+  void RefreshNode(std::string_view node);
+  // Publishes the parts read so far as one snapshot.
+  void Publish();
+  // Removes one object from the current snapshot at once, and from the parts read (no-op
+  // when absent); a node takes the pods it reported out of the parts with it.
   void RemoveNode(std::string_view name);
   void RemovePod(std::string_view namespace_name, std::string_view name);
 
@@ -67,19 +85,45 @@ class SnapshotSource final : public MetricsSource {
                                 std::string_view name) const override;
 
  private:
-  // Removals recorded while a refresh reads the live source.
-  struct PendingRemovals {
-    std::vector<std::string> nodes;
-    std::vector<std::pair<std::string, std::string>> pods;
+  // A node's part: what was read, and when (the order in which reads started).
+  struct Part {
+    uint64_t read = 0;
+    std::shared_ptr<const NodeObjects> objects;
+  };
+  // A removal, kept while a read that started before it is in flight.
+  struct Removal {
+    uint64_t seq = 0;
+    bool node = false;           // a node (name) or a pod (namespace_name, name)
+    std::string namespace_name;  // empty for a node
+    std::string name;
+  };
+  // A read of the live source (or of the parts) in flight.
+  struct Read {
+    uint64_t order = 0;     // reads started before it, plus one
+    uint64_t removals = 0;  // removals made before it started
   };
 
+  Read BeginRead();                // mu_ held
+  void EndRead(const Read& read);  // mu_ held
+  // Applies the removals made since `read` began to one node's objects; false when the node
+  // itself was removed.
+  bool ApplyRemovals(const Read& read, NodeObjects* objects) const;  // mu_ held
+  // Stores a part (or drops it when `objects` is empty or the node was removed) unless a later
+  // read already stored one; returns the part replaced, to be freed after the lock.
+  std::shared_ptr<const NodeObjects> Store(const Read& read, std::string_view node,
+                                           std::optional<NodeObjects> objects);  // mu_ held
+  void PublishParts(bool complete);
+
   const MetricsSource* live_;
-  std::mutex refresh_mu_;  // serializes Refresh()
+  std::mutex publish_mu_;  // serializes Publish() so snapshots are published in order
   mutable std::mutex mu_;  // guards everything below; never held while reading live_
   std::shared_ptr<const MetricsSnapshot> current_;
-  bool refreshing_ = false;
-  PendingRemovals pending_;
-  SnapshotStats stats_;  // refreshes and removals; Stats() adds the sizes of current_
+  std::map<std::string, Part, std::less<>> parts_;  // by node name
+  uint64_t reads_ = 0;
+  uint64_t removal_seq_ = 0;
+  std::multiset<uint64_t> reads_in_flight_;  // their Read::removals
+  std::vector<Removal> removals_;            // newer than the oldest read in flight
+  SnapshotStats stats_;                      // counters; Stats() adds the sizes of current_
 };
 
 }  // namespace kubestat::aggregator

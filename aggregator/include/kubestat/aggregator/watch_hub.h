@@ -4,8 +4,11 @@
 // pod from its MetricsSource's Snapshot() (shared views, not copies), compares each object with the
 // one it held after the previous round and computes one diff for the round: an upsert for every new
 // object and for every object whose windows (endtimes, statistics), labels or node changed, and a
-// removal for every object that disappeared. The diff is built once and shared, read-only, by every
-// watcher, so a round costs one comparison pass plus one queue push per watcher.
+// removal for every object that disappeared. Both lists are sorted, so the diff is one merge
+// pass; an object whose view is the very one held (its node was not read again) costs a
+// pointer comparison. The diff is built once and shared, read-only, by every watcher, so a
+// round costs one comparison pass plus one queue push per watcher. An object's proto form is
+// built when a watcher first sends it, once, so a round that nobody watches builds none.
 //
 // Revisions: one counter per hub, starting at 0. Each change of a round takes the next
 // value (nodes by name first, then pods by namespace and name), so the changes a watcher
@@ -35,7 +38,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,18 +61,26 @@ struct WatchHubOptions {
   [[nodiscard]] absl::Status Validate() const;
 };
 
-// A node as the hub holds it: the source's view (for selectors and comparison, shared with
-// the source's snapshot) and its proto form with every window. Immutable once built; shared
-// by every batch that refers to it.
-struct WatchedNode {
-  std::shared_ptr<const NodeView> view;
-  v1::NodeMetrics proto;
+// An object as the hub holds it: the source's view (for selectors and comparison, shared
+// with the source's snapshot) and its proto form with every window, built when a watcher
+// first asks for it (a round with no watcher builds none) and then shared by every batch
+// and watcher that refers to it. Thread-safe.
+template <typename View, typename Proto>
+class Watched {
+ public:
+  explicit Watched(std::shared_ptr<const View> view) : view_(std::move(view)) {}
+  const View& view() const { return *view_; }
+  const std::shared_ptr<const View>& shared_view() const { return view_; }
+  const Proto& proto() const;
+
+ private:
+  std::shared_ptr<const View> view_;
+  mutable std::once_flag built_;
+  mutable Proto proto_;
 };
 
-struct WatchedPod {
-  std::shared_ptr<const PodView> view;
-  v1::PodMetrics proto;
-};
+using WatchedNode = Watched<NodeView, v1::NodeMetrics>;
+using WatchedPod = Watched<PodView, v1::PodMetrics>;
 
 // One change of a round. Exactly one of node / pod is set for an upsert; for a removal
 // only the key (name, and namespace_name for pods) is set.
@@ -150,7 +160,10 @@ class WatchHub {
 
   // Computes the diff against the previous round and queues it to every subscription. An
   // empty diff is still counted as a round but queues nothing. Never blocks on a reader.
-  void OnRound(Timestamp tick);
+  // Returns the objects the round replaced or removed: dropping the vector frees them (with
+  // the views only they still hold) at once; a caller that wants to spread that cost keeps
+  // them and drops them a few at a time.
+  std::vector<std::shared_ptr<const void>> OnRound(Timestamp tick);
 
   // A new subscription whose first batch is the snapshot; Unavailable after Shutdown().
   [[nodiscard]] absl::StatusOr<std::unique_ptr<WatchSubscription>> Subscribe();
@@ -170,17 +183,21 @@ class WatchHub {
   const MetricsSource* source_;
   const WatchHubOptions options_;
 
-  std::mutex round_mu_;  // serializes OnRound; guards the state below
-  std::map<std::string, std::shared_ptr<const WatchedNode>> nodes_;
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<const WatchedPod>> pods_;
+  // Every object held after a round: nodes by name, pods by (namespace, name).
+  struct State {
+    std::vector<std::shared_ptr<const WatchedNode>> nodes;
+    std::vector<std::shared_ptr<const WatchedPod>> pods;
+  };
+
+  std::mutex round_mu_;  // serializes OnRound
 
   mutable std::mutex mu_;  // guards everything below; never held while reading the source
   uint64_t revision_ = 0;
   Timestamp last_tick_{};
   bool shut_down_ = false;
   std::vector<WatchSubscription*> subscriptions_;
-  // The state as of the last round, published for Subscribe().
-  std::shared_ptr<const WatchBatch> state_;
+  // The state as of the last round; Subscribe() turns it into a snapshot batch.
+  std::shared_ptr<const State> state_;
   WatchHubStats stats_;
 };
 
