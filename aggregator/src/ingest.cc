@@ -642,16 +642,27 @@ std::vector<PodRef> Ingestor::ListPods() const {
   return pods;
 }
 
+namespace {
+
+// Moves the node's own series, which come first in a node's key order, from `series` into
+// `node`; returns where its pods' series begin.
+std::vector<SeriesWindows>::iterator TakeNodeSeries(std::vector<SeriesWindows>& series,
+                                                    NodeSnapshot* node) {
+  auto it = series.begin();
+  for (; it != series.end() && !IsPodSeries(it->key); ++it) node->series.push_back(std::move(*it));
+  return it;
+}
+
+}  // namespace
+
 std::optional<NodeSnapshot> Ingestor::QueryNode(std::string_view name) const {
   Shard& shard = ShardOf(name);
   std::lock_guard lock(shard.mu);
   if (!shard.nodes.contains(name)) return std::nullopt;
   NodeSnapshot snapshot;
   snapshot.name = std::string(name);
-  for (SeriesWindows& w : shard.engine->QueryNode(name)) {
-    if (IsPodSeries(w.key)) break;  // pods follow the node's own series in key order
-    snapshot.series.push_back(std::move(w));
-  }
+  std::vector<SeriesWindows> series = shard.engine->QueryNode(name);
+  TakeNodeSeries(series, &snapshot);
   return snapshot;
 }
 
@@ -664,12 +675,9 @@ std::optional<NodeObjectsSnapshot> Ingestor::QueryNodeObjects(std::string_view n
   objects.node.name = std::string(name);
   objects.pods.reserve(node->second.pods.size());
   std::vector<SeriesWindows> series = shard.engine->QueryNode(name);
-  // The node's own series come first, then each pod's, by (namespace, pod): the same order
-  // as the node's pod list, so one merge pass pairs them.
-  auto it = series.begin();
-  for (; it != series.end() && !IsPodSeries(it->key); ++it) {
-    objects.node.series.push_back(std::move(*it));
-  }
+  // Each pod's series follow the node's own, by (namespace, pod): the same order as the
+  // node's pod list, so one merge pass pairs them.
+  auto it = TakeNodeSeries(series, &objects.node);
   for (const PodName& pod : node->second.pods) {
     auto before = [&](const SeriesWindows& w) {
       return std::tie(w.key.pod_namespace, w.key.pod) < std::tie(pod.first, pod.second);
@@ -709,10 +717,8 @@ std::vector<NodeSnapshot> Ingestor::QueryNodes() const {
     for (const auto& [name, node] : shard->nodes) {
       NodeSnapshot snapshot;
       snapshot.name = name;
-      for (SeriesWindows& w : shard->engine->QueryNode(name)) {
-        if (IsPodSeries(w.key)) break;
-        snapshot.series.push_back(std::move(w));
-      }
+      std::vector<SeriesWindows> series = shard->engine->QueryNode(name);
+      TakeNodeSeries(series, &snapshot);
       nodes.push_back(std::move(snapshot));
     }
   }

@@ -24,16 +24,22 @@ std::optional<size_t> FindNode(const MetricsSnapshot& snapshot, std::string_view
   return static_cast<size_t>(it - snapshot.nodes.begin());
 }
 
-std::optional<size_t> FindPod(const MetricsSnapshot& snapshot, std::string_view namespace_name,
-                              std::string_view name) {
-  auto it = std::lower_bound(snapshot.pods.begin(), snapshot.pods.end(), 0,
+// The same for pods sorted by (namespace, name).
+std::optional<size_t> FindPodIn(const std::vector<std::shared_ptr<const PodView>>& pods,
+                                std::string_view namespace_name, std::string_view name) {
+  auto it = std::lower_bound(pods.begin(), pods.end(), 0,
                              [&](const std::shared_ptr<const PodView>& pod, int) {
                                return PodBefore(pod, namespace_name, name);
                              });
-  if (it == snapshot.pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
+  if (it == pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
     return std::nullopt;
   }
-  return static_cast<size_t>(it - snapshot.pods.begin());
+  return static_cast<size_t>(it - pods.begin());
+}
+
+std::optional<size_t> FindPod(const MetricsSnapshot& snapshot, std::string_view namespace_name,
+                              std::string_view name) {
+  return FindPodIn(snapshot.pods, namespace_name, name);
 }
 
 // Drop one object from the snapshot (and a pod from its node's index entry); false when it
@@ -244,16 +250,10 @@ void SnapshotSource::RemovePod(std::string_view namespace_name, std::string_view
     removals_.push_back({removal_seq_, false, std::string(namespace_name), std::string(name)});
   }
   for (auto& [node, part] : parts_) {
-    const auto& pods = part.objects->pods;
-    auto it = std::lower_bound(pods.begin(), pods.end(), 0,
-                               [&](const std::shared_ptr<const PodView>& pod, int) {
-                                 return PodBefore(pod, namespace_name, name);
-                               });
-    if (it == pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
-      continue;
-    }
+    std::optional<size_t> index = FindPodIn(part.objects->pods, namespace_name, name);
+    if (!index) continue;
     auto objects = std::make_shared<NodeObjects>(*part.objects);
-    objects->pods.erase(objects->pods.begin() + (it - pods.begin()));
+    objects->pods.erase(objects->pods.begin() + static_cast<ptrdiff_t>(*index));
     parts.push_back(std::exchange(part.objects, std::move(objects)));
   }
   if (!FindPod(*current_, namespace_name, name)) return;

@@ -64,14 +64,8 @@ WatchHub::~WatchHub() { Shutdown(); }
 
 namespace {
 
-const v1::NodeMetrics* Build(const NodeView& view, v1::NodeMetrics* proto) {
-  *proto = NodeToProto(view);
-  return proto;
-}
-const v1::PodMetrics* Build(const PodView& view, v1::PodMetrics* proto) {
-  *proto = PodToProto(view);
-  return proto;
-}
+void Build(const NodeView& view, v1::NodeMetrics* proto) { *proto = NodeToProto(view); }
+void Build(const PodView& view, v1::PodMetrics* proto) { *proto = PodToProto(view); }
 
 // Sort keys: a node's name; a pod's (namespace, name).
 std::tuple<std::string_view, std::string_view> KeyOf(const NodeView& node) {

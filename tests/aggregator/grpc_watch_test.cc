@@ -442,10 +442,21 @@ TEST(WatchHubTest, AFullQueueEndsOnlyThatSubscription) {
   EXPECT_FALSE(options.Validate().ok());
 }
 
-// The watched forms of a snapshot batch, by object name.
-std::map<std::string, const WatchChange*> ByName(const WatchBatch& batch) {
-  std::map<std::string, const WatchChange*> out;
-  for (const WatchChange& change : batch.changes) out[change.name] = &change;
+// The snapshot batch a new watcher is sent first, and its changes by object name.
+struct SnapshotByName {
+  std::shared_ptr<const WatchBatch> batch;  // holds what `objects` points to
+  std::map<std::string, const WatchChange*> objects;
+};
+
+SnapshotByName TakeSnapshot(WatchHub& hub) {
+  SnapshotByName out;
+  auto subscription = hub.Subscribe();
+  if (!subscription.ok() ||
+      (*subscription)->Next(&out.batch, Duration::zero()) != WatchSubscription::Result::kBatch) {
+    ADD_FAILURE() << "a new subscription got no snapshot batch";
+    return out;
+  }
+  for (const WatchChange& change : out.batch->changes) out.objects[change.name] = &change;
   return out;
 }
 
@@ -456,11 +467,8 @@ TEST(WatchHubTest, ARoundKeepsWhatDidNotChangeAndHandsBackWhatItLetGo) {
   source.PutPod(MakePod("ns", "p2", "n1", {}, Tick(0), 2));
   WatchHub hub(&source);
   EXPECT_TRUE(hub.OnRound(Tick(0)).empty());
-  auto first = hub.Subscribe();
-  ASSERT_TRUE(first.ok());
-  std::shared_ptr<const WatchBatch> before;
-  ASSERT_EQ((*first)->Next(&before, Duration::zero()), WatchSubscription::Result::kBatch);
-  auto old = ByName(*before);
+  SnapshotByName before = TakeSnapshot(hub);
+  auto& old = before.objects;
   ASSERT_EQ(old.size(), 3u);
   // The proto is built on first use, equal to a direct conversion, and then kept.
   const v1::NodeMetrics& node_proto = old["n1"]->node->proto();
@@ -476,11 +484,8 @@ TEST(WatchHubTest, ARoundKeepsWhatDidNotChangeAndHandsBackWhatItLetGo) {
   EXPECT_EQ(retired[0].get(), old["p1"]->pod.get());
   EXPECT_EQ(retired[1].get(), old["p2"]->pod.get());
 
-  auto second = hub.Subscribe();
-  ASSERT_TRUE(second.ok());
-  std::shared_ptr<const WatchBatch> after;
-  ASSERT_EQ((*second)->Next(&after, Duration::zero()), WatchSubscription::Result::kBatch);
-  auto now = ByName(*after);
+  SnapshotByName after = TakeSnapshot(hub);
+  auto& now = after.objects;
   ASSERT_EQ(now.size(), 2u);
   // The unchanged node keeps its watched form and the proto built for it.
   EXPECT_EQ(now["n1"]->node.get(), old["n1"]->node.get());
