@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
   # libraries
   libcpprest-dev libboost-system-dev librocksdb-dev libprotobuf-dev protobuf-compiler
-  libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev libssl-dev libabsl-dev libyaml-cpp-dev
+  libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev libssl-dev libabsl-dev libyaml-cpp-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus wrk openssl curl procps
 )
