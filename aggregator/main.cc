@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -77,6 +78,8 @@ struct AggregatorFlags {
   double scrape_stagger = 0.5;
   std::string listen_address = "0.0.0.0";
   int64_t port = 8080;
+  bool gzip_responses = true;
+  int64_t gzip_min_bytes = int64_t{128} * 1024;
   std::string scrape_dump;
   int64_t verbosity = 0;
   std::string storage_dir;
@@ -127,6 +130,10 @@ void RegisterFlags(FlagSet& flags, AggregatorFlags& f) {
   flags.AddString("listen-address", &f.listen_address,
                   "address of the HTTP server (REST APIs, /metrics, /healthz, /livez, /readyz)");
   flags.AddInt64("port", &f.port, "port of the HTTP server");
+  flags.AddBool("gzip-responses", &f.gzip_responses,
+                "gzip-compress HTTP answers for clients that accept it (Accept-Encoding)");
+  flags.AddInt64("gzip-min-bytes", &f.gzip_min_bytes,
+                 "smallest HTTP answer body that --gzip-responses compresses");
   flags.AddString("grpc-address", &f.grpc_address,
                   "address of the gRPC server (kubestat.v1.Aggregator)");
   flags.AddInt64("grpc-port", &f.grpc_port, "port of the gRPC server; 0 turns it off");
@@ -459,6 +466,14 @@ class AggregatorSink final : public scrapers::ScrapeSink {
     publish_cv_.notify_all();
   }
 
+  // Runs `hook` on the publisher thread after each publish (the REST front end prepares the
+  // answers clients asked for lately there, off the request path). Waits for a running call
+  // of the previous hook, so once SetPublishedHook(nullptr) returns, no hook runs any more.
+  void SetPublishedHook(std::function<void()> hook) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    published_hook_ = std::move(hook);
+  }
+
   // Asks the publisher thread to re-read one node's query views (after its scrape).
   void RequestNodeRead(const std::string& node) {
     {
@@ -517,6 +532,10 @@ class AggregatorSink final : public scrapers::ScrapeSink {
         snapshot_.Publish();
       }
       metrics_.ObserveSnapshot(clock_.Now() - refresh_start, snapshot_.Stats());
+      {
+        std::lock_guard<std::mutex> hook_lock(hook_mu_);
+        if (published_hook_) published_hook_();
+      }
       // What the watch hub let go of is freed over the next round, between node reads,
       // rather than all at once here (a round's worth of views).
       ReleaseRetired(retired_.size() - next_retired_);
@@ -538,6 +557,8 @@ class AggregatorSink final : public scrapers::ScrapeSink {
   std::condition_variable publish_cv_;
   std::optional<Timestamp> pending_tick_;
   bool pending_reread_all_ = false;
+  std::mutex hook_mu_;  // held while published_hook_ runs or changes
+  std::function<void()> published_hook_;
   // Publisher thread only.
   static constexpr Duration kMemoryCountEvery = std::chrono::minutes(1);
   uint64_t publishes_ = 0;
@@ -617,6 +638,9 @@ int Run(int argc, char** argv) {
   }
   if (f.port < 1 || f.port > 65535) {
     return Fail(absl::InvalidArgumentError("--port: " + std::to_string(f.port) + " is not a port"));
+  }
+  if (f.gzip_min_bytes < 0) {
+    return Fail(absl::InvalidArgumentError("--gzip-min-bytes: must not be negative"));
   }
 
   // Discovery: a static list, a kubeconfig, or the in-cluster service account.
@@ -738,6 +762,8 @@ int Run(int argc, char** argv) {
   aggregator::RestServerOptions rest_options;
   rest_options.address = f.listen_address;
   rest_options.port = static_cast<int>(f.port);
+  rest_options.compression.enabled = f.gzip_responses;
+  rest_options.compression.min_bytes = static_cast<size_t>(f.gzip_min_bytes);
   aggregator::LivenessCheck liveness{[&sink] { return sink.last_round_start(); },
                                      f.metric_resolution};
   aggregator::RestServer rest(rest_options, state, *registry, clock, liveness);
@@ -745,6 +771,17 @@ int Run(int argc, char** argv) {
     return Fail(absl::UnavailableError("--listen-address/--port: " + std::string(s.message())));
   }
   KLOG(INFO) << "serving REST, /metrics, /healthz, /livez and /readyz on " << rest.BaseUrl();
+  sink.SetPublishedHook([&rest] {
+    const aggregator::RestHandler::Prepared prepared = rest.Prepare();
+    KVLOG(1) << "prepared for the new snapshot: node items " << prepared.node_items
+             << ", node list gzip " << prepared.nodes_gzip << ", pod list gzip "
+             << prepared.pods_gzip;
+  });
+  // Declared after `rest`, so destroyed before it: no hook call outlives the server.
+  struct PublishedHookReset {
+    AggregatorSink& sink;
+    ~PublishedHookReset() { sink.SetPublishedHook(nullptr); }
+  } published_hook_reset{sink};
 
   // gRPC on --grpc-port.
   aggregator::AggregatorServiceOptions grpc_options;

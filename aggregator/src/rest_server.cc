@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "kubestat/core/gzip.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/status.h"
 #include "prometheus/counter.h"
@@ -117,7 +118,7 @@ class RestServer::Impl {
   Impl(RestServerOptions options, const MetricsSource& source, prometheus::Registry& registry,
        const Clock& clock, LivenessCheck liveness)
       : options_(std::move(options)),
-        handler_(source, clock, std::move(liveness)),
+        handler_(source, clock, std::move(liveness), options_.compression),
         registry_(registry),
         clock_(clock),
         requests_(prometheus::BuildCounter()
@@ -129,7 +130,12 @@ class RestServer::Impl {
                        .Name("kubestat_http_request_duration_seconds")
                        .Help("Time to serve one HTTP request of the REST front end, by route "
                              "template, in seconds.")
-                       .Register(registry)) {}
+                       .Register(registry)),
+        response_bytes_(prometheus::BuildCounter()
+                            .Name("kubestat_http_response_bytes_total")
+                            .Help("Bytes of response bodies of the REST front end as sent, by "
+                                  "route template and content encoding (gzip or identity).")
+                            .Register(registry)) {}
 
   ~Impl() { Stop(); }
 
@@ -178,6 +184,7 @@ class RestServer::Impl {
   }
 
   int port() const { return port_; }
+  RestHandler::Prepared Prepare() { return handler_.Prepare(); }
 
   std::string BaseUrl() const {
     std::string host = options_.address;
@@ -202,10 +209,15 @@ class RestServer::Impl {
     // always sees that request. The duration covers handling and rendering; sending is
     // asynchronous.
     const double seconds = std::chrono::duration<double>(clock_.MonotonicNow() - start).count();
-    Record(response.route, response.code, MethodLabel(method), seconds);
+    Record(response, MethodLabel(method), seconds);
     try {
       http::http_response reply(static_cast<http::status_code>(response.code));
       reply.set_body(std::move(response.body), std::string(response.content_type));
+      if (!response.content_encoding.empty()) {
+        reply.headers().add("Content-Encoding", std::string(response.content_encoding));
+      }
+      // Caches must not serve one client's encoding to another.
+      if (options_.compression.enabled) reply.headers().add("Vary", "Accept-Encoding");
       if (close_connection) reply.headers().add("Connection", "close");
       // Observe the task: a client that went away is not an error of ours, and an
       // unobserved pplx exception would terminate the process.
@@ -249,6 +261,9 @@ class RestServer::Impl {
 
     const std::string path = request.request_uri().path();
     const std::string query = request.request_uri().query();
+    auto accept_encoding = request.headers().find("Accept-Encoding");
+    const bool accepts_gzip =
+        accept_encoding != request.headers().end() && AcceptsGzip(accept_encoding->second);
     if (path == kRouteMetrics || path == "/metrics/") {
       RestResponse response;
       response.route = kRouteMetrics;
@@ -261,9 +276,10 @@ class RestServer::Impl {
       }
       response.content_type = kContentTypePrometheus;
       response.body = prometheus::TextSerializer().Serialize(registry_.Collect());
+      CompressResponse(options_.compression, accepts_gzip, &response);
       return response;
     }
-    return handler_.Handle(RestRequest{method, path, query});
+    return handler_.Handle(RestRequest{method, path, query, accepts_gzip});
   }
 
   static bool IsChunked(const http::http_request& request) {
@@ -284,9 +300,14 @@ class RestServer::Impl {
     }
   }
 
-  void Record(std::string_view route, int code, std::string_view method, double seconds) {
+  void Record(const RestResponse& response, std::string_view method, double seconds) {
+    const std::string_view route = response.route;
+    const int code = response.code;
+    const std::string_view encoding =
+        response.content_encoding.empty() ? "identity" : response.content_encoding;
     prometheus::Counter* counter;
     prometheus::Histogram* histogram;
+    prometheus::Counter* bytes;
     {
       std::lock_guard<std::mutex> lock(metrics_mu_);
       // Routes and methods are static strings, so views make stable keys.
@@ -308,9 +329,18 @@ class RestServer::Impl {
         hit = histograms_.emplace(route, &added).first;
       }
       histogram = hit->second;
+      // The encoding is "identity" or kContentEncodingGzip, both static.
+      auto bit = bytes_.find(std::make_pair(route, encoding));
+      if (bit == bytes_.end()) {
+        prometheus::Counter& added = response_bytes_.Add(
+            {{"route", std::string(route)}, {"content_encoding", std::string(encoding)}});
+        bit = bytes_.emplace(std::make_pair(route, encoding), &added).first;
+      }
+      bytes = bit->second;
     }
     counter->Increment();
     histogram->Observe(seconds);
+    bytes->Increment(static_cast<double>(response.body.size()));
   }
 
   const RestServerOptions options_;
@@ -319,10 +349,12 @@ class RestServer::Impl {
   const Clock& clock_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& durations_;
+  prometheus::Family<prometheus::Counter>& response_bytes_;
 
   std::mutex metrics_mu_;
   std::map<std::tuple<std::string_view, int, std::string_view>, prometheus::Counter*> counters_;
   std::map<std::string_view, prometheus::Histogram*> histograms_;
+  std::map<std::pair<std::string_view, std::string_view>, prometheus::Counter*> bytes_;
 
   std::unique_ptr<http_listener> listener_;
   int port_ = 0;
@@ -337,6 +369,7 @@ RestServer::~RestServer() = default;
 
 absl::Status RestServer::Start() { return impl_->Start(); }
 void RestServer::Stop() { impl_->Stop(); }
+RestHandler::Prepared RestServer::Prepare() { return impl_->Prepare(); }
 int RestServer::port() const { return impl_->port(); }
 std::string RestServer::BaseUrl() const { return impl_->BaseUrl(); }
 

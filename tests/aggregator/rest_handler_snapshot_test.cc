@@ -1,15 +1,18 @@
 // The REST handler over the aggregator's SnapshotSource: answers come from the snapshot of
 // the last refresh, narrowed by its namespace and node indexes, and the metrics/v1alpha1
-// node items pre-rendered per snapshot are the same bytes as a direct render.
+// node items pre-rendered per snapshot are the same bytes as a direct render; gzip answers,
+// kept per snapshot for whole metrics/v1alpha1 lists, hold exactly the identity bytes.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kubestat/aggregator/rest_handler.h"
 #include "kubestat/aggregator/rest_render.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/core/gzip.h"
 #include "kubestat/core/time.h"
 #include "rest_fake_source.h"
 
@@ -36,6 +39,18 @@ class RestHandlerSnapshotTest : public ::testing::Test {
   RestResponse Get(const std::string& path, const std::string& query = "") {
     return handler_.Handle(RestRequest{"GET", path, query});
   }
+  // The same request from a client that accepts gzip, to a handler that compresses from
+  // 64 bytes on.
+  RestResponse GetGzip(const std::string& path, const std::string& query = "") {
+    return gzip_handler_.Handle(RestRequest{"GET", path, query, /*accepts_gzip=*/true});
+  }
+  // The body of a gzip answer, decompressed.
+  static std::string Gunzip(const RestResponse& response) {
+    EXPECT_EQ(response.content_encoding, kContentEncodingGzip);
+    absl::StatusOr<std::string> body = GzipDecompress(response.body, 1 << 30);
+    EXPECT_TRUE(body.ok()) << body.status();
+    return body.value_or("");
+  }
   RenderContext Ctx(MetricsApi api, int indent = 0) const {
     return RenderContext{api, clock_.Now(), indent};
   }
@@ -44,6 +59,7 @@ class RestHandlerSnapshotTest : public ::testing::Test {
   FakeMetricsSource live_;
   SnapshotSource snapshot_{&live_};
   RestHandler handler_{snapshot_, clock_, LivenessCheck{}};
+  RestHandler gzip_handler_{snapshot_, clock_, LivenessCheck{}, ResponseCompression{true, 64}};
 };
 
 TEST_F(RestHandlerSnapshotTest, V1alpha1NodeListsFromPreRenderedItemsAreTheDirectRender) {
@@ -121,6 +137,151 @@ TEST_F(RestHandlerSnapshotTest, PodListsNarrowedByNamespaceAndNodeAreTheDirectRe
   EXPECT_NE(on_node_1.find("\"web-1\""), std::string::npos);
   EXPECT_EQ(on_node_1.find("\"web-2\""), std::string::npos);
   EXPECT_EQ(on_node_1.find("coredns"), std::string::npos);
+}
+
+TEST_F(RestHandlerSnapshotTest, WholeV1alpha1ListsAreGzippedOncePerSnapshotAndFollowRefreshes) {
+  for (const std::string path : {"/apis/metrics/v1alpha1/nodes", "/apis/metrics/v1alpha1/pods"}) {
+    const RestResponse first = GetGzip(path);
+    ASSERT_EQ(first.code, 200) << path;
+    EXPECT_EQ(Gunzip(first), Get(path).body) << path;
+    EXPECT_LT(first.body.size(), Get(path).body.size()) << path;
+    EXPECT_EQ(GetGzip(path).body, first.body) << path << ": the kept form";
+  }
+
+  live_.nodes.erase(live_.nodes.begin());  // node-1 leaves
+  live_.pods.pop_back();                   // shop/web-2 too
+  snapshot_.Refresh();
+  const std::string nodes = Gunzip(GetGzip("/apis/metrics/v1alpha1/nodes"));
+  EXPECT_EQ(nodes.find("\"node-1\""), std::string::npos);
+  EXPECT_EQ(nodes, RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
+  const std::string pods = Gunzip(GetGzip("/apis/metrics/v1alpha1/pods"));
+  EXPECT_EQ(pods.find("\"web-2\""), std::string::npos);
+  EXPECT_EQ(pods, RenderPodList(live_.ListPods(""), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
+}
+
+TEST_F(RestHandlerSnapshotTest, SelectedNamespacedAndV1beta1AnswersAreGzippedPerRequest) {
+  const struct {
+    std::string path;
+    std::string query;
+  } cases[] = {
+      {"/apis/metrics/v1alpha1/nodes", "labelSelector=zone%3Da"},
+      {"/apis/metrics/v1alpha1/nodes", "fieldSelector=metadata.name%3Dnode-2"},
+      {"/apis/metrics/v1alpha1/pods", "labelSelector=app%3Dweb"},
+      {"/apis/metrics/v1alpha1/namespaces/shop/pods", ""},
+      {"/apis/metrics/v1alpha1/nodes", "pretty=true"},
+      {"/apis/metrics.k8s.io/v1beta1/nodes", ""},
+      {"/apis/metrics.k8s.io/v1beta1/pods", ""},
+      {"/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-1", ""},
+  };
+  for (const auto& c : cases) {
+    const RestResponse identity = Get(c.path, c.query);
+    ASSERT_EQ(identity.code, 200) << c.path << "?" << c.query;
+    ASSERT_GE(identity.body.size(), 64u) << c.path << "?" << c.query;
+    EXPECT_EQ(Gunzip(GetGzip(c.path, c.query)), identity.body) << c.path << "?" << c.query;
+  }
+  // A Status answer is compressed like any other body.
+  const RestResponse missing = GetGzip("/apis/metrics/v1alpha1/nodes/node-9");
+  EXPECT_EQ(missing.code, 404);
+  EXPECT_NE(Gunzip(missing).find("\"reason\":\"NotFound\""), std::string::npos);
+}
+
+TEST_F(RestHandlerSnapshotTest, IdentityWithoutAcceptUnderTheThresholdOrWhenTurnedOff) {
+  const std::string path = "/apis/metrics/v1alpha1/nodes";
+  const std::string identity = Get(path).body;
+  const RestResponse not_accepted = gzip_handler_.Handle(RestRequest{"GET", path, ""});
+  EXPECT_TRUE(not_accepted.content_encoding.empty());
+  EXPECT_EQ(not_accepted.body, identity);
+
+  const RestHandler high_threshold(snapshot_, clock_, LivenessCheck{},
+                                   ResponseCompression{true, identity.size() + 1});
+  const RestResponse small = high_threshold.Handle(RestRequest{"GET", path, "", true});
+  EXPECT_TRUE(small.content_encoding.empty());
+  EXPECT_EQ(small.body, identity);
+  const RestHandler at_threshold(snapshot_, clock_, LivenessCheck{},
+                                 ResponseCompression{true, identity.size()});
+  EXPECT_EQ(Gunzip(at_threshold.Handle(RestRequest{"GET", path, "", true})), identity);
+
+  const RestHandler off(snapshot_, clock_, LivenessCheck{}, ResponseCompression{false, 0});
+  const RestResponse plain = off.Handle(RestRequest{"GET", path, "", true});
+  EXPECT_TRUE(plain.content_encoding.empty());
+  EXPECT_EQ(plain.body, identity);
+}
+
+TEST_F(RestHandlerSnapshotTest, ConcurrentFirstGzipRequestsGetOneAndTheSameBody) {
+  const std::string identity = Get("/apis/metrics/v1alpha1/pods").body;
+  constexpr int kThreads = 8;
+  std::vector<std::string> bodies(kThreads);
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] { bodies[i] = GetGzip("/apis/metrics/v1alpha1/pods").body; });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& body : bodies) {
+    EXPECT_EQ(body, bodies[0]);
+    absl::StatusOr<std::string> unpacked = GzipDecompress(body, 1 << 30);
+    ASSERT_TRUE(unpacked.ok()) << unpacked.status();
+    EXPECT_EQ(*unpacked, identity);
+  }
+}
+
+TEST_F(RestHandlerSnapshotTest, PrepareMakesWhatWasAskedForLatelyForTheNewSnapshot) {
+  // Nothing asked for yet: nothing to prepare.
+  RestHandler::Prepared prepared = gzip_handler_.Prepare();
+  EXPECT_FALSE(prepared.node_items || prepared.nodes_gzip || prepared.pods_gzip);
+
+  // A gzip client asks for every node.
+  ASSERT_EQ(GetGzip("/apis/metrics/v1alpha1/nodes").code, 200);
+  // The same snapshot is already prepared (the request made its parts).
+  prepared = gzip_handler_.Prepare();
+  EXPECT_FALSE(prepared.node_items || prepared.nodes_gzip || prepared.pods_gzip);
+
+  live_.nodes.erase(live_.nodes.begin());  // node-1 leaves
+  snapshot_.Refresh();
+  clock_.Advance(std::chrono::seconds(10));
+  prepared = gzip_handler_.Prepare();
+  EXPECT_TRUE(prepared.node_items);
+  EXPECT_TRUE(prepared.nodes_gzip);
+  EXPECT_FALSE(prepared.pods_gzip);
+  // Prepared once per snapshot.
+  prepared = gzip_handler_.Prepare();
+  EXPECT_FALSE(prepared.node_items || prepared.nodes_gzip);
+  // What was prepared is the new snapshot's answer.
+  const std::string nodes = Gunzip(GetGzip("/apis/metrics/v1alpha1/nodes"));
+  EXPECT_EQ(nodes.find("\"node-1\""), std::string::npos);
+  EXPECT_EQ(nodes, RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
+
+  // A selected list uses the node items, but not the whole list's gzip form.
+  clock_.Advance(RestHandler::kPrepareIfAskedWithin + std::chrono::seconds(1));
+  ASSERT_EQ(Get("/apis/metrics/v1alpha1/nodes", "labelSelector=zone%3Da").code, 200);
+  snapshot_.Refresh();
+  prepared = gzip_handler_.Prepare();
+  EXPECT_FALSE(prepared.node_items) << "asked of the other handler";
+  ASSERT_EQ(
+      gzip_handler_.Handle({"GET", "/apis/metrics/v1alpha1/nodes", "labelSelector=zone%3Da"}).code,
+      200);
+  snapshot_.Refresh();
+  prepared = gzip_handler_.Prepare();
+  EXPECT_TRUE(prepared.node_items);
+  EXPECT_FALSE(prepared.nodes_gzip) << "asked more than a minute ago";
+
+  // Nothing asked for within the last minute: nothing prepared.
+  clock_.Advance(RestHandler::kPrepareIfAskedWithin + std::chrono::seconds(1));
+  snapshot_.Refresh();
+  prepared = gzip_handler_.Prepare();
+  EXPECT_FALSE(prepared.node_items || prepared.nodes_gzip || prepared.pods_gzip);
+}
+
+TEST_F(RestHandlerSnapshotTest, PrepareMakesTheWholePodListGzipWhenAskedFor) {
+  ASSERT_EQ(GetGzip("/apis/metrics/v1alpha1/pods").code, 200);
+  live_.pods.pop_back();  // shop/web-2 leaves
+  snapshot_.Refresh();
+  const RestHandler::Prepared prepared = gzip_handler_.Prepare();
+  EXPECT_TRUE(prepared.pods_gzip);
+  EXPECT_FALSE(prepared.nodes_gzip);
+  const std::string pods = Gunzip(GetGzip("/apis/metrics/v1alpha1/pods"));
+  EXPECT_EQ(pods.find("\"web-2\""), std::string::npos);
+  EXPECT_EQ(pods, RenderPodList(live_.ListPods(""), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
 }
 
 }  // namespace

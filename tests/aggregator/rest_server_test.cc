@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "kubestat/core/clock.h"
+#include "kubestat/core/gzip.h"
 #include "kubestat/core/label_selector.h"
 #include "kubestat/core/time.h"
 #include "rest_fake_source.h"
@@ -420,6 +421,91 @@ TEST_F(RestServerTest, MetricsExposesHttpCountersByRouteTemplate) {
   // Raw paths never become label values.
   EXPECT_THAT(text, Not(HasSubstr("/namespaces/shop")));
   EXPECT_THAT(text, Not(HasSubstr("definitely")));
+}
+
+// What a client that asks for gzip sees: the raw body and the encoding headers.
+struct RawReply {
+  int code = 0;
+  std::string content_encoding;
+  std::string vary;
+  std::string body;
+};
+
+RawReply GetRaw(web::http::client::http_client& client, const std::string& path,
+                const std::string& accept_encoding) {
+  web::http::http_request request("GET");
+  request.set_request_uri(path);
+  if (!accept_encoding.empty()) request.headers().add("Accept-Encoding", accept_encoding);
+  web::http::http_response response = client.request(request).get();
+  RawReply reply;
+  reply.code = response.status_code();
+  auto header = [&](const std::string& name) {
+    auto it = response.headers().find(name);
+    return it == response.headers().end() ? std::string() : it->second;
+  };
+  reply.content_encoding = header("Content-Encoding");
+  reply.vary = header("Vary");
+  const std::vector<unsigned char> bytes = response.extract_vector().get();
+  reply.body.assign(bytes.begin(), bytes.end());
+  return reply;
+}
+
+TEST_F(RestServerTest, GzipOverHttpForClientsThatAcceptIt) {
+  RestServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.compression.min_bytes = 64;
+  prometheus::Registry registry;
+  RestServer server(options, source_, registry, clock_, LivenessCheck{});
+  ASSERT_TRUE(server.Start().ok());
+  web::http::client::http_client client(server.BaseUrl());
+
+  const std::string path = std::string(kV1alpha1) + "/nodes";
+  const RawReply identity = GetRaw(client, path, "");
+  ASSERT_EQ(identity.code, 200);
+  EXPECT_EQ(identity.content_encoding, "");
+  EXPECT_EQ(identity.vary, "Accept-Encoding");
+  const RawReply packed = GetRaw(client, path, "deflate, gzip;q=0.8");
+  ASSERT_EQ(packed.code, 200);
+  EXPECT_EQ(packed.content_encoding, "gzip");
+  EXPECT_EQ(packed.vary, "Accept-Encoding");
+  absl::StatusOr<std::string> unpacked = GzipDecompress(packed.body, 1 << 24);
+  ASSERT_TRUE(unpacked.ok()) << unpacked.status();
+  EXPECT_EQ(*unpacked, identity.body);
+  EXPECT_EQ(GetRaw(client, path, "gzip;q=0").content_encoding, "");
+  // Bodies under the threshold go as they are.
+  const RawReply ok = GetRaw(client, "/healthz", "gzip");
+  EXPECT_EQ(ok.content_encoding, "");
+  EXPECT_EQ(ok.body, "ok");
+
+  // /metrics too, and it counts the bytes as sent, by encoding.
+  const RawReply metrics = GetRaw(client, "/metrics", "gzip");
+  ASSERT_EQ(metrics.content_encoding, "gzip");
+  absl::StatusOr<std::string> text = GzipDecompress(metrics.body, 1 << 24);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("kubestat_http_response_bytes_total{content_encoding=\"gzip\","
+                               "route=\"/apis/metrics/v1alpha1/nodes\"} " +
+                               std::to_string(packed.body.size())));
+  EXPECT_THAT(*text, HasSubstr("kubestat_http_response_bytes_total{content_encoding=\"identity\","
+                               "route=\"/apis/metrics/v1alpha1/nodes\"} " +
+                               std::to_string(2 * identity.body.size())));
+}
+
+TEST_F(RestServerTest, CompressionTurnedOffSendsIdentityWithoutVary) {
+  RestServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.compression.enabled = false;
+  options.compression.min_bytes = 0;
+  prometheus::Registry registry;
+  RestServer server(options, source_, registry, clock_, LivenessCheck{});
+  ASSERT_TRUE(server.Start().ok());
+  web::http::client::http_client client(server.BaseUrl());
+  const RawReply reply = GetRaw(client, std::string(kV1alpha1) + "/nodes", "gzip");
+  EXPECT_EQ(reply.code, 200);
+  EXPECT_EQ(reply.content_encoding, "");
+  EXPECT_EQ(reply.vary, "");
+  EXPECT_EQ(reply.body, Get(std::string(kV1alpha1) + "/nodes").body);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // `kubectl top` against the simulated cluster, end to end: kubestat-sim's fake
 // kube-apiserver proxies metrics.k8s.io to a real kubestat-aggregator (as the aggregation
 // layer does), and the real kubectl reads nodes and pods through it. What kubectl prints
-// must be the aggregator's own figures, for every node and pod, with label selection.
+// must be the aggregator's own figures, for every node and pod, with label selection. The
+// aggregator gzips every answer for clients that accept it, as kubectl does, so kubectl
+// decodes the gzip form through the proxy.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -170,7 +172,7 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
       {"--kubeconfig=" + kubeconfig, "--kubelet-scheme=http",
        "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
        "--metric-resolution=4s", "--kubelet-timeout=2s", "--listen-address=127.0.0.1",
-       "--port=" + std::to_string(port), "--grpc-port=0",
+       "--port=" + std::to_string(port), "--grpc-port=0", "--gzip-min-bytes=0",
        "--storage-dir=" + (dir.path() / "store").string()},
       dir.path() / "aggregator.log");
 
@@ -207,6 +209,15 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
   }
   EXPECT_EQ(node_names, (std::set<std::string>{"node-0000", "node-0001", "node-0002", "node-0003",
                                                "node-0004", "node-0005"}));
+  // kubectl asked for gzip and got it (this test's own reads do not ask for it).
+  std::optional<std::string> self_metrics = HttpGet(port, "/metrics");
+  ASSERT_TRUE(self_metrics);
+  const std::string gzip_nodes =
+      "kubestat_http_response_bytes_total{content_encoding=\"gzip\",route=\"/apis/"
+      "metrics.k8s.io/v1beta1/nodes\"} ";
+  const size_t counted = self_metrics->find(gzip_nodes);
+  ASSERT_NE(counted, std::string::npos) << *self_metrics;
+  EXPECT_GT(std::stod(self_metrics->substr(counted + gzip_nodes.size())), 0);
 
   // kubectl top pod -A: every pod, with the sum of its containers.
   before = FetchView(port);

@@ -130,7 +130,8 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
        "--metric-resolution=1s", "--kubelet-timeout=500ms", "--listen-address=127.0.0.1",
        "--port=" + std::to_string(aggregator_port), "--grpc-address=127.0.0.1",
        "--grpc-port=" + std::to_string(FreePort()),
-       "--storage-dir=" + (dir.path() / "store").string()},
+       // Every answer gzip-compressed for clients that ask for it, as Prometheus does.
+       "--gzip-min-bytes=0", "--storage-dir=" + (dir.path() / "store").string()},
       aggregator_log);
 
   // Wait until the aggregator has finished a scrape, so the exposition has every family.
@@ -219,6 +220,24 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
       std::chrono::seconds(60));
   EXPECT_TRUE(scraped) << "kubestat_scrapes_total never had a positive value; last answer: "
                        << last_scrapes;
+
+  // Prometheus (the only client here that asks for gzip) read /metrics gzip-compressed.
+  std::string last_gzip;
+  bool gzipped = PollUntil(
+      [&] {
+        std::optional<std::string> body = HttpGet(
+            prometheus_port,
+            "/api/v1/query?query=kubestat_http_response_bytes_total%7Broute%3D%22%2Fmetrics%22%2C"
+            "content_encoding%3D%22gzip%22%7D");
+        if (!body) return false;
+        last_gzip = *body;
+        for (const auto& [labels, value] : QueryResult(*body)) {
+          if (std::strtod(value.c_str(), nullptr) > 0) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(60));
+  EXPECT_TRUE(gzipped) << "no gzip /metrics answer was counted; last answer: " << last_gzip;
   EXPECT_TRUE(aggregator.Running()) << ReadAll(aggregator_log);
   // Every process is stopped by the Process destructors, also when an assertion failed.
 }

@@ -32,11 +32,21 @@
 //                    health paths answer)
 // Size caps (413) are the transport's business (RestServer).
 //
+// Compression: when the request accepts gzip (RestRequest::accepts_gzip, from its
+// Accept-Encoding header) and compression is on, a body of at least
+// ResponseCompression::min_bytes is sent gzip-compressed (level 1, as the kube-apiserver
+// does; Go clients such as kubectl and the HPA controller ask for it). The gzip form of a
+// whole metrics/v1alpha1 list (every node, or every pod, with no selector) depends only on
+// the snapshot, so it is made once per snapshot, by the first request that needs it, and
+// served to every later one.
+//
 // Ownership: borrows the source and the clock, which must outlive the handler.
 // Thread-safety: Handle() is const and safe to call concurrently when the source is.
 #ifndef KUBESTAT_AGGREGATOR_REST_HANDLER_H_
 #define KUBESTAT_AGGREGATOR_REST_HANDLER_H_
 
+#include <atomic>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -46,6 +56,7 @@
 
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/core/time.h"
 
 namespace kubestat::aggregator {
 
@@ -55,14 +66,19 @@ inline constexpr std::string_view kContentTypeText = "text/plain; charset=utf-8"
 inline constexpr std::string_view kRouteOther = "other";
 
 struct RestRequest {
-  std::string_view method;  // "GET", "POST", ... (case-sensitive, as HTTP defines)
-  std::string_view path;    // raw, percent-encoded, starting with '/'
-  std::string_view query;   // raw query string without the '?'; may be empty
+  std::string_view method;    // "GET", "POST", ... (case-sensitive, as HTTP defines)
+  std::string_view path;      // raw, percent-encoded, starting with '/'
+  std::string_view query;     // raw query string without the '?'; may be empty
+  bool accepts_gzip = false;  // the client's Accept-Encoding admits gzip (AcceptsGzip)
 };
+
+inline constexpr std::string_view kContentEncodingGzip = "gzip";
 
 struct RestResponse {
   int code = 200;
   std::string_view content_type = kContentTypeJson;
+  // The body's Content-Encoding: kContentEncodingGzip, or empty for the bytes as they are.
+  std::string_view content_encoding;
   std::string body;
   // The route template that matched ("/apis/metrics.k8s.io/v1beta1/nodes/{node}"), or
   // kRouteOther; points at static storage.
@@ -79,32 +95,80 @@ struct LivenessCheck {
   Duration resolution{0};
 };
 
+// When answers are gzip-compressed for clients that accept it.
+struct ResponseCompression {
+  // Compress bodies for clients that accept gzip. Default: true
+  bool enabled = true;
+  // Smallest body compressed: below it compression saves too little to pay for itself (the
+  // kube-apiserver's threshold). Default: 131072
+  size_t min_bytes = size_t{128} * 1024;
+};
+
+// Compresses response->body in place (and sets content_encoding) when compression is
+// enabled, the client accepts gzip, the body is not already encoded and has at least
+// min_bytes; otherwise leaves the response as it is.
+void CompressResponse(const ResponseCompression& compression, bool accepts_gzip,
+                      RestResponse* response);
+
 class RestHandler {
  public:
-  RestHandler(const MetricsSource& source, const Clock& clock, LivenessCheck liveness);
+  RestHandler(const MetricsSource& source, const Clock& clock, LivenessCheck liveness,
+              ResponseCompression compression = {});
 
   // Never throws: an exception from the source or rendering becomes a 500 Status.
   RestResponse Handle(const RestRequest& request) const;
+
+  // What Prepare() made.
+  struct Prepared {
+    bool node_items = false;  // the metrics/v1alpha1 node items
+    bool nodes_gzip = false;  // the gzip form of the whole metrics/v1alpha1 node list
+    bool pods_gzip = false;   // the gzip form of the whole metrics/v1alpha1 pod list
+  };
+  // Makes, for the source's newest snapshot and on the calling thread, the per-snapshot parts
+  // that requests used within the last kPrepareIfAskedWithin, so that no request waits for
+  // them after a publish. Meant to be called right after each publish (by the thread that
+  // publishes); parts nobody asked for are left to the first request that needs them, and
+  // a snapshot already prepared is not prepared again. Thread-safe with Handle().
+  Prepared Prepare() const;
+  static constexpr Duration kPrepareIfAskedWithin = std::chrono::minutes(1);
 
  private:
   // Sets *matched_route as soon as the path matched a metric route (for errors thrown later).
   RestResponse Dispatch(const RestRequest& request, std::string_view* matched_route) const;
 
-  // The compact metrics/v1alpha1 items of every node of one snapshot (rest_render.h),
-  // rendered by the first request that lists nodes after the snapshot changed.
-  struct NodeItems {
+  // What is derived from one snapshot alone, each part made once, by Prepare() or the
+  // first request that needs it (others wait for it rather than repeat it).
+  struct SnapshotCache {
     std::shared_ptr<const MetricsSnapshot> cut;
-    std::vector<std::string> items;
+    // The compact metrics/v1alpha1 item of every node (RenderNodeListItem), in cut's order.
+    std::once_flag node_items_once;
+    std::vector<std::string> node_items;
+    // The gzip form of the whole metrics/v1alpha1 node list and pod list (no selector, not
+    // pretty); empty when that list is under the compression threshold.
+    std::once_flag nodes_gzip_once;
+    std::string nodes_gzip;
+    std::once_flag pods_gzip_once;
+    std::string pods_gzip;
   };
-  std::shared_ptr<const NodeItems> NodeItemsOf(std::shared_ptr<const MetricsSnapshot> cut,
-                                               Timestamp now) const;
+  // The cache of `cut`: the kept one when it is cut's, else a new one, kept when cut is
+  // still the source's newest snapshot (a request that read an older one does not evict it).
+  std::shared_ptr<SnapshotCache> CacheOf(std::shared_ptr<const MetricsSnapshot> cut) const;
+  // The parts of a cache, made on first use.
+  const std::vector<std::string>& NodeItems(SnapshotCache& cache, Timestamp now) const;
+  const std::string& WholeNodeListGzip(SnapshotCache& cache, Timestamp now) const;
+  const std::string& WholePodListGzip(SnapshotCache& cache, Timestamp now) const;
 
   const MetricsSource& source_;
   const Clock& clock_;
   LivenessCheck liveness_;
+  ResponseCompression compression_;
   Timestamp started_;
-  mutable std::mutex node_items_mu_;  // guards node_items_
-  mutable std::shared_ptr<const NodeItems> node_items_;
+  mutable std::mutex cache_mu_;  // guards cache_
+  mutable std::shared_ptr<SnapshotCache> cache_;
+  // When a request last used each part (kZeroTime: never), for Prepare().
+  mutable std::atomic<Timestamp> node_items_asked_{kZeroTime};
+  mutable std::atomic<Timestamp> nodes_gzip_asked_{kZeroTime};
+  mutable std::atomic<Timestamp> pods_gzip_asked_{kZeroTime};
 };
 
 }  // namespace kubestat::aggregator

@@ -7,9 +7,15 @@
 //   kubestat_http_requests_total{route, code, method}       counter
 //   kubestat_http_request_duration_seconds{route}           histogram (seconds: handling
 //                                                           and rendering, not sending)
+//   kubestat_http_response_bytes_total{route, content_encoding}  counter (body bytes,
+//                                                           as sent: "gzip" or "identity")
 // `route` is the route template ("/apis/metrics.k8s.io/v1beta1/nodes/{node}", "/metrics",
 // or "other" for an unknown path), never the raw path; `method` is the HTTP method for the
 // standard ones and "other" for anything else, so a peer cannot grow the label sets.
+//
+// Compression: a client whose Accept-Encoding admits gzip gets bodies of at least
+// options.compression.min_bytes gzip-compressed (Content-Encoding: gzip), /metrics
+// included; every response carries "Vary: Accept-Encoding" while compression is on.
 //
 // Limits: a request whose request line plus headers exceed max_header_bytes, or whose
 // declared (Content-Length) or streamed (chunked) body exceeds max_request_body_bytes, gets
@@ -21,8 +27,8 @@
 // retrying with another port if a different process took it in between. port() reports it.
 //
 // Ownership: borrows the source, the registry and the clock, which must outlive the server.
-// Thread-safety: Start() and Stop() from one thread; port() and BaseUrl() from any after
-// Start(). Requests are served on cpprestsdk's thread pool.
+// Thread-safety: Start() and Stop() from one thread; port(), BaseUrl() and Prepare() from
+// any after Start(). Requests are served on cpprestsdk's thread pool.
 // Errors: Start() returns InvalidArgument for bad options, Unavailable when it cannot
 // listen (address in use, unknown address).
 #ifndef KUBESTAT_AGGREGATOR_REST_SERVER_H_
@@ -58,6 +64,8 @@ struct RestServerOptions {
   size_t max_header_bytes = size_t{1024} * 1024;
   // How long cpprestsdk waits on a slow connection. Default: 30s
   std::chrono::seconds connection_timeout{30};
+  // gzip for clients that accept it (see rest_handler.h). Default: on, from 128 KiB
+  ResponseCompression compression;
 
   // InvalidArgument naming the field: empty address, port outside [0, 65535], a zero cap
   // or a timeout under one second.
@@ -76,6 +84,10 @@ class RestServer {
   [[nodiscard]] absl::Status Start();
   // Stops listening and waits for requests in flight. Idempotent.
   void Stop();
+
+  // Prepares the answers clients asked for lately for the source's newest snapshot (see
+  // RestHandler::Prepare); call it after each publish. Any thread.
+  RestHandler::Prepared Prepare();
 
   // The port listened on (the chosen one when options.port is 0); 0 before Start().
   int port() const;
