@@ -7,6 +7,7 @@
 #include <boost/asio/ssl.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -23,7 +24,7 @@ namespace kubestat::scrapers::internal {
 namespace {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
-constexpr size_t kChunkBytes = 64 * 1024;
+constexpr size_t kChunkBytes = size_t{64} * 1024;
 
 // Completion flag shared with a task continuation, so a waiter can give up at a deadline
 // without blocking on the task.
@@ -40,7 +41,7 @@ template <typename T>
 bool WaitFor(const pplx::task<T>& task, SteadyTime deadline, std::shared_ptr<void> keep_alive,
              const pplx::cancellation_token* cancel = nullptr) {
   auto completion = std::make_shared<Completion>();
-  task.then([completion, keep_alive](pplx::task<T> finished) {
+  task.then([completion, keep_alive = std::move(keep_alive)](pplx::task<T> finished) {
     try {
       finished.wait();
     } catch (...) {
@@ -63,7 +64,51 @@ bool WaitFor(const pplx::task<T>& task, SteadyTime deadline, std::shared_ptr<voi
   return true;
 }
 
-absl::Status ReasonError(absl::StatusCode code, std::string message, std::string_view reason) {
+// A cancellation source of its own that is also cancelled when `parent` is, for as long as
+// it lives. pplx's create_linked_source never removes its callback from the parent, so each
+// request would leave one behind on a long-lived parent (the discovery's stop token).
+class LinkedCancellation {
+ public:
+  explicit LinkedCancellation(pplx::cancellation_token parent) : parent_(std::move(parent)) {
+    if (parent_.is_cancelable()) {
+      registration_ = parent_.register_callback([source = source_] { source.cancel(); });
+      registered_ = true;
+    }
+  }
+  ~LinkedCancellation() {
+    if (registered_) parent_.deregister_callback(registration_);
+  }
+  LinkedCancellation(const LinkedCancellation&) = delete;
+  LinkedCancellation& operator=(const LinkedCancellation&) = delete;
+
+  pplx::cancellation_token token() const { return source_.get_token(); }
+  void Cancel() const { source_.cancel(); }
+
+ private:
+  pplx::cancellation_token_source source_;
+  pplx::cancellation_token parent_;
+  pplx::cancellation_token_registration registration_;
+  bool registered_ = false;
+};
+
+// Moves what `stream` holds now (at most `room` bytes) to `out` without waiting, under the
+// buffer's lock (in_avail() reads the producer's count without it). Returns the count.
+size_t TakeAvailable(concurrency::streams::streambuf<uint8_t>& stream, uint8_t* out, size_t room) {
+  size_t taken = 0;
+  while (taken < room) {
+    uint8_t* block = nullptr;
+    size_t available = 0;
+    if (!stream.acquire(block, available) || block == nullptr || available == 0) break;
+    const size_t n = std::min(available, room - taken);
+    std::memcpy(out + taken, block, n);
+    stream.release(block, n);
+    taken += n;
+  }
+  return taken;
+}
+
+absl::Status ReasonError(absl::StatusCode code, const std::string& message,
+                         std::string_view reason) {
   return WithFailureReason(absl::Status(code, message), reason);
 }
 
@@ -166,22 +211,27 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_v
 absl::StatusOr<FetchResult> Fetch(web::http::client::http_client& client,
                                   const std::string& path_and_query,
                                   const std::vector<std::pair<std::string, std::string>>& headers,
-                                  Duration timeout, size_t max_bytes, size_t reserve_extra) {
+                                  Duration timeout, size_t max_bytes, size_t reserve_extra,
+                                  pplx::cancellation_token stop) {
   const SteadyTime deadline =
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
-  pplx::cancellation_token_source cancel;
-  auto timeout_error = [&] {
-    cancel.cancel();
+  // Cancelled at the deadline, on a size overrun, or when `stop` is.
+  LinkedCancellation cancel(stop);
+  // A wait that gave up: stopped, or past the deadline.
+  auto abandoned = [&]() -> absl::Status {
+    cancel.Cancel();
+    if (stop.is_canceled()) return absl::CancelledError("stopped");
     return ReasonError(
         absl::StatusCode::kDeadlineExceeded,
         absl::StrCat("no complete response within ", timeout.count() / 1000000, "ms"), "timeout");
   };
+  const pplx::cancellation_token* stop_wait = stop.is_cancelable() ? &stop : nullptr;
   bool after_headers = false;
   try {
     pplx::task<web::http::http_response> response_task =
-        client.request(MakeGet(path_and_query, headers), cancel.get_token());
-    if (!WaitFor(response_task, deadline, nullptr)) return timeout_error();
+        client.request(MakeGet(path_and_query, headers), cancel.token());
+    if (!WaitFor(response_task, deadline, nullptr, stop_wait)) return abandoned();
     web::http::http_response response = response_task.get();
     after_headers = true;
 
@@ -190,7 +240,7 @@ absl::StatusOr<FetchResult> Fetch(web::http::client::http_client& client,
     result.content_type = response.headers().content_type();
     const uint64_t declared = response.headers().content_length();
     if (declared > max_bytes) {
-      cancel.cancel();
+      cancel.Cancel();
       return ReasonError(
           absl::StatusCode::kResourceExhausted,
           absl::StrCat("response larger than ", max_bytes, " bytes (", declared, " declared)"),
@@ -202,11 +252,11 @@ absl::StatusOr<FetchResult> Fetch(web::http::client::http_client& client,
     auto buffer = std::make_shared<std::vector<uint8_t>>(kChunkBytes);
     while (true) {
       pplx::task<size_t> read = stream.getn(buffer->data(), buffer->size());
-      if (!WaitFor(read, deadline, buffer)) return timeout_error();
+      if (!WaitFor(read, deadline, buffer, stop_wait)) return abandoned();
       size_t n = read.get();
       if (n == 0) break;
       if (result.body.size() + n > max_bytes) {
-        cancel.cancel();
+        cancel.Cancel();
         return ReasonError(absl::StatusCode::kResourceExhausted,
                            absl::StrCat("response larger than ", max_bytes, " bytes"), "too_large");
       }
@@ -220,29 +270,29 @@ absl::StatusOr<FetchResult> Fetch(web::http::client::http_client& client,
     }
     return result;
   } catch (const pplx::task_canceled&) {
-    return timeout_error();
+    return abandoned();
   } catch (const std::exception& e) {
+    if (stop.is_canceled()) return absl::CancelledError("stopped");
     return FromException(e, after_headers);
   }
 }
 
 absl::Status Stream(web::http::client::http_client& client, const std::string& path_and_query,
                     const std::vector<std::pair<std::string, std::string>>& headers,
-                    Duration header_timeout, pplx::cancellation_token cancel,
+                    Duration header_timeout, const pplx::cancellation_token& cancel,
                     const std::function<bool(std::string_view)>& on_chunk, int* status_code,
                     std::string* error_body) {
   const SteadyTime header_deadline =
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(header_timeout);
   // Our own source, linked to the caller's, so this request can also be cancelled alone.
-  pplx::cancellation_token_source linked =
-      pplx::cancellation_token_source::create_linked_source(cancel);
+  LinkedCancellation linked(cancel);
   bool after_headers = false;
   try {
     pplx::task<web::http::http_response> response_task =
-        client.request(MakeGet(path_and_query, headers), linked.get_token());
+        client.request(MakeGet(path_and_query, headers), linked.token());
     if (!WaitFor(response_task, header_deadline, nullptr, &cancel)) {
-      linked.cancel();
+      linked.Cancel();
       if (cancel.is_canceled()) return absl::CancelledError("stopped");
       return ReasonError(absl::StatusCode::kDeadlineExceeded, "no response headers in time",
                          "timeout");
@@ -258,28 +308,19 @@ absl::Status Stream(web::http::client::http_client& client, const std::string& p
       // already there (a read of a whole buffer would wait until the buffer is full).
       pplx::task<size_t> read = stream.getn(buffer->data(), 1);
       if (!WaitFor(read, SteadyTime::max(), buffer, &cancel)) {
-        linked.cancel();
+        linked.Cancel();
         return absl::CancelledError("stopped");
       }
       size_t n = read.get();
       if (n == 0) break;
-      const size_t available = std::min(
-          static_cast<size_t>(std::max<std::streamsize>(stream.in_avail(), 0)), buffer->size() - 1);
-      if (available > 0) {
-        pplx::task<size_t> rest = stream.getn(buffer->data() + 1, available);
-        if (!WaitFor(rest, SteadyTime::max(), buffer, &cancel)) {
-          linked.cancel();
-          return absl::CancelledError("stopped");
-        }
-        n += rest.get();
-      }
+      n += TakeAvailable(stream, buffer->data() + 1, buffer->size() - 1);
       std::string_view chunk(reinterpret_cast<const char*>(buffer->data()), n);
       if (!ok_status) {
-        if (error_body->size() < 64 * 1024) error_body->append(chunk);
+        if (error_body->size() < size_t{64} * 1024) error_body->append(chunk);
         continue;
       }
       if (!on_chunk(chunk)) {
-        linked.cancel();
+        linked.Cancel();
         return absl::OkStatus();
       }
     }

@@ -43,11 +43,13 @@ struct FetchResult {
 
 // GETs `path_and_query` with the given headers. Non-2xx answers are errors with reason
 // http_<code> whose message includes the start of the body. `reserve_extra` bytes of spare
-// capacity are reserved past the body (for parsers that read past the end).
+// capacity are reserved past the body (for parsers that read past the end). Triggering
+// `stop` abandons the request within about 100 ms: Cancelled ("stopped").
 [[nodiscard]] absl::StatusOr<FetchResult> Fetch(
     web::http::client::http_client& client, const std::string& path_and_query,
     const std::vector<std::pair<std::string, std::string>>& headers, Duration timeout,
-    size_t max_bytes, size_t reserve_extra = 0);
+    size_t max_bytes, size_t reserve_extra = 0,
+    pplx::cancellation_token stop = pplx::cancellation_token::none());
 
 // Reads a whole file (for PEM material). NotFound naming the file and `what`.
 [[nodiscard]] absl::StatusOr<std::string> ReadWholeFile(const std::string& path,
@@ -59,7 +61,7 @@ struct FetchResult {
 [[nodiscard]] absl::Status Stream(web::http::client::http_client& client,
                                   const std::string& path_and_query,
                                   const std::vector<std::pair<std::string, std::string>>& headers,
-                                  Duration header_timeout, pplx::cancellation_token cancel,
+                                  Duration header_timeout, const pplx::cancellation_token& cancel,
                                   const std::function<bool(std::string_view)>& on_chunk,
                                   int* status_code, std::string* error_body);
 

@@ -183,7 +183,7 @@ struct KubeApiDiscovery::Impl {
       if (!headers.ok()) return headers.status();
       absl::StatusOr<internal::FetchResult> page =
           internal::Fetch(*list_client, path, *headers, options.request_timeout,
-                          options.max_response_bytes, simdjson::SIMDJSON_PADDING);
+                          options.max_response_bytes, simdjson::SIMDJSON_PADDING, stop.get_token());
       if (!page.ok()) return page.status();
       element doc;
       if (auto error = parser.parse(page->body).get(doc); error != simdjson::SUCCESS) {
@@ -330,6 +330,7 @@ struct KubeApiDiscovery::Impl {
         // events are small), and it is freed when the list is done.
         simdjson::dom::parser list_parser;
         absl::Status listed = List(r, list_parser);
+        if (Stopping()) return;
         if (!listed.ok()) {
           owner->CountStat(&DiscoveryStats::errors);
           if (!Backoff()) return;

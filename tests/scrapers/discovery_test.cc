@@ -100,6 +100,15 @@ class FakeKubeApi {
     items_[resource] = std::move(items);
     rv_[resource] = rv;
   }
+  // While on, list requests are counted and then left unanswered until it is turned off or
+  // the server closes.
+  void SetListsHang(bool hang) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      hang_lists_ = hang;
+    }
+    watch_ended_.notify_all();
+  }
   void SetGoneOnWatch(bool gone) {
     std::lock_guard<std::mutex> lock(mu_);
     gone_on_watch_ = gone;
@@ -257,6 +266,8 @@ class FakeKubeApi {
       return !closing_;
     }
     ++list_requests_[resource];
+    watch_ended_.wait(lock, [&] { return !hang_lists_ || closing_; });
+    if (closing_) return false;
     const std::vector<std::string>& items = items_[resource];
     size_t limit = query.count("limit") ? std::stoul(query["limit"]) : items.size();
     size_t start = query.count("continue") ? std::stoul(web::uri::decode(query["continue"])) : 0;
@@ -285,6 +296,7 @@ class FakeKubeApi {
   std::map<std::string, std::vector<std::shared_ptr<Watch>>> watches_;
   std::vector<std::string> authorizations_;
   bool gone_on_watch_ = false;
+  bool hang_lists_ = false;
 };
 
 class RecordingListener final : public ClusterListener {
@@ -472,6 +484,24 @@ TEST(KubeApiDiscoveryStandaloneTest, UnreachableApiIsRetriedUntilItAppears) {
   ASSERT_TRUE(PollUntil([&] { return (*discovery)->stats().errors >= 2; }));
   EXPECT_FALSE((*discovery)->synced());
   (*discovery)->Stop();
+}
+
+TEST(KubeApiDiscoveryStandaloneTest, StopAbandonsAListInFlight) {
+  FakeKubeApi api;
+  api.SetListsHang(true);
+  FakeClock clock;
+  KubeApiConfig config;
+  config.server = api.server();
+  KubeApiDiscoveryOptions options;
+  // Without cancellation, Stop() would wait this out (and the test's timeout fail it first).
+  options.request_timeout = std::chrono::hours(1);
+  auto discovery = KubeApiDiscovery::Create(config, options, clock);
+  ASSERT_TRUE(discovery.ok()) << discovery.status();
+  (*discovery)->Start();
+  ASSERT_TRUE(PollUntil([&] { return api.ListRequests("nodes") >= 1; }));
+  (*discovery)->Stop();
+  EXPECT_FALSE((*discovery)->synced());
+  EXPECT_EQ((*discovery)->stats().errors, 0u) << "a stop is not an error";
 }
 
 TEST(StaticDiscoveryTest, ParsesNodesAndIsSyncedAtStart) {
