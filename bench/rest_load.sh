@@ -9,12 +9,13 @@
 #   (a) one namespace's pods (metrics.k8s.io/v1beta1) at a target of 200 requests/s,
 #   (b) the all-nodes list (metrics.k8s.io/v1beta1), closed loop,
 #   (c) the all-nodes list (metrics/v1alpha1, every window), closed loop,
+#   (cz) the same with "Accept-Encoding: gzip" (as Go clients ask), closed loop,
 # and prints for each the achieved rate and the p50/p90/p99/p99.9 latency (from wrk's
 # latency histogram, as --latency reports it).
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 base="${1%/}"
@@ -40,3 +41,5 @@ run "(b) all nodes, v1beta1, closed loop (2 threads, 4 connections)" \
   -t2 -c4 -d "$duration" "$base/apis/metrics.k8s.io/v1beta1/nodes"
 run "(c) all nodes, metrics/v1alpha1 (every window), closed loop (2 threads, 4 connections)" \
   -t2 -c4 -d "$duration" "$base/apis/metrics/v1alpha1/nodes"
+run "(cz) all nodes, metrics/v1alpha1, gzip, closed loop (2 threads, 4 connections)" \
+  -t2 -c4 -d "$duration" -H "Accept-Encoding: gzip" "$base/apis/metrics/v1alpha1/nodes"
