@@ -532,16 +532,17 @@ class AggregatorSink final : public scrapers::ScrapeSink {
         snapshot_.Publish();
       }
       metrics_.ObserveSnapshot(clock_.Now() - refresh_start, snapshot_.Stats());
-      {
-        std::lock_guard<std::mutex> hook_lock(hook_mu_);
-        if (published_hook_) published_hook_();
-      }
       // What the watch hub let go of is freed over the next round, between node reads,
       // rather than all at once here (a round's worth of views).
       ReleaseRetired(retired_.size() - next_retired_);
       retired_ = hub_.OnRound(tick);
       next_retired_ = 0;
       release_per_read_ = retired_.size() / std::max<size_t>(1, snapshot_.Stats().nodes) + 1;
+      {
+        // After the watch hub, so watchers hear of the round first.
+        std::lock_guard<std::mutex> hook_lock(hook_mu_);
+        if (published_hook_) published_hook_();
+      }
       lock.lock();
     }
   }
