@@ -437,6 +437,14 @@ class AggregatorSink final : public scrapers::ScrapeSink {
     }
   }
 
+  // /livez reads this: a round that is still running (a node timing out holds it until the
+  // kubelet timeout) counts from its start, not from the start of the last one to finish.
+  void OnRoundStart(uint64_t round, Timestamp start) override {
+    (void)round;
+    std::lock_guard<std::mutex> lock(mu_);
+    last_round_start_ = std::max(last_round_start_, start);
+  }
+
   void OnRoundComplete(const scrapers::RoundSummary& r) override {
     std::ostringstream failures;
     for (const auto& [reason, count] : r.failures_by_reason)
@@ -445,10 +453,6 @@ class AggregatorSink final : public scrapers::ScrapeSink {
                << r.pods << " pods, " << r.containers << " containers, " << r.failed << " failed"
                << (r.failed > 0 ? " (" + failures.str().substr(1) + ")" : "") << ", " << r.skipped
                << " skipped, took " << std::chrono::duration<double>(r.duration).count() << "s";
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      last_round_start_ = r.start;
-    }
     RequestPublish(r.start + r.duration, /*reread_all=*/false);
   }
 

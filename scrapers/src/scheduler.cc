@@ -200,14 +200,16 @@ void ScrapeScheduler::TimerLoop() {
 
 void ScrapeScheduler::BeginRound(std::unique_lock<std::mutex>& lock) {
   const uint64_t round_number = ++rounds_started_;
+  const Timestamp round_start = next_round_;
   lock.unlock();
+  sink_.OnRoundStart(round_number, round_start);
   std::vector<ScrapeTarget> targets = targets_();
   lock.lock();
   if (stopping_) return;
 
   auto round = std::make_shared<Round>();
   round->summary.round = round_number;
-  round->summary.start = next_round_;
+  round->summary.start = round_start;
   round->summary.targets = targets.size();
   round->monotonic_start = clock_.MonotonicNow();
   metrics_->targets.Set(static_cast<double>(targets.size()));
@@ -224,7 +226,7 @@ void ScrapeScheduler::BeginRound(std::unique_lock<std::mutex>& lock) {
       continue;
     }
     busy_.insert(target.node_name);
-    Timestamp not_before = next_round_ + StaggerOffset(target.node_name, window);
+    Timestamp not_before = round_start + StaggerOffset(target.node_name, window);
     tasks.push_back(Task{not_before, std::move(target), round});
   }
   round->summary.targets = nodes.size();

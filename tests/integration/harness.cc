@@ -135,18 +135,23 @@ RunResult Run(const std::string& binary, const std::vector<std::string>& args, c
   return result;
 }
 
-std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {
+std::optional<HttpReply> HttpGetReply(int port, const std::string& path_and_query) {
   try {
     web::http::client::http_client_config config;
     config.set_timeout(std::chrono::seconds(5));
     web::http::client::http_client client("http://127.0.0.1:" + std::to_string(port), config);
     web::http::http_response response =
         client.request(web::http::methods::GET, path_and_query).get();
-    if (response.status_code() != web::http::status_codes::OK) return std::nullopt;
-    return response.extract_string(true).get();
+    return HttpReply{response.status_code(), response.extract_string(true).get()};
   } catch (const std::exception&) {
     return std::nullopt;  // not listening yet, or reset
   }
+}
+
+std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {
+  std::optional<HttpReply> reply = HttpGetReply(port, path_and_query);
+  if (!reply || reply->code != web::http::status_codes::OK) return std::nullopt;
+  return std::move(reply->body);
 }
 
 }  // namespace kubestat::testing

@@ -76,6 +76,14 @@ RunResult Run(const std::string& binary, const std::vector<std::string>& args,
 // GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query);
 
+// GET http://127.0.0.1:port/path; the status code and body of any answer, std::nullopt when
+// none came (not listening, reset, 5 s timeout).
+struct HttpReply {
+  int code = 0;
+  std::string body;
+};
+std::optional<HttpReply> HttpGetReply(int port, const std::string& path_and_query);
+
 }  // namespace kubestat::testing
 
 #endif  // KUBESTAT_TESTS_INTEGRATION_HARNESS_H_

@@ -116,14 +116,28 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
        "--listen-address=127.0.0.1", "--port=" + std::to_string(port), "--scrape-dump=" + dump,
        "--grpc-port=0", "--storage-dir=" + (dir / "store").string()},
       (dir / "aggregator.log").string());
+  // /livez is asked between polls: two nodes time out every round, which keeps each round
+  // running until the kubelet timeout, yet rounds keep starting on time, so it must never
+  // fail once the first round has completed.
   std::string metrics;
+  int livez_checked = 0;
+  std::vector<std::string> livez_failures;
   ASSERT_TRUE(PollUntil(
       [&] {
         metrics = HttpGet(port, "/metrics");
+        if (MetricValue(metrics, "kubestat_scrape_rounds_total") >= 1) {
+          std::optional<testing::HttpReply> live = testing::HttpGetReply(port, "/livez");
+          ++livez_checked;
+          if (!live || live->code != 200) livez_failures.push_back(live ? live->body : "no answer");
+        }
         return MetricValue(metrics, "kubestat_scrape_rounds_total") >= 4;
       },
       std::chrono::seconds(60)))
       << ReadAll((dir / "aggregator.log").string());
+  EXPECT_GT(livez_checked, 10);
+  EXPECT_TRUE(livez_failures.empty())
+      << livez_failures.size() << " of " << livez_checked
+      << " /livez checks failed, the first: " << livez_failures.front();
   EXPECT_EQ(HttpGet(port, "/healthz"), "ok");
   const double rounds = MetricValue(metrics, "kubestat_scrape_rounds_total");
   // The window memory is counted after the first round (then once a minute): every series

@@ -95,14 +95,29 @@ class FakeScraper final : public NodeScraper {
 
 class RecordingSink final : public ScrapeSink {
  public:
+  void OnRoundStart(uint64_t round, Timestamp start) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    starts_.emplace_back(round, start);
+    events_.push_back("start " + std::to_string(round));
+  }
   void OnScrape(const ScrapeTarget& target, absl::StatusOr<NodeScrape> result) override {
     std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back("scrape " + target.node_name);
     ++results_[target.node_name];
     if (result.ok()) ++ok_[target.node_name];
   }
   void OnRoundComplete(const RoundSummary& summary) override {
     std::lock_guard<std::mutex> lock(mu_);
     rounds_.push_back(summary);
+    events_.push_back("complete " + std::to_string(summary.round));
+  }
+  std::vector<std::pair<uint64_t, Timestamp>> starts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return starts_;
+  }
+  std::vector<std::string> events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
   }
   int Results(const std::string& node) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -124,6 +139,8 @@ class RecordingSink final : public ScrapeSink {
   std::map<std::string, int> results_;
   std::map<std::string, int> ok_;
   std::vector<RoundSummary> rounds_;
+  std::vector<std::pair<uint64_t, Timestamp>> starts_;
+  std::vector<std::string> events_;
 };
 
 std::string Exposition(prometheus::Registry& registry) {
@@ -228,6 +245,34 @@ TEST_F(SchedulerTest, SlowNodeDoesNotDelayTheOthers) {
   EXPECT_NE(Exposition(registry_).find(
                 "kubestat_scrapes_total{outcome=\"skipped\",reason=\"in_flight\"} 1"),
             std::string::npos);
+}
+
+TEST_F(SchedulerTest, RoundStartsAreReportedWhenTheyStartNotWhenTheyEnd) {
+  scraper_.Block("node-0001");
+  auto scheduler = Make(2, 2);
+  const Timestamp first = clock_.Now();
+  scheduler->Start();
+  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0000") == 1; }));
+  // Round 1 is held open by node-0001, and its start is already known.
+  EXPECT_TRUE(sink_.rounds().empty());
+  ASSERT_EQ(sink_.starts().size(), 1u);
+  EXPECT_EQ(sink_.starts()[0], std::make_pair(uint64_t{1}, first));
+  NextRound(*scheduler);
+  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0000") == 2; }));
+  ASSERT_EQ(sink_.starts().size(), 2u);
+  EXPECT_EQ(sink_.starts()[1], std::make_pair(uint64_t{2}, first + std::chrono::seconds(10)));
+  scraper_.Release("node-0001");
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }));
+  scheduler->Stop();
+  // Each round's start comes before its scrapes; round 1 completes after round 2 started.
+  const std::vector<std::string> events = sink_.events();
+  const auto at = [&](const std::string& event) {
+    return std::find(events.begin(), events.end(), event) - events.begin();
+  };
+  EXPECT_LT(at("start 1"), at("scrape node-0000"));
+  EXPECT_LT(at("start 2"), at("complete 1"));
+  EXPECT_LT(at("complete 2"), static_cast<std::ptrdiff_t>(events.size()));
+  EXPECT_EQ(std::count(events.begin(), events.end(), "start 2"), 1);
 }
 
 TEST_F(SchedulerTest, FailuresAreCountedByReasonAndNode) {

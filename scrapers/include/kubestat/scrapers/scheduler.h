@@ -23,8 +23,9 @@
 //   kubestat_scrape_decode_issues_total{kind}                              counter
 // Per-node series are removed when the node leaves the target list.
 //
-// Threads: ScrapeSink::OnScrape is called from worker threads, concurrently for different
-// nodes (never twice at once for the same node); OnRoundComplete from the worker that
+// Threads: ScrapeSink::OnRoundStart is called from the timer thread; OnScrape from worker
+// threads, concurrently for different nodes (never twice at once for the same node);
+// OnRoundComplete from the worker that
 // finished a round's last scrape (rounds may overlap when scrapes are slow). Sinks must be
 // thread-safe and should not block. Start/Stop/Wake may be called from any thread.
 #ifndef KUBESTAT_SCRAPERS_SCHEDULER_H_
@@ -88,6 +89,9 @@ struct RoundSummary {
 class ScrapeSink {
  public:
   virtual ~ScrapeSink() = default;
+  // Called when round `round` starts (`start`: its scheduled wall-clock time, as in its
+  // RoundSummary), before its targets are listed. Default: nothing.
+  virtual void OnRoundStart(uint64_t round, Timestamp start) { (void)round, (void)start; }
   // One node's result. See the header comment for threading.
   virtual void OnScrape(const ScrapeTarget& target, absl::StatusOr<NodeScrape> result) = 0;
   // Called once per round after its last scrape returned. Default: nothing.
