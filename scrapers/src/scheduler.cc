@@ -123,7 +123,7 @@ struct ScrapeScheduler::Metrics {
 ScrapeScheduler::ScrapeScheduler(SchedulerOptions options, TargetSource targets,
                                  NodeScraper& scraper, ScrapeSink& sink, const Clock& clock,
                                  prometheus::Registry& registry)
-    : options_(std::move(options)),
+    : options_(options),
       targets_(std::move(targets)),
       scraper_(scraper),
       sink_(sink),
@@ -281,12 +281,12 @@ void ScrapeScheduler::WorkerLoop() {
     Task task = std::move(ready_.front());
     ready_.pop_front();
     lock.unlock();
-    RunTask(std::move(task));
+    RunTask(task);
     lock.lock();
   }
 }
 
-void ScrapeScheduler::RunTask(Task task) {
+void ScrapeScheduler::RunTask(const Task& task) {
   const Timestamp started = clock_.MonotonicNow();
   absl::StatusOr<NodeScrape> result = scraper_.Scrape(task.target);
   const Duration took = clock_.MonotonicNow() - started;

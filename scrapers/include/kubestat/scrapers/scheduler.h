@@ -138,7 +138,7 @@ class ScrapeScheduler {
   void TimerLoop();
   void WorkerLoop();
   void BeginRound(std::unique_lock<std::mutex>& lock);
-  void RunTask(Task task);
+  void RunTask(const Task& task);
   void FinishTask(const std::shared_ptr<Round>& round);
 
   const SchedulerOptions options_;
