@@ -466,12 +466,9 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
       body = RenderPod(*pod, ctx);
     }
   }
-  if (!response.content_encoding.empty()) {
-    // The kept gzip form of a whole list.
-  } else if (!body) {
-    response = ErrorResponse(ApiError::NotFound(group, resource, metrics->name), indent);
-  } else {
-    response = JsonResponse(*std::move(body));
+  if (response.content_encoding.empty()) {  // else it holds the kept gzip form of a whole list
+    response = body ? JsonResponse(*std::move(body))
+                    : ErrorResponse(ApiError::NotFound(group, resource, metrics->name), indent);
   }
   response.route = metrics->route;
   return response;

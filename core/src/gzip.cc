@@ -207,10 +207,8 @@ absl::StatusOr<std::string> GzipDecompress(std::string_view data, size_t max_byt
       return absl::InvalidArgumentError(
           StrCat("corrupt gzip data: ", zs.msg != nullptr ? zs.msg : "inflate failed"));
     }
-    // Z_OK or Z_BUF_ERROR: no progress is possible only when the input is used up.
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && input.left() == 0) {
-      return absl::InvalidArgumentError("truncated gzip data");
-    }
+    // Z_OK or Z_BUF_ERROR: with every input byte used and room left for output, the stream
+    // stopped short of its end (a Z_BUF_ERROR made no progress, so it always left room).
     if (zs.avail_in == 0 && input.left() == 0 && zs.avail_out != 0) {
       return absl::InvalidArgumentError("truncated gzip data");
     }

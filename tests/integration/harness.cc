@@ -53,6 +53,12 @@ std::string ReadAll(const fs::path& path) {
   return text.str();
 }
 
+double MetricValue(const std::string& exposition, const std::string& series) {
+  size_t at = exposition.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(exposition.substr(at + series.size() + 2));
+}
+
 bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline) {
   auto end = std::chrono::steady_clock::now() + deadline;
   while (!done()) {

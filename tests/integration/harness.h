@@ -28,6 +28,10 @@ std::string ReadAll(const std::filesystem::path& path);
 // process); returns whether it held.
 bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline);
 
+// The value of one sample line "name{labels} value" in a Prometheus exposition (labels as
+// the exposition orders them), or -1 when there is none.
+double MetricValue(const std::string& exposition, const std::string& series);
+
 // A temporary directory, removed with its content when destroyed.
 class TempDir {
  public:

@@ -35,19 +35,13 @@ namespace kubestat {
 namespace {
 
 using testing::FreePort;
+using testing::MetricValue;
 using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
 
 std::string HttpGet(int port, const std::string& path) {
   return testing::HttpGet(port, path).value_or("");
-}
-
-// The value of one sample line "name{labels} value" in a Prometheus exposition, or -1.
-double MetricValue(const std::string& exposition, const std::string& series) {
-  size_t at = exposition.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(exposition.substr(at + series.size() + 2));
 }
 
 struct Usage {

@@ -25,9 +25,9 @@
 //
 // Threads: ScrapeSink::OnRoundStart is called from the timer thread; OnScrape from worker
 // threads, concurrently for different nodes (never twice at once for the same node);
-// OnRoundComplete from the worker that
-// finished a round's last scrape (rounds may overlap when scrapes are slow). Sinks must be
-// thread-safe and should not block. Start/Stop/Wake may be called from any thread.
+// OnRoundComplete from the worker that finished a round's last scrape (rounds may overlap
+// when scrapes are slow). Sinks must be thread-safe and should not block. Start/Stop/Wake
+// may be called from any thread.
 #ifndef KUBESTAT_SCRAPERS_SCHEDULER_H_
 #define KUBESTAT_SCRAPERS_SCHEDULER_H_
 
