@@ -58,10 +58,11 @@ pids+=("$agg_pid")
 # How many times the answer at URL $1 holds the text $2.
 count() { curl -fs "$1" 2>/dev/null | grep -o "$2" | grep -c . || true; }
 
+beta_nodes="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes"
 # Ready, and every node has a cpu rate (two rounds).
 echo "waiting for $nodes nodes' metrics ..."
 for _ in $(seq 900); do
-  n=$(count "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" '"name":"node-[0-9]*"')
+  n=$(count "$beta_nodes" '"name":"node-[0-9]*"')
   [[ "$n" == "$nodes" ]] && break
   sleep 1
 done
@@ -90,13 +91,13 @@ wrk --latency -s "$script" -t2 -c4 -d "$duration" "$namespace" -- 200 2
 echo "== (a2) one node's pods (fieldSelector=spec.nodeName), v1beta1, target 200 req/s (2 threads, 4 connections)"
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "$node" -- 200 2
 echo "== (b0) all $nodes nodes, v1beta1, target 20 req/s (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" -- 20 2
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "$beta_nodes" -- 20 2
 echo "== (c0) all $nodes nodes, metrics/v1alpha1 (every window), target 20 req/s (2 threads, 4 connections)"
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "$alpha_nodes" -- 20 2
 echo "== (c0z) all $nodes nodes, metrics/v1alpha1, gzip, target 20 req/s (2 threads, 4 connections)"
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "${gzip_header[@]}" "$alpha_nodes" -- 20 2
 echo "== (b) all $nodes nodes, v1beta1, closed loop (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes"
+wrk --latency -s "$script" -t2 -c4 -d "$duration" "$beta_nodes"
 echo "== (c) all $nodes nodes, metrics/v1alpha1 (every window), closed loop (2 threads, 4 connections)"
 wrk --latency -s "$script" -t2 -c4 -d "$duration" "$alpha_nodes"
 echo "== (cz) all $nodes nodes, metrics/v1alpha1, gzip, closed loop (2 threads, 4 connections)"
