@@ -22,19 +22,19 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/aggregator/window_engine.h"
+#include "kubestat/windows/window_engine.h"
 
 namespace {
 
 using kubestat::Duration;
 using kubestat::Timestamp;
-using kubestat::aggregator::BucketRollup;
-using kubestat::aggregator::Resource;
-using kubestat::aggregator::Sample;
-using kubestat::aggregator::SampleSource;
-using kubestat::aggregator::SeriesKey;
-using kubestat::aggregator::SeriesKeyHash;
-using kubestat::aggregator::WindowEngine;
+using kubestat::windows::BucketRollup;
+using kubestat::windows::Resource;
+using kubestat::windows::Sample;
+using kubestat::windows::SampleSource;
+using kubestat::windows::SeriesKey;
+using kubestat::windows::SeriesKeyHash;
+using kubestat::windows::WindowEngine;
 using std::chrono::hours;
 using std::chrono::seconds;
 

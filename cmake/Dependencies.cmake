@@ -9,6 +9,8 @@ find_package(prometheus-cpp CONFIG REQUIRED)
 find_package(simdjson CONFIG REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(OpenSSL REQUIRED)
+# Boost.Beast and Boost.Asio (header-only) for the HTTP server.
+find_package(Boost 1.74 REQUIRED COMPONENTS system)
 find_package(ZLIB REQUIRED)
 find_package(GTest REQUIRED)
 if(KUBESTAT_BENCH)

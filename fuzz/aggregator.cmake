@@ -1,5 +1,5 @@
 # Rollups read back from the store (bytes on disk may be corrupt).
-if(TARGET kubestat_aggregator)
+if(TARGET kubestat_windows)
   kubestat_fuzzer(rollup_parse_fuzz
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/rollup_parse_fuzz.cc LIBS kubestat::aggregator)
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/rollup_parse_fuzz.cc LIBS kubestat::windows)
 endif()

@@ -5,13 +5,13 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "kubestat/aggregator/window_engine.h"
+#include "kubestat/windows/window_engine.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  auto rollup = kubestat::aggregator::ParseRollup(bytes);
+  auto rollup = kubestat::windows::ParseRollup(bytes);
   if (!rollup.ok()) return 0;
-  auto again = kubestat::aggregator::ParseRollup(kubestat::aggregator::SerializeRollup(*rollup));
+  auto again = kubestat::windows::ParseRollup(kubestat::windows::SerializeRollup(*rollup));
   if (!again.ok() || !(*again == *rollup)) std::abort();
   return 0;
 }

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kubestat/aggregator/window_engine.h"
+#include "kubestat/aggregator/window_types.h"
 #include "kubestat/storage/store.h"
 
 namespace kubestat::aggregator::internal {

@@ -50,8 +50,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kubestat/aggregator/window_engine.h"
-#include "kubestat/aggregator/window_stats.h"
+#include "kubestat/aggregator/window_types.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/scrapers/node_scrape.h"
 #include "kubestat/storage/store.h"

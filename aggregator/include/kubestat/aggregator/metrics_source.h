@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "kubestat/aggregator/window_stats.h"
+#include "kubestat/aggregator/window_types.h"
 
 namespace kubestat::aggregator {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "kubestat/aggregator/series_key.h"
+#include "kubestat/aggregator/window_types.h"
 
 namespace kubestat::aggregator {
 

@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/quantile_sketch.h"
+#include "kubestat/windows/quantile_sketch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/varint.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 
 namespace {
 constexpr uint32_t kNarrowMax = std::numeric_limits<uint16_t>::max();
@@ -241,4 +241,4 @@ void QuantileSketch::Trim() {
   }
 }
 
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows

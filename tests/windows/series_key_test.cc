@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/series_key.h"
+#include "kubestat/windows/series_key.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 namespace {
 
 TEST(SeriesKeyTest, ANodesSeriesSortTogetherWithEachPodBeforeItsContainers) {
@@ -50,4 +50,4 @@ TEST(SeriesKeyTest, EqualityAndHashCoverEveryField) {
 }
 
 }  // namespace
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows

@@ -15,16 +15,16 @@
 //   v[k] (a value-relative bound; zero is reported exactly).
 //
 // Plain value types; thread-compatible.
-#ifndef KUBESTAT_AGGREGATOR_WINDOW_STATS_H_
-#define KUBESTAT_AGGREGATOR_WINDOW_STATS_H_
+#ifndef KUBESTAT_WINDOWS_WINDOW_STATS_H_
+#define KUBESTAT_WINDOWS_WINDOW_STATS_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "kubestat/aggregator/series_key.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/windows/series_key.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 
 struct WindowStats {
   Duration window{0};  // the window's length (10s, 1m, ...)
@@ -57,6 +57,6 @@ struct SeriesWindows {
   friend bool operator==(const SeriesWindows&, const SeriesWindows&) = default;
 };
 
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows
 
-#endif  // KUBESTAT_AGGREGATOR_WINDOW_STATS_H_
+#endif  // KUBESTAT_WINDOWS_WINDOW_STATS_H_

@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/window_engine.h"
+#include "kubestat/windows/window_engine.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 
 #include "in_memory_sample_source.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 namespace {
 
 using std::chrono::hours;
@@ -720,4 +720,4 @@ TEST(WindowEngineTest, ADayOfANodesSeriesFitsTheMemoryBudget) {
 }
 
 }  // namespace
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows

@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/quantile_sketch.h"
+#include "kubestat/windows/quantile_sketch.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/aggregator/window_stats.h"
+#include "kubestat/windows/window_stats.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 namespace {
 
 const SketchMapping kMapping(SketchMapping::kMaxRelativeAccuracy);
@@ -165,4 +165,4 @@ TEST(QuantileSketchTest, MappingValidateRejectsAccuracyThatBreaksTheBound) {
 }
 
 }  // namespace
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace kubestat::aggregator::internal {
+namespace kubestat::windows::internal {
 
 namespace {
 int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
@@ -203,4 +203,4 @@ void LongWindow::ClearStacks() {
   min_stack_.shrink_to_fit();
 }
 
-}  // namespace kubestat::aggregator::internal
+}  // namespace kubestat::windows::internal

@@ -16,8 +16,8 @@
 //
 // Not thread-safe; a sketch is owned by its window. Remove() of a value that was never
 // added returns false and leaves the sketch unchanged.
-#ifndef KUBESTAT_AGGREGATOR_QUANTILE_SKETCH_H_
-#define KUBESTAT_AGGREGATOR_QUANTILE_SKETCH_H_
+#ifndef KUBESTAT_WINDOWS_QUANTILE_SKETCH_H_
+#define KUBESTAT_WINDOWS_QUANTILE_SKETCH_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 
 class SketchMapping {
  public:
@@ -97,6 +97,6 @@ class QuantileSketch {
   std::vector<uint32_t> counts32_;
 };
 
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows
 
-#endif  // KUBESTAT_AGGREGATOR_QUANTILE_SKETCH_H_
+#endif  // KUBESTAT_WINDOWS_QUANTILE_SKETCH_H_

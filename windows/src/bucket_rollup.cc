@@ -9,10 +9,10 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "kubestat/aggregator/window_engine.h"
 #include "kubestat/core/varint.h"
+#include "kubestat/windows/window_engine.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 
 namespace {
 constexpr char kRollupVersion = 1;
@@ -76,4 +76,4 @@ absl::StatusOr<BucketRollup> ParseRollup(std::string_view bytes) {
   return rollup;
 }
 
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows

@@ -1,10 +1,10 @@
-#include "kubestat/aggregator/series_key.h"
+#include "kubestat/windows/series_key.h"
 
 #include <functional>
 #include <tuple>
 #include <utility>
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 
 std::string_view ObjectKindName(ObjectKind kind) {
   switch (kind) {
@@ -113,4 +113,4 @@ std::size_t SeriesKeyHash::operator()(const SeriesKey& key) const {
   return seed;
 }
 
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows

@@ -1,8 +1,8 @@
 // Test doubles for the window engine: an in-memory SampleSource that keeps every sample
 // (what the store provides in production), an exact brute-force reference, and seeded
 // workload shapes.
-#ifndef KUBESTAT_TESTS_AGGREGATOR_IN_MEMORY_SAMPLE_SOURCE_H_
-#define KUBESTAT_TESTS_AGGREGATOR_IN_MEMORY_SAMPLE_SOURCE_H_
+#ifndef KUBESTAT_TESTS_WINDOWS_IN_MEMORY_SAMPLE_SOURCE_H_
+#define KUBESTAT_TESTS_WINDOWS_IN_MEMORY_SAMPLE_SOURCE_H_
 
 #include <algorithm>
 #include <cmath>
@@ -15,10 +15,10 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/status/status.h"
-#include "kubestat/aggregator/window_engine.h"
-#include "kubestat/aggregator/window_stats.h"
+#include "kubestat/windows/window_engine.h"
+#include "kubestat/windows/window_stats.h"
 
-namespace kubestat::aggregator::testing {
+namespace kubestat::windows::testing {
 
 class InMemorySampleSource : public SampleSource {
  public:
@@ -152,6 +152,6 @@ class ShapeGenerator {
   std::mt19937_64 rng_;
 };
 
-}  // namespace kubestat::aggregator::testing
+}  // namespace kubestat::windows::testing
 
-#endif  // KUBESTAT_TESTS_AGGREGATOR_IN_MEMORY_SAMPLE_SOURCE_H_
+#endif  // KUBESTAT_TESTS_WINDOWS_IN_MEMORY_SAMPLE_SOURCE_H_

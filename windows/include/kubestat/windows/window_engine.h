@@ -38,8 +38,8 @@
 // Errors: absl::Status values. InvalidArgument for a sample not after the series' newest
 // (the caller counts it), NotFound for an unknown series, whatever the source returned for
 // a failed read, DataLoss for an inconsistent source or a corrupt rollup.
-#ifndef KUBESTAT_AGGREGATOR_WINDOW_ENGINE_H_
-#define KUBESTAT_AGGREGATOR_WINDOW_ENGINE_H_
+#ifndef KUBESTAT_WINDOWS_WINDOW_ENGINE_H_
+#define KUBESTAT_WINDOWS_WINDOW_ENGINE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -53,12 +53,12 @@
 #include "absl/numeric/int128.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kubestat/aggregator/quantile_sketch.h"
-#include "kubestat/aggregator/series_key.h"
-#include "kubestat/aggregator/window_stats.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/windows/quantile_sketch.h"
+#include "kubestat/windows/series_key.h"
+#include "kubestat/windows/window_stats.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 
 struct Sample {
   Timestamp time;
@@ -186,6 +186,6 @@ class WindowEngine {
   std::map<SeriesKey, std::unique_ptr<Series>> series_;
 };
 
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows
 
-#endif  // KUBESTAT_AGGREGATOR_WINDOW_ENGINE_H_
+#endif  // KUBESTAT_WINDOWS_WINDOW_ENGINE_H_

@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/window_engine.h"
+#include "kubestat/windows/window_engine.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,7 +9,7 @@
 #include "kubestat/core/time.h"
 #include "long_window.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 
 using internal::AdvancePlan;
 using internal::LongWindow;
@@ -454,4 +454,4 @@ size_t WindowEngine::MemoryBytes() const {
   return bytes;
 }
 
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows

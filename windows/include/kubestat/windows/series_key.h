@@ -10,15 +10,15 @@
 // unsigned integers, so sums and comparisons are exact.
 //
 // Plain value type; thread-compatible (no shared state).
-#ifndef KUBESTAT_AGGREGATOR_SERIES_KEY_H_
-#define KUBESTAT_AGGREGATOR_SERIES_KEY_H_
+#ifndef KUBESTAT_WINDOWS_SERIES_KEY_H_
+#define KUBESTAT_WINDOWS_SERIES_KEY_H_
 
 #include <compare>
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace kubestat::aggregator {
+namespace kubestat::windows {
 
 enum class ObjectKind : unsigned char {
   kNode = 0,             // the node's machine
@@ -64,6 +64,6 @@ struct SeriesKeyHash {
   std::size_t operator()(const SeriesKey& key) const;
 };
 
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::windows
 
-#endif  // KUBESTAT_AGGREGATOR_SERIES_KEY_H_
+#endif  // KUBESTAT_WINDOWS_SERIES_KEY_H_

@@ -8,8 +8,8 @@
 // window has no stacks (its start does not move, and every bucket's min and max is exact).
 // Values of samples that leave the window come from the caller (see WindowEngine). Times
 // are nanoseconds since the epoch.
-#ifndef KUBESTAT_AGGREGATOR_SRC_LONG_WINDOW_H_
-#define KUBESTAT_AGGREGATOR_SRC_LONG_WINDOW_H_
+#ifndef KUBESTAT_WINDOWS_SRC_LONG_WINDOW_H_
+#define KUBESTAT_WINDOWS_SRC_LONG_WINDOW_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -19,11 +19,11 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/status/status.h"
-#include "kubestat/aggregator/quantile_sketch.h"
-#include "kubestat/aggregator/window_engine.h"
-#include "kubestat/aggregator/window_stats.h"
+#include "kubestat/windows/quantile_sketch.h"
+#include "kubestat/windows/window_engine.h"
+#include "kubestat/windows/window_stats.h"
 
-namespace kubestat::aggregator::internal {
+namespace kubestat::windows::internal {
 
 // Shape of one long window, shared by every series of an engine.
 struct LongWindowGeometry {
@@ -105,6 +105,6 @@ class LongWindow {
   std::vector<TimedValue> min_stack_;  // strictly increasing values, increasing times
 };
 
-}  // namespace kubestat::aggregator::internal
+}  // namespace kubestat::windows::internal
 
-#endif  // KUBESTAT_AGGREGATOR_SRC_LONG_WINDOW_H_
+#endif  // KUBESTAT_WINDOWS_SRC_LONG_WINDOW_H_
