@@ -1,0 +1,114 @@
+// AggregatorOptions: everything kubestat-aggregator is told on its command line, as one
+// struct with the defaults a production cluster wants.
+//
+// RegisterFlags binds every field to its flag (spelled as metrics-server and the Kubernetes
+// components spell theirs; `--help` prints each with its default). Validate() runs once at
+// start, after parsing: it checks every field and every relation between fields and returns
+// InvalidArgument whose message starts with the flag to fix ("--kubelet-timeout: must be
+// shorter than --metric-resolution (10s >= 10s)"). The derived accessors (Windows()) may be
+// used only after Validate() succeeded.
+//
+// Plain value type; thread-compatible.
+#ifndef KUBESTAT_AGGREGATOR_OPTIONS_H_
+#define KUBESTAT_AGGREGATOR_OPTIONS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/scrapers/kubelet_client.h"
+#include "kubestat/scrapers/node_address.h"
+#include "kubestat/scrapers/scheduler.h"
+#include "kubestat/storage/store.h"
+
+namespace kubestat {
+class FlagSet;
+}  // namespace kubestat
+
+namespace kubestat::aggregator {
+
+struct AggregatorOptions {
+  // kubeconfig file for the kube API; empty: the in-cluster service account. Default: ""
+  std::string kubeconfig;
+  // Context of `kubeconfig`; empty: its current-context. Default: ""
+  std::string kubeconfig_context;
+  // A fixed node list "name=host[:port],..." instead of the kube API (no pods). Default: ""
+  std::string static_nodes;
+  // Node address types to scrape kubelets at, in order of preference.
+  // Default: Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP
+  std::vector<std::string> preferred_address_types = {"Hostname", "InternalDNS", "InternalIP",
+                                                      "ExternalDNS", "ExternalIP"};
+  // Kubelet port. Default: 10250
+  int64_t kubelet_port = 10250;
+  // Use the port in the node's status.daemonEndpoints.kubeletEndpoint. Default: false
+  bool kubelet_use_node_status_port = false;
+  // What to scrape: "summary" (/stats/summary) or "resource" (/metrics/resource).
+  // Default: "summary"
+  std::string kubelet_endpoint = "summary";
+  // "https", or "http" for tests and demos. Default: "https"
+  std::string kubelet_scheme = "https";
+  // CA file for the kubelets' serving certificates; empty: the system roots. Default: ""
+  std::string kubelet_ca;
+  // INSECURE: do not verify the kubelets' serving certificates. Default: false
+  bool kubelet_insecure_tls = false;
+  // Bearer token file for kubelets, re-read when it changes. Default: ""
+  std::string kubelet_token_file;
+  // Client certificate and key files presented to kubelets. Default: ""
+  std::string kubelet_client_certificate;
+  std::string kubelet_client_key;
+  // Deadline of one kubelet request; below metric_resolution. Default: 5s
+  Duration kubelet_timeout = std::chrono::seconds(5);
+  // Largest kubelet response accepted. Default: 33554432
+  int64_t kubelet_max_response_bytes = 32 << 20;
+  // Time between scrape rounds. Default: 10s
+  Duration metric_resolution = std::chrono::seconds(10);
+  // Kubelet scrapes running at once. Default: 32
+  int64_t max_concurrent_scrapes = 32;
+  // Fraction of the resolution over which a round's scrapes are spread. Default: 0.5
+  double scrape_stagger = 0.5;
+  // Address and port of the HTTP server (REST APIs, /metrics, health). Default: 0.0.0.0:8080
+  std::string listen_address = "0.0.0.0";
+  int64_t port = 8080;
+  // gzip answers for clients that accept them, from this many bytes. Default: true, 131072
+  bool gzip_responses = true;
+  int64_t gzip_min_bytes = int64_t{128} * 1024;
+  // Append every decoded node scrape to this file as a JSON line. Default: ""
+  std::string scrape_dump;
+  // Log verbosity. Default: 0
+  int64_t verbosity = 0;
+  // RocksDB directory (required). Default: ""
+  std::string storage_dir;
+  // How long samples and rollups are kept; at least the longest window. Default: 26h
+  Duration retention = std::chrono::hours(26);
+  // fsync every write batch. Default: false
+  bool storage_fsync = false;
+  // RocksDB block cache, MiB. Default: 64
+  int64_t storage_cache_mib = 64;
+  // Statistical windows kept for every series. Default: 10s,1m,1h,1d
+  std::vector<std::string> windows = {"10s", "1m", "1h", "1d"};
+  // Address and port of the gRPC server; port 0 turns it off. Default: 127.0.0.1:8081
+  std::string grpc_address = "127.0.0.1";
+  int64_t grpc_port = 8081;
+
+  // Binds every field above to its flag.
+  void RegisterFlags(FlagSet& flags);
+  // Checks every field; InvalidArgument naming the flag.
+  [[nodiscard]] absl::Status Validate() const;
+  // `windows` parsed and sorted (after a successful Validate()).
+  std::vector<Duration> Windows() const;
+
+  // The components' options as these flags set them (after a successful Validate()).
+  scrapers::KubeletAddressOptions AddressOptions() const;
+  scrapers::KubeletClientOptions ClientOptions() const;
+  scrapers::SchedulerOptions SchedulingOptions() const;
+  aggregator::IngestOptions IngestionOptions() const;
+  storage::StoreOptions StorageOptions() const;
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_OPTIONS_H_

@@ -1,0 +1,49 @@
+// StoreSelfMetrics: the ingest pipeline's, the store's and the query snapshot's figures as
+// Prometheus metrics (kubestat_ingested_*, kubestat_store_*, kubestat_series,
+// kubestat_window_memory_bytes, kubestat_rebuild_*, kubestat_query_snapshot_*).
+//
+// The pipeline and the store keep plain monotonic counters; Update() turns their growth
+// since the previous call into counter increments and sets the gauges, so it may be called
+// as often as wanted (the publisher calls it once per round).
+//
+// Ownership: registers its families in the registry, which must outlive it.
+// Thread-safety: Update() and ObserveSnapshot() may be called from any thread.
+#ifndef KUBESTAT_AGGREGATOR_SELF_METRICS_H_
+#define KUBESTAT_AGGREGATOR_SELF_METRICS_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/storage/store.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
+
+namespace kubestat::aggregator {
+
+class StoreSelfMetrics {
+ public:
+  explicit StoreSelfMetrics(prometheus::Registry& registry);
+  ~StoreSelfMetrics();
+  StoreSelfMetrics(const StoreSelfMetrics&) = delete;
+  StoreSelfMetrics& operator=(const StoreSelfMetrics&) = delete;
+
+  // The last publish took `refresh` and holds `stats`.
+  void ObserveSnapshot(Duration refresh, const SnapshotStats& stats);
+  // The pipeline's and store's counters now; `memory_bytes` when it was recounted.
+  void Update(const IngestStats& ingest, const storage::StoreStats& store, uint64_t disk_bytes,
+              std::optional<size_t> memory_bytes);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_SELF_METRICS_H_

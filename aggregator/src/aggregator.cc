@@ -1,0 +1,257 @@
+#include "kubestat/aggregator/aggregator.h"
+
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cluster_listeners.h"
+#include "kubestat/aggregator/aggregator_state.h"
+#include "kubestat/aggregator/grpc_service.h"
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/rest_server.h"
+#include "kubestat/aggregator/self_metrics.h"
+#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/core/log.h"
+#include "kubestat/core/time.h"
+#include "kubestat/scrapers/discovery.h"
+#include "kubestat/scrapers/kubeconfig.h"
+#include "kubestat/scrapers/kubelet_client.h"
+#include "kubestat/scrapers/node_address.h"
+#include "kubestat/scrapers/scheduler.h"
+#include "kubestat/storage/store.h"
+#include "prometheus/registry.h"
+#include "scrape_publisher.h"
+
+namespace kubestat::aggregator {
+
+// Declared in the order they are built; destroyed in reverse.
+struct Aggregator::Parts {
+  AggregatorOptions options;
+  Clock* clock = nullptr;
+  scrapers::KubeletAddressOptions address_options;
+  std::unique_ptr<scrapers::Discovery> discovery;
+  std::unique_ptr<scrapers::KubeletClient> client;
+  std::unique_ptr<storage::Store> store;
+  std::unique_ptr<Ingestor> ingestor;
+  std::shared_ptr<prometheus::Registry> registry;
+  std::unique_ptr<StoreSelfMetrics> store_metrics;
+  std::unique_ptr<DiscoveryLabels> labels;
+  std::unique_ptr<AggregatorState> live_state;
+  std::unique_ptr<SnapshotSource> snapshot;
+  std::unique_ptr<WatchHub> hub;
+  std::unique_ptr<ScrapePublisher> publisher;
+  std::unique_ptr<DeletionListener> deletions;
+  std::unique_ptr<scrapers::KubeletScraper> scraper;
+  std::mutex unresolved_mu;
+  std::map<std::string, std::string> unresolved;  // node → why it has no address (logged once)
+  std::unique_ptr<scrapers::ScrapeScheduler> scheduler;
+  std::unique_ptr<RestServer> rest;
+  std::unique_ptr<AggregatorService> grpc_service;
+  std::unique_ptr<grpc::Server> grpc_server;
+  std::atomic<bool> stopping{false};
+  std::thread starter;
+  bool stopped = false;
+
+  // The kubelets to scrape this round: every discovered node with a usable address.
+  std::vector<scrapers::ScrapeTarget> Targets() {
+    std::vector<scrapers::ScrapeTarget> result;
+    for (const scrapers::NodeInfo& node : discovery->Nodes()) {
+      absl::StatusOr<scrapers::ScrapeTarget> target =
+          scrapers::SelectKubeletTarget(node, address_options);
+      if (target.ok()) {
+        result.push_back(*std::move(target));
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(unresolved_mu);
+      std::string why(target.status().message());
+      if (unresolved[node.name] != why) KLOG(WARNING) << "not scraping: " << why;
+      unresolved[node.name] = why;
+    }
+    return result;
+  }
+
+  // Rebuilds the windows from the store, then starts discovery and the scrape rounds.
+  void StartUp() {
+    KLOG(INFO) << "rebuilding the windows from " << options.storage_dir;
+    if (absl::Status s = ingestor->Rebuild(); !s.ok()) {
+      KLOG(ERROR) << "rebuild from " << options.storage_dir << " failed: " << s
+                  << "; stopping (move the directory aside to start empty)";
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    const IngestStats stats = ingestor->Stats();
+    KLOG(INFO) << "rebuilt " << stats.rebuilt_series << " series in " << stats.rebuild_seconds
+               << "s (" << stats.rebuild_errors << " could not be restored)";
+    store_metrics->Update(stats, store->Stats(), store->DiskBytes(), ingestor->MemoryBytes());
+    if (stopping.load()) return;
+    discovery->Start();
+    if (!discovery->WaitForSync(std::chrono::seconds(30))) {
+      KLOG(WARNING) << "discovery has not synced after 30s; scraping what is known so far";
+    }
+    KLOG(INFO) << "discovered " << discovery->node_count() << " nodes and "
+               << discovery->pod_count() << " pods; scraping every "
+               << FormatDuration(options.metric_resolution);
+    // /readyz turns 200 once this snapshot is taken.
+    publisher->RequestPublish(clock->Now(), /*reread_all=*/true);
+    if (stopping.load()) return;
+    scheduler->Start();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorOptions& options,
+                                                               Clock& clock) {
+  auto p = std::make_unique<Parts>();
+  p->options = options;
+  p->clock = &clock;
+  p->address_options = options.AddressOptions();
+  scrapers::KubeletClientOptions client_options = options.ClientOptions();
+
+  // Discovery: a static list, a kubeconfig, or the in-cluster service account.
+  if (!options.static_nodes.empty()) {
+    absl::StatusOr<std::vector<scrapers::NodeInfo>> nodes =
+        scrapers::ParseStaticNodes(options.static_nodes);
+    if (!nodes.ok()) return nodes.status();
+    // The port written in --static-nodes is the node's own kubelet port.
+    p->address_options.use_node_status_port = true;
+    p->discovery = std::make_unique<scrapers::StaticDiscovery>(*std::move(nodes));
+  } else {
+    absl::StatusOr<scrapers::KubeApiConfig> api =
+        options.kubeconfig.empty()
+            ? scrapers::InClusterConfig()
+            : scrapers::LoadKubeconfig(options.kubeconfig, options.kubeconfig_context);
+    if (!api.ok()) return api.status();
+    if (options.kubeconfig.empty() && client_options.token_file.empty()) {
+      client_options.token_file = api->token_file;  // in cluster, kubelets accept the same token
+    }
+    absl::StatusOr<std::unique_ptr<scrapers::KubeApiDiscovery>> kube =
+        scrapers::KubeApiDiscovery::Create(*std::move(api), scrapers::KubeApiDiscoveryOptions(),
+                                           clock);
+    if (!kube.ok()) return kube.status();
+    p->discovery = *std::move(kube);
+  }
+  absl::StatusOr<std::unique_ptr<scrapers::KubeletClient>> client =
+      scrapers::KubeletClient::Create(client_options);
+  if (!client.ok()) return client.status();
+  p->client = *std::move(client);
+
+  // Storage and windows.
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::Store::Open(options.StorageOptions());
+  if (!store.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot open the store in --storage-dir=", options.storage_dir, ": ",
+        store.status().ToString(),
+        "\n(move the directory aside or fix its permissions; kubestat will not start on a "
+        "database it cannot read)"));
+  }
+  p->store = *std::move(store);
+  const IngestOptions ingest_options = options.IngestionOptions();
+  absl::StatusOr<std::unique_ptr<Ingestor>> ingestor =
+      Ingestor::Create(ingest_options, p->store.get(), &clock);
+  if (!ingestor.ok()) return ingestor.status();
+  p->ingestor = *std::move(ingestor);
+
+  p->registry = std::make_shared<prometheus::Registry>();
+  p->store_metrics = std::make_unique<StoreSelfMetrics>(*p->registry);
+  p->labels = std::make_unique<DiscoveryLabels>(p->discovery.get());
+  // Queries read a snapshot of the live state taken after every round.
+  p->live_state = std::make_unique<AggregatorState>(p->ingestor.get(), p->labels.get());
+  p->snapshot = std::make_unique<SnapshotSource>(p->live_state.get());
+  p->hub = std::make_unique<WatchHub>(p->snapshot.get());
+  p->publisher =
+      std::make_unique<ScrapePublisher>(options.scrape_dump, clock, *p->ingestor, *p->store,
+                                        *p->store_metrics, *p->snapshot, *p->hub);
+  if (!p->publisher->dump_ok()) {
+    return absl::InvalidArgumentError("--scrape-dump: cannot open " + options.scrape_dump);
+  }
+  p->deletions = std::make_unique<DeletionListener>(p->ingestor.get(), p->snapshot.get());
+  p->discovery->AddListener(p->deletions.get());
+
+  p->scraper = std::make_unique<scrapers::KubeletScraper>(*p->client, clock);
+  Parts* parts = p.get();
+  p->scheduler = std::make_unique<scrapers::ScrapeScheduler>(
+      options.SchedulingOptions(), [parts] { return parts->Targets(); }, *p->scraper, *p->publisher,
+      clock, *p->registry);
+
+  // REST, /metrics and health on --port.
+  RestServerOptions rest_options;
+  rest_options.address = options.listen_address;
+  rest_options.port = static_cast<int>(options.port);
+  rest_options.compression.enabled = options.gzip_responses;
+  rest_options.compression.min_bytes = static_cast<size_t>(options.gzip_min_bytes);
+  ScrapePublisher* publisher = p->publisher.get();
+  LivenessCheck liveness{[publisher] { return publisher->last_round_start(); },
+                         options.metric_resolution};
+  p->rest = std::make_unique<RestServer>(rest_options, *p->snapshot, *p->registry, clock,
+                                         std::move(liveness));
+  if (absl::Status s = p->rest->Start(); !s.ok()) {
+    return absl::UnavailableError("--listen-address/--port: " + std::string(s.message()));
+  }
+  KLOG(INFO) << "serving REST, /metrics, /healthz, /livez and /readyz on " << p->rest->BaseUrl();
+  RestServer* rest = p->rest.get();
+  p->publisher->SetPublishedHook([rest] {
+    const RestHandler::Prepared prepared = rest->Prepare();
+    KVLOG(1) << "prepared for the new snapshot: node items " << prepared.node_items
+             << ", node list gzip " << prepared.nodes_gzip << ", pod list gzip "
+             << prepared.pods_gzip;
+  });
+
+  // gRPC on --grpc-port.
+  AggregatorServiceOptions grpc_options;
+  grpc_options.windows = ingest_options.engine.windows;
+  p->grpc_service = std::make_unique<AggregatorService>(p->snapshot.get(), p->hub.get(),
+                                                        p->registry.get(), grpc_options, &clock);
+  if (options.grpc_port > 0) {
+    grpc::ServerBuilder builder;
+    int selected_port = 0;
+    const std::string grpc_target = absl::StrCat(options.grpc_address, ":", options.grpc_port);
+    builder.AddListeningPort(grpc_target, grpc::InsecureServerCredentials(), &selected_port);
+    builder.RegisterService(p->grpc_service.get());
+    p->grpc_server = builder.BuildAndStart();
+    if (!p->grpc_server || selected_port == 0) {
+      return absl::UnavailableError("--grpc-address/--grpc-port: cannot listen on " + grpc_target);
+    }
+    KLOG(INFO) << "serving gRPC kubestat.v1.Aggregator on " << grpc_target;
+  }
+  return std::unique_ptr<Aggregator>(new Aggregator(std::move(p)));
+}
+
+Aggregator::Aggregator(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+Aggregator::~Aggregator() { Stop(); }
+
+void Aggregator::Start() {
+  Parts* p = parts_.get();
+  p->starter = std::thread([p] { p->StartUp(); });
+}
+
+void Aggregator::Stop() {
+  Parts& p = *parts_;
+  if (p.stopped) return;
+  p.stopped = true;
+  p.stopping.store(true);
+  if (p.starter.joinable()) p.starter.join();
+  p.scheduler->Stop();
+  p.discovery->Stop();
+  p.grpc_service->Shutdown();
+  if (p.grpc_server) {
+    p.grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+  // No hook call outlives the REST server.
+  p.publisher->SetPublishedHook(nullptr);
+  p.rest->Stop();
+}
+
+std::string Aggregator::RestUrl() const { return parts_->rest->BaseUrl(); }
+
+}  // namespace kubestat::aggregator

@@ -1,0 +1,70 @@
+// What the aggregator takes from discovery: labels for the query APIs (DiscoveryLabels)
+// and deletions (DeletionListener: a node or pod deleted in the kube API leaves the windows
+// and the query answers at once, without waiting for the next round).
+//
+// Ownership: both borrow what they are given, which must outlive them.
+// Thread-safety: called from discovery's threads and the query threads; safe as the
+// borrowed parts are.
+#ifndef KUBESTAT_AGGREGATOR_SRC_CLUSTER_LISTENERS_H_
+#define KUBESTAT_AGGREGATOR_SRC_CLUSTER_LISTENERS_H_
+
+#include <optional>
+#include <string_view>
+
+#include "kubestat/aggregator/aggregator_state.h"
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/core/log.h"
+#include "kubestat/scrapers/discovery.h"
+
+namespace kubestat::aggregator {
+
+// Labels for the query APIs, from discovery.
+class DiscoveryLabels final : public LabelProvider {
+ public:
+  explicit DiscoveryLabels(const scrapers::Discovery* discovery) : discovery_(discovery) {}
+  bool HasSynced() const override { return discovery_->synced(); }
+  std::optional<Labels> NodeLabels(std::string_view name) const override {
+    std::optional<scrapers::NodeInfo> node = discovery_->Node(name);
+    if (!node) return std::nullopt;
+    return Labels(node->labels.begin(), node->labels.end());
+  }
+  std::optional<PodLabels> PodInfo(std::string_view namespace_name,
+                                   std::string_view name) const override {
+    std::optional<scrapers::PodInfo> pod = discovery_->Pod(namespace_name, name);
+    if (!pod) return std::nullopt;
+    return PodLabels{Labels(pod->labels.begin(), pod->labels.end()), pod->node_name};
+  }
+
+ private:
+  const scrapers::Discovery* discovery_;
+};
+
+// A pod or node deleted in the kube API leaves the query results at once.
+class DeletionListener final : public scrapers::ClusterListener {
+ public:
+  DeletionListener(Ingestor* ingestor, SnapshotSource* snapshot)
+      : ingestor_(ingestor), snapshot_(snapshot) {}
+  void OnNodeChange(scrapers::ChangeType type, const scrapers::NodeInfo& node) override {
+    if (type != scrapers::ChangeType::kDeleted || !ingestor_->ready()) return;
+    if (absl::StatusOr<bool> s = ingestor_->DeleteNode(node.name); !s.ok()) {
+      KLOG(WARNING) << "removing deleted node " << node.name << ": " << s.status();
+    }
+    snapshot_->RemoveNode(node.name);
+  }
+  void OnPodChange(scrapers::ChangeType type, const scrapers::PodInfo& pod) override {
+    if (type != scrapers::ChangeType::kDeleted || !ingestor_->ready()) return;
+    if (absl::StatusOr<bool> s = ingestor_->DeletePod(pod.namespace_name, pod.name); !s.ok()) {
+      KLOG(WARNING) << "removing deleted pod " << pod.Key() << ": " << s.status();
+    }
+    snapshot_->RemovePod(pod.namespace_name, pod.name);
+  }
+
+ private:
+  Ingestor* ingestor_;
+  SnapshotSource* snapshot_;
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_SRC_CLUSTER_LISTENERS_H_

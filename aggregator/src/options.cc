@@ -1,0 +1,189 @@
+#include "kubestat/aggregator/options.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "kubestat/core/flags.h"
+#include "kubestat/core/time.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+// A component's InvalidArgument, prefixed with the flags that set it.
+absl::Status Prefixed(std::string_view flags, const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(std::string(flags) + ": " + std::string(status.message()));
+}
+
+}  // namespace
+
+void AggregatorOptions::RegisterFlags(FlagSet& flags) {
+  flags.AddString("kubeconfig", &kubeconfig,
+                  "kubeconfig file for the kube API; empty: the in-cluster service account");
+  flags.AddString("kubeconfig-context", &kubeconfig_context,
+                  "context of --kubeconfig to use; empty: its current-context");
+  flags.AddString("static-nodes", &static_nodes,
+                  "fixed node list name=host[:port],... instead of the kube API (no pods)");
+  flags.AddStringList("kubelet-preferred-address-types", &preferred_address_types,
+                      "node address types to scrape kubelets at, in order of preference");
+  flags.AddInt64("kubelet-port", &kubelet_port, "kubelet port");
+  flags.AddBool("kubelet-use-node-status-port", &kubelet_use_node_status_port,
+                "use the port in the node's status.daemonEndpoints.kubeletEndpoint");
+  flags.AddString("kubelet-endpoint", &kubelet_endpoint,
+                  "what to scrape: summary (/stats/summary) or resource (/metrics/resource)");
+  flags.AddString("kubelet-scheme", &kubelet_scheme, "https, or http for tests and demos");
+  flags.AddString("kubelet-certificate-authority", &kubelet_ca,
+                  "CA file for the kubelets' serving certificates; empty: the system roots");
+  flags.AddBool("kubelet-insecure-tls", &kubelet_insecure_tls,
+                "INSECURE: do not verify the kubelets' serving certificates");
+  flags.AddString("kubelet-token-file", &kubelet_token_file,
+                  "bearer token file for kubelets, re-read when it changes (in a cluster without "
+                  "--kubeconfig: the "
+                  "in-cluster service account token, when present)");
+  flags.AddString("kubelet-client-certificate", &kubelet_client_certificate,
+                  "client certificate file presented to kubelets");
+  flags.AddString("kubelet-client-key", &kubelet_client_key, "key of --kubelet-client-certificate");
+  flags.AddDuration("kubelet-timeout", &kubelet_timeout,
+                    "deadline for one kubelet request; must be below --metric-resolution");
+  flags.AddInt64("kubelet-max-response-bytes", &kubelet_max_response_bytes,
+                 "largest kubelet response accepted");
+  flags.AddDuration("metric-resolution", &metric_resolution, "time between scrape rounds");
+  flags.AddInt64("max-concurrent-scrapes", &max_concurrent_scrapes,
+                 "kubelet scrapes running at once");
+  flags.AddDouble("scrape-stagger", &scrape_stagger,
+                  "fraction of the resolution over which the scrapes of a round are spread");
+  flags.AddString("listen-address", &listen_address,
+                  "address of the HTTP server (REST APIs, /metrics, /healthz, /livez, /readyz)");
+  flags.AddInt64("port", &port, "port of the HTTP server");
+  flags.AddBool("gzip-responses", &gzip_responses,
+                "gzip-compress HTTP answers for clients that accept it (Accept-Encoding)");
+  flags.AddInt64("gzip-min-bytes", &gzip_min_bytes,
+                 "smallest HTTP answer body that --gzip-responses compresses");
+  flags.AddString("grpc-address", &grpc_address,
+                  "address of the gRPC server (kubestat.v1.Aggregator)");
+  flags.AddInt64("grpc-port", &grpc_port, "port of the gRPC server; 0 turns it off");
+  flags.AddString("storage-dir", &storage_dir,
+                  "RocksDB directory holding a day of samples and rollups (required; a "
+                  "PersistentVolume in a cluster)");
+  flags.AddDuration("retention", &retention,
+                    "how long samples and rollups are kept: a day plus a margin (at least the "
+                    "longest window)");
+  flags.AddBool("storage-fsync", &storage_fsync,
+                "fsync every write batch (survives power loss); without it the write-ahead log "
+                "still survives a killed process");
+  flags.AddInt64("storage-cache-mib", &storage_cache_mib, "RocksDB block cache, MiB");
+  flags.AddStringList("windows", &windows,
+                      "statistical windows kept for every series (durations, e.g. 10s,1m,1h,1d)");
+  flags.AddString("scrape-dump", &scrape_dump,
+                  "append every decoded node scrape to this file as a JSON line");
+  flags.AddInt64("v", &verbosity, "log verbosity");
+}
+
+absl::Status AggregatorOptions::Validate() const {
+  if (port < 1 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--port: ", port, " is not a port"));
+  }
+  if (grpc_port < 0 || grpc_port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--grpc-port: ", grpc_port, " is not a port"));
+  }
+  if (gzip_min_bytes < 0) {
+    return absl::InvalidArgumentError("--gzip-min-bytes: must not be negative");
+  }
+  if (kubelet_max_response_bytes <= 0) {
+    return absl::InvalidArgumentError("--kubelet-max-response-bytes: must be positive");
+  }
+  if (absl::StatusOr<scrapers::KubeletEndpoint> e =
+          scrapers::ParseKubeletEndpoint(kubelet_endpoint);
+      !e.ok()) {
+    return Prefixed("--kubelet-endpoint", e.status());
+  }
+  if (absl::Status s = AddressOptions().Validate(); !s.ok()) {
+    return Prefixed("--kubelet-preferred-address-types/--kubelet-port", s);
+  }
+  if (absl::Status s = SchedulingOptions().Validate(); !s.ok()) {
+    return Prefixed("--metric-resolution/--max-concurrent-scrapes/--scrape-stagger", s);
+  }
+  if (kubelet_timeout >= metric_resolution) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kubelet-timeout: must be shorter than --metric-resolution (",
+        FormatDuration(kubelet_timeout), " >= ", FormatDuration(metric_resolution), ")"));
+  }
+  if (storage_dir.empty()) {
+    return absl::InvalidArgumentError("--storage-dir: required (where RocksDB keeps the day)");
+  }
+  if (storage_cache_mib < 1) {
+    return absl::InvalidArgumentError("--storage-cache-mib: must be at least 1");
+  }
+  std::vector<Duration> parsed;
+  for (const std::string& w : windows) {
+    absl::StatusOr<Duration> d = ParseDuration(w);
+    if (!d.ok()) return Prefixed("--windows", d.status());
+    parsed.push_back(*d);
+  }
+  IngestOptions ingest;
+  ingest.engine.windows = std::move(parsed);
+  std::sort(ingest.engine.windows.begin(), ingest.engine.windows.end());
+  if (absl::Status s = ingest.Validate(); !s.ok()) return Prefixed("--windows", s);
+  if (retention < ingest.engine.windows.back()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--retention: must be at least the longest window (",
+                     FormatDuration(ingest.engine.windows.back()), ")"));
+  }
+  return Prefixed("--storage-dir/--retention", StorageOptions().Validate());
+}
+
+std::vector<Duration> AggregatorOptions::Windows() const {
+  std::vector<Duration> result;
+  for (const std::string& w : windows) result.push_back(*ParseDuration(w));
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+scrapers::KubeletAddressOptions AggregatorOptions::AddressOptions() const {
+  scrapers::KubeletAddressOptions options;
+  options.preferred_address_types = preferred_address_types;
+  options.port = static_cast<int>(kubelet_port);
+  options.use_node_status_port = kubelet_use_node_status_port;
+  return options;
+}
+
+scrapers::KubeletClientOptions AggregatorOptions::ClientOptions() const {
+  scrapers::KubeletClientOptions options;
+  options.endpoint = *scrapers::ParseKubeletEndpoint(kubelet_endpoint);
+  options.scheme = kubelet_scheme;
+  options.ca_file = kubelet_ca;
+  options.insecure_skip_tls_verify = kubelet_insecure_tls;
+  options.token_file = kubelet_token_file;
+  options.client_cert_file = kubelet_client_certificate;
+  options.client_key_file = kubelet_client_key;
+  options.timeout = kubelet_timeout;
+  options.max_response_bytes = static_cast<size_t>(kubelet_max_response_bytes);
+  return options;
+}
+
+scrapers::SchedulerOptions AggregatorOptions::SchedulingOptions() const {
+  scrapers::SchedulerOptions options;
+  options.resolution = metric_resolution;
+  options.max_concurrent_scrapes = static_cast<int>(max_concurrent_scrapes);
+  options.stagger = scrape_stagger;
+  return options;
+}
+
+aggregator::IngestOptions AggregatorOptions::IngestionOptions() const {
+  aggregator::IngestOptions options;
+  options.engine.windows = Windows();
+  return options;
+}
+
+storage::StoreOptions AggregatorOptions::StorageOptions() const {
+  storage::StoreOptions options;
+  options.dir = storage_dir;
+  options.retention = retention;
+  options.sync = storage_fsync;
+  options.block_cache_bytes = static_cast<size_t>(storage_cache_mib) << 20;
+  return options;
+}
+
+}  // namespace kubestat::aggregator

@@ -1,0 +1,244 @@
+// ScrapePublisher: the scheduler's sink. Ingests every scrape, logs each round and failure,
+// appends scrapes to the dump file, and keeps the query snapshot, the self-metrics and the
+// gRPC watchers up to date.
+//
+// That work runs on one thread of its own ("publisher"): after each node's scrape it
+// re-reads that node's query views, so the cost of reading the windows is spread over the
+// round, and when a round completes it refreshes the self-metrics, publishes the snapshot
+// and tells the watch hub. One thread, rather than the scrape workers, so that queries
+// compete with one busy thread at most, and so that the views and protos are allocated and
+// freed in one malloc arena.
+//
+// Ownership: borrows everything it is given, which must outlive it; the destructor stops
+// and joins the publisher thread.
+// Thread-safety: the ScrapeSink calls come from the scheduler's threads; every public
+// method is thread-safe.
+#ifndef KUBESTAT_AGGREGATOR_SRC_SCRAPE_PUBLISHER_H_
+#define KUBESTAT_AGGREGATOR_SRC_SCRAPE_PUBLISHER_H_
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/scrape_dump.h"
+#include "kubestat/aggregator/self_metrics.h"
+#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/core/log.h"
+#include "kubestat/scrapers/scheduler.h"
+#include "kubestat/storage/store.h"
+
+namespace kubestat::aggregator {
+
+class ScrapePublisher final : public scrapers::ScrapeSink {
+ public:
+  ScrapePublisher(const std::string& dump_path, const Clock& clock, Ingestor& ingestor,
+                  storage::Store& store, StoreSelfMetrics& metrics, SnapshotSource& snapshot,
+                  WatchHub& hub)
+      : clock_(clock),
+        ingestor_(ingestor),
+        store_(store),
+        metrics_(metrics),
+        snapshot_(snapshot),
+        hub_(hub) {
+    if (!dump_path.empty()) dump_.open(dump_path, std::ios::app);
+    publisher_ = std::thread([this] { PublishLoop(); });
+  }
+  ~ScrapePublisher() override {
+    {
+      std::lock_guard<std::mutex> lock(publish_mu_);
+      stop_publishing_ = true;
+    }
+    publish_cv_.notify_all();
+    publisher_.join();
+  }
+  ScrapePublisher(const ScrapePublisher&) = delete;
+  ScrapePublisher& operator=(const ScrapePublisher&) = delete;
+  Timestamp last_round_start() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_round_start_;
+  }
+  bool dump_ok() const { return !dump_.is_open() || dump_.good(); }
+
+  void OnScrape(const scrapers::ScrapeTarget& target,
+                absl::StatusOr<scrapers::NodeScrape> result) override {
+    if (!result.ok()) {
+      KVLOG(1) << "scrape " << target.node_name << " (" << target.HostPort()
+               << ") failed: " << result.status();
+      return;
+    }
+    if (!result->issues.empty()) {
+      KVLOG(1) << "scrape " << target.node_name << ": " << result->issues.Total()
+               << " values rejected: " << result->issues.Summary();
+    }
+    if (absl::Status s = ingestor_.Ingest(*result); !s.ok()) {
+      KLOG(WARNING) << "ingest " << target.node_name << ": " << s;
+    }
+    // The publisher reads this node's views soon, so the round's end only assembles them (a
+    // failed ingest may still have changed some series).
+    RequestNodeRead(result->node_name);
+    if (dump_.is_open()) {
+      std::string line = ScrapeDumpLine(target, *result, clock_.Now());
+      std::lock_guard<std::mutex> lock(mu_);
+      dump_ << line << '\n';
+      dump_.flush();
+    }
+  }
+
+  // /livez reads this: a round that is still running (a node timing out holds it until the
+  // kubelet timeout) counts from its start, not from the start of the last one to finish.
+  void OnRoundStart(uint64_t round, Timestamp start) override {
+    (void)round;
+    std::lock_guard<std::mutex> lock(mu_);
+    last_round_start_ = std::max(last_round_start_, start);
+  }
+
+  void OnRoundComplete(const scrapers::RoundSummary& r) override {
+    std::ostringstream failures;
+    for (const auto& [reason, count] : r.failures_by_reason)
+      failures << ' ' << reason << '=' << count;
+    KLOG(INFO) << "round " << r.round << ": " << r.succeeded << "/" << r.targets << " nodes ok, "
+               << r.pods << " pods, " << r.containers << " containers, " << r.failed << " failed"
+               << (r.failed > 0 ? " (" + failures.str().substr(1) + ")" : "") << ", " << r.skipped
+               << " skipped, took " << std::chrono::duration<double>(r.duration).count() << "s";
+    RequestPublish(r.start + r.duration, /*reread_all=*/false);
+  }
+
+  // Asks the publisher thread to refresh the self-metrics, publish the query snapshot and
+  // update the watch hub as of `tick`; with `reread_all`, the snapshot re-reads every node
+  // first (at start) instead of assembling the nodes read after their scrapes. A request
+  // made while the previous one is still being carried out is merged into the next: the
+  // publisher reads the latest state anyway.
+  void RequestPublish(Timestamp tick, bool reread_all) {
+    {
+      std::lock_guard<std::mutex> lock(publish_mu_);
+      pending_tick_ = tick;
+      pending_reread_all_ = pending_reread_all_ || reread_all;
+    }
+    publish_cv_.notify_all();
+  }
+
+  // Runs `hook` on the publisher thread after each publish (the REST front end prepares the
+  // answers clients asked for lately there, off the request path). Waits for a running call
+  // of the previous hook, so once SetPublishedHook(nullptr) returns, no hook runs any more.
+  void SetPublishedHook(std::function<void()> hook) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    published_hook_ = std::move(hook);
+  }
+
+  // Asks the publisher thread to re-read one node's query views (after its scrape).
+  void RequestNodeRead(const std::string& node) {
+    {
+      std::lock_guard<std::mutex> lock(publish_mu_);
+      if (!nodes_to_read_set_.insert(node).second) return;
+      nodes_to_read_.push_back(node);
+    }
+    publish_cv_.notify_all();
+  }
+
+ private:
+  const Clock& clock_;
+  Ingestor& ingestor_;
+  storage::Store& store_;
+  StoreSelfMetrics& metrics_;
+  SnapshotSource& snapshot_;
+  WatchHub& hub_;
+  void PublishLoop() {
+    std::unique_lock<std::mutex> lock(publish_mu_);
+    while (true) {
+      publish_cv_.wait(lock, [this] {
+        return stop_publishing_ || pending_tick_.has_value() || !nodes_to_read_.empty();
+      });
+      if (stop_publishing_) return;
+      if (!nodes_to_read_.empty()) {
+        // The nodes scraped so far first: a publish then includes every node of its round.
+        std::vector<std::string> nodes;
+        nodes.swap(nodes_to_read_);
+        nodes_to_read_set_.clear();
+        lock.unlock();
+        for (const std::string& node : nodes) {
+          snapshot_.RefreshNode(node);
+          ReleaseRetired(release_per_read_);
+        }
+        lock.lock();
+        continue;
+      }
+      const Timestamp tick = *pending_tick_;
+      const bool reread_all = std::exchange(pending_reread_all_, false);
+      pending_tick_.reset();
+      lock.unlock();
+      // The memory accounting is a pass over every series: once a minute is enough, after
+      // the first round's.
+      std::optional<size_t> memory_bytes;
+      if (const Timestamp now = clock_.Now();
+          publishes_ < 2 || now - last_memory_count_ >= kMemoryCountEvery) {
+        memory_bytes = ingestor_.MemoryBytes();
+        last_memory_count_ = now;
+      }
+      ++publishes_;
+      metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory_bytes);
+      const Timestamp refresh_start = clock_.Now();
+      if (reread_all) {
+        snapshot_.Refresh();
+      } else {
+        snapshot_.Publish();
+      }
+      metrics_.ObserveSnapshot(clock_.Now() - refresh_start, snapshot_.Stats());
+      // What the watch hub let go of is freed over the next round, between node reads,
+      // rather than all at once here (a round's worth of views).
+      ReleaseRetired(retired_.size() - next_retired_);
+      retired_ = hub_.OnRound(tick);
+      next_retired_ = 0;
+      release_per_read_ = retired_.size() / std::max<size_t>(1, snapshot_.Stats().nodes) + 1;
+      {
+        // After the watch hub, so watchers hear of the round first.
+        std::lock_guard<std::mutex> hook_lock(hook_mu_);
+        if (published_hook_) published_hook_();
+      }
+      lock.lock();
+    }
+  }
+
+  void ReleaseRetired(size_t count) {
+    for (; count > 0 && next_retired_ < retired_.size(); --count) retired_[next_retired_++].reset();
+  }
+
+  mutable std::mutex mu_;
+  Timestamp last_round_start_ = kZeroTime;
+  std::ofstream dump_;
+  std::mutex publish_mu_;
+  std::condition_variable publish_cv_;
+  std::optional<Timestamp> pending_tick_;
+  bool pending_reread_all_ = false;
+  std::mutex hook_mu_;  // held while published_hook_ runs or changes
+  std::function<void()> published_hook_;
+  // Publisher thread only.
+  static constexpr Duration kMemoryCountEvery = std::chrono::minutes(1);
+  uint64_t publishes_ = 0;
+  Timestamp last_memory_count_ = kZeroTime;
+  std::vector<std::shared_ptr<const void>> retired_;  // from the watch hub's last round
+  size_t next_retired_ = 0;                           // retired_[0, next_retired_) are freed
+  size_t release_per_read_ = 1;
+  std::vector<std::string> nodes_to_read_;  // in scrape order
+  std::unordered_set<std::string> nodes_to_read_set_;
+  bool stop_publishing_ = false;
+  std::thread publisher_;  // last: started once every member above exists
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_SRC_SCRAPE_PUBLISHER_H_

@@ -1,0 +1,147 @@
+#include "kubestat/aggregator/self_metrics.h"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/registry.h"
+
+namespace kubestat::aggregator {
+
+class StoreSelfMetrics::Impl {
+ public:
+  explicit Impl(prometheus::Registry& registry)
+      : scrapes_(Counter(registry, "kubestat_ingested_scrapes_total",
+                         "Node scrapes whose samples were stored and added to the windows")),
+        rejected_(Counter(registry, "kubestat_ingest_rejected_scrapes_total",
+                          "Node scrapes refused by the ingest pipeline (no node, no time, not "
+                          "newer than the previous scrape of the node)")),
+        store_errors_(Counter(registry, "kubestat_ingest_store_errors_total",
+                              "Failed store reads or writes during ingest")),
+        samples_(Counter(registry, "kubestat_ingested_samples_total", "Samples stored")),
+        series_created_(Counter(registry, "kubestat_series_created_total", "Series created")),
+        series_retired_(
+            Counter(registry, "kubestat_series_retired_total", "Series of objects that left")),
+        counter_resets_(Counter(registry, "kubestat_cpu_segment_restarts_total",
+                                "Cumulative cpu counters that went backwards or restarted")),
+        batches_(Counter(registry, "kubestat_store_batches_total", "RocksDB write batches")),
+        batch_errors_(
+            Counter(registry, "kubestat_store_batch_errors_total", "Failed RocksDB write batches")),
+        written_bytes_(
+            Counter(registry, "kubestat_store_written_bytes_total", "Bytes of write batches")),
+        write_seconds_(Counter(registry, "kubestat_store_write_seconds_total",
+                               "Time spent writing batches; divide by "
+                               "kubestat_store_batches_total for the mean write latency")),
+        read_errors_(Counter(registry, "kubestat_store_read_errors_total",
+                             "Failed reads and undecodable records")),
+        size_bytes_(Gauge(registry, "kubestat_store_size_bytes", "Bytes of the RocksDB directory")),
+        max_write_seconds_(
+            Gauge(registry, "kubestat_store_max_write_seconds", "Slowest write batch since start")),
+        series_(Gauge(registry, "kubestat_series", "Series held in the windows")),
+        window_bytes_(
+            Gauge(registry, "kubestat_window_memory_bytes",
+                  "Memory held by the windows and the ingest pipeline (recounted once a minute)")),
+        rebuild_seconds_(Gauge(registry, "kubestat_rebuild_duration_seconds",
+                               "Duration of the rebuild of the windows from the store at start")),
+        rebuilt_series_(
+            Gauge(registry, "kubestat_rebuilt_series", "Series restored from the store at start")),
+        snapshot_seconds_(Gauge(registry, "kubestat_query_snapshot_refresh_seconds",
+                                "Time the last publish of the query snapshot took (assembling "
+                                "the nodes read after their scrapes; at start, reading all)")),
+        snapshot_objects_(prometheus::BuildGauge()
+                              .Name("kubestat_query_snapshot_objects")
+                              .Help("Objects in the query snapshot, by kind")
+                              .Register(registry)),
+        snapshot_nodes_(snapshot_objects_.Add({{"kind", "node"}})),
+        snapshot_pods_(snapshot_objects_.Add({{"kind", "pod"}})) {}
+
+  void ObserveSnapshot(Duration refresh, const SnapshotStats& stats) {
+    snapshot_seconds_.Set(std::chrono::duration<double>(refresh).count());
+    snapshot_nodes_.Set(static_cast<double>(stats.nodes));
+    snapshot_pods_.Set(static_cast<double>(stats.pods));
+  }
+
+  void Update(const IngestStats& ingest, const storage::StoreStats& store, uint64_t disk_bytes,
+              std::optional<size_t> memory_bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Advance(scrapes_, ingest.scrapes, last_.scrapes);
+    Advance(rejected_, ingest.scrapes_rejected, last_.scrapes_rejected);
+    Advance(store_errors_, ingest.store_errors, last_.store_errors);
+    Advance(samples_, ingest.samples, last_.samples);
+    Advance(series_created_, ingest.series_created, last_.series_created);
+    Advance(series_retired_, ingest.series_retired, last_.series_retired);
+    Advance(counter_resets_, ingest.counter_resets, last_.counter_resets);
+    Advance(batches_, store.batches, last_store_.batches);
+    Advance(batch_errors_, store.batch_errors, last_store_.batch_errors);
+    Advance(written_bytes_, store.bytes_written, last_store_.bytes_written);
+    Advance(read_errors_, store.read_errors, last_store_.read_errors);
+    if (store.write_nanos > last_store_.write_nanos) {
+      write_seconds_.Increment(static_cast<double>(store.write_nanos - last_store_.write_nanos) /
+                               1e9);
+      last_store_.write_nanos = store.write_nanos;
+    }
+    size_bytes_.Set(static_cast<double>(disk_bytes));
+    max_write_seconds_.Set(static_cast<double>(store.max_write_nanos) / 1e9);
+    series_.Set(static_cast<double>(ingest.series_created - ingest.series_retired));
+    if (memory_bytes) window_bytes_.Set(static_cast<double>(*memory_bytes));
+    rebuild_seconds_.Set(ingest.rebuild_seconds);
+    rebuilt_series_.Set(static_cast<double>(ingest.rebuilt_series));
+  }
+
+ private:
+  static prometheus::Counter& Counter(prometheus::Registry& r, const std::string& name,
+                                      const std::string& help) {
+    return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+  }
+  static prometheus::Gauge& Gauge(prometheus::Registry& r, const std::string& name,
+                                  const std::string& help) {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+  }
+  static void Advance(prometheus::Counter& counter, uint64_t now, uint64_t& last) {
+    if (now > last) counter.Increment(static_cast<double>(now - last));
+    last = std::max(last, now);
+  }
+
+  std::mutex mu_;
+  IngestStats last_;
+  storage::StoreStats last_store_;
+  prometheus::Counter& scrapes_;
+  prometheus::Counter& rejected_;
+  prometheus::Counter& store_errors_;
+  prometheus::Counter& samples_;
+  prometheus::Counter& series_created_;
+  prometheus::Counter& series_retired_;
+  prometheus::Counter& counter_resets_;
+  prometheus::Counter& batches_;
+  prometheus::Counter& batch_errors_;
+  prometheus::Counter& written_bytes_;
+  prometheus::Counter& write_seconds_;
+  prometheus::Counter& read_errors_;
+  prometheus::Gauge& size_bytes_;
+  prometheus::Gauge& max_write_seconds_;
+  prometheus::Gauge& series_;
+  prometheus::Gauge& window_bytes_;
+  prometheus::Gauge& rebuild_seconds_;
+  prometheus::Gauge& rebuilt_series_;
+  prometheus::Gauge& snapshot_seconds_;
+  prometheus::Family<prometheus::Gauge>& snapshot_objects_;
+  prometheus::Gauge& snapshot_nodes_;
+  prometheus::Gauge& snapshot_pods_;
+};
+
+StoreSelfMetrics::StoreSelfMetrics(prometheus::Registry& registry)
+    : impl_(std::make_unique<Impl>(registry)) {}
+StoreSelfMetrics::~StoreSelfMetrics() = default;
+
+void StoreSelfMetrics::ObserveSnapshot(Duration refresh, const SnapshotStats& stats) {
+  impl_->ObserveSnapshot(refresh, stats);
+}
+
+void StoreSelfMetrics::Update(const IngestStats& ingest, const storage::StoreStats& store,
+                              uint64_t disk_bytes, std::optional<size_t> memory_bytes) {
+  impl_->Update(ingest, store, disk_bytes, memory_bytes);
+}
+
+}  // namespace kubestat::aggregator
