@@ -24,7 +24,7 @@
 #include "kubestat/core/log.h"
 #include "kubestat/core/time.h"
 #include "kubestat/scrapers/discovery.h"
-#include "kubestat/scrapers/kubeconfig.h"
+#include "kubestat/kube/kubeconfig.h"
 #include "kubestat/scrapers/kubelet_client.h"
 #include "kubestat/scrapers/node_address.h"
 #include "kubestat/scrapers/scheduler.h"
@@ -125,10 +125,10 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
     p->address_options.use_node_status_port = true;
     p->discovery = std::make_unique<scrapers::StaticDiscovery>(*std::move(nodes));
   } else {
-    absl::StatusOr<scrapers::KubeApiConfig> api =
+    absl::StatusOr<kube::KubeApiConfig> api =
         options.kubeconfig.empty()
-            ? scrapers::InClusterConfig()
-            : scrapers::LoadKubeconfig(options.kubeconfig, options.kubeconfig_context);
+            ? kube::InClusterConfig()
+            : kube::LoadKubeconfig(options.kubeconfig, options.kubeconfig_context);
     if (!api.ok()) return api.status();
     if (options.kubeconfig.empty() && client_options.token_file.empty()) {
       client_options.token_file = api->token_file;  // in cluster, kubelets accept the same token

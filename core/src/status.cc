@@ -7,6 +7,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
+#include "kubestat/core/absl_view.h"
 
 namespace kubestat {
 namespace {
@@ -48,8 +49,6 @@ const ReasonInfo& Info(StatusReason reason) {
   return kReasons[0];
 }
 
-absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-std::string_view StdView(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 // "pods.metrics.k8s.io", or "pods" in the core group (schema.GroupResource.String()).
 std::string Qualified(std::string_view group, std::string_view resource) {

@@ -9,7 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl_compat.h"
+#include "kubestat/core/absl_view.h"
 
 namespace kubestat::scrapers {
 
@@ -68,7 +68,7 @@ std::vector<PodInfo> Discovery::Pods() const {
 std::optional<PodInfo> Discovery::Pod(std::string_view namespace_name,
                                       std::string_view name) const {
   const std::string key =
-      absl::StrCat(internal::AbslView(namespace_name), "/", internal::AbslView(name));
+      absl::StrCat(AbslView(namespace_name), "/", AbslView(name));
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pods_.find(key);
   if (it == pods_.end()) return std::nullopt;
@@ -222,11 +222,11 @@ absl::StatusOr<std::vector<NodeInfo>> ParseStaticNodes(std::string_view spec) {
   std::vector<NodeInfo> nodes;
   std::set<std::string> names;
   for (absl::string_view raw :
-       absl::StrSplit(internal::AbslView(spec), ',', absl::SkipWhitespace())) {
-    std::string_view entry = internal::StdView(absl::StripAsciiWhitespace(raw));
+       absl::StrSplit(AbslView(spec), ',', absl::SkipWhitespace())) {
+    std::string_view entry = StdView(absl::StripAsciiWhitespace(raw));
     auto bad = [&](std::string_view why) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--static-nodes: entry \"", internal::AbslView(entry), "\": ", internal::AbslView(why)));
+          "--static-nodes: entry \"", AbslView(entry), "\": ", AbslView(why)));
     };
     size_t eq = entry.find('=');
     if (eq == std::string_view::npos || eq == 0) return bad("want name=host[:port]");

@@ -2,7 +2,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/types/optional.h"
-#include "absl_compat.h"
+#include "kubestat/core/absl_view.h"
 
 namespace kubestat::scrapers {
 namespace {
@@ -10,7 +10,7 @@ constexpr absl::string_view kReasonPayload = "type.kubestat.io/failure-reason";
 }  // namespace
 
 absl::Status WithFailureReason(absl::Status status, std::string_view reason) {
-  status.SetPayload(kReasonPayload, absl::Cord(internal::AbslView(reason)));
+  status.SetPayload(kReasonPayload, absl::Cord(AbslView(reason)));
   return status;
 }
 

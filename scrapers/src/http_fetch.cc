@@ -17,7 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl_compat.h"
+#include "kubestat/core/absl_view.h"
 #include "kubestat/scrapers/fetch_error.h"
 
 namespace kubestat::scrapers::internal {
@@ -166,7 +166,7 @@ absl::Status ValidateTlsMaterial(const TlsMaterial& tls, std::string_view what) 
     if (!tls.client_cert_pem.empty() || !tls.client_key_pem.empty()) {
       if (tls.client_cert_pem.empty() || tls.client_key_pem.empty()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(internal::AbslView(what),
+            absl::StrCat(AbslView(what),
                          ": a client certificate needs both the certificate and the key"));
       }
       context.use_certificate_chain(boost::asio::buffer(tls.client_cert_pem));
@@ -175,7 +175,7 @@ absl::Status ValidateTlsMaterial(const TlsMaterial& tls, std::string_view what) 
     }
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat(internal::AbslView(what), ": unusable TLS material: ", e.what()));
+        absl::StrCat(AbslView(what), ": unusable TLS material: ", e.what()));
   }
   return absl::OkStatus();
 }
@@ -202,7 +202,7 @@ web::http::client::http_client_config MakeClientConfig(const TlsMaterial& tls, D
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return absl::NotFoundError(absl::StrCat(internal::AbslView(what), ": cannot read ", path));
+    return absl::NotFoundError(absl::StrCat(AbslView(what), ": cannot read ", path));
   std::ostringstream contents;
   contents << in.rdbuf();
   return contents.str();

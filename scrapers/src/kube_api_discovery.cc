@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "http_fetch.h"
-#include "kubestat/scrapers/bearer_token.h"
+#include "kubestat/kube/bearer_token.h"
 #include "kubestat/scrapers/discovery.h"
 #include "kubestat/scrapers/fetch_error.h"
 
@@ -113,11 +113,11 @@ absl::Status KubeApiDiscoveryOptions::Validate() const {
 }
 
 struct KubeApiDiscovery::Impl {
-  KubeApiConfig config;
+  kube::KubeApiConfig config;
   KubeApiDiscoveryOptions options;
   const Clock* clock = nullptr;
   KubeApiDiscovery* owner = nullptr;
-  std::unique_ptr<BearerTokenFile> token_file;
+  std::unique_ptr<kube::BearerTokenFile> token_file;
   std::shared_ptr<web::http::client::http_client> list_client;
   std::shared_ptr<web::http::client::http_client> watch_client;
   pplx::cancellation_token_source stop;
@@ -362,7 +362,7 @@ KubeApiDiscovery::KubeApiDiscovery(std::unique_ptr<Impl> impl) : impl_(std::move
 KubeApiDiscovery::~KubeApiDiscovery() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> KubeApiDiscovery::Create(
-    KubeApiConfig config, KubeApiDiscoveryOptions options, const Clock& clock) {
+    kube::KubeApiConfig config, KubeApiDiscoveryOptions options, const Clock& clock) {
   if (absl::Status status = options.Validate(); !status.ok()) return status;
   auto impl = std::make_unique<Impl>();
   internal::TlsMaterial tls;
@@ -385,7 +385,7 @@ absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> KubeApiDiscovery::Create(
         absl::StrCat("kube API server \"", config.server, "\": ", e.what()));
   }
   if (config.token.empty() && !config.token_file.empty()) {
-    impl->token_file = std::make_unique<BearerTokenFile>(config.token_file);
+    impl->token_file = std::make_unique<kube::BearerTokenFile>(config.token_file);
   }
   impl->config = std::move(config);
   impl->options = options;

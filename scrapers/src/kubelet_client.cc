@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl_compat.h"
+#include "kubestat/core/absl_view.h"
 #include "http_fetch.h"
 #include "kubestat/scrapers/fetch_error.h"
 #include "kubestat/scrapers/resource_metrics_decoder.h"
@@ -15,7 +15,7 @@ namespace kubestat::scrapers {
 
 struct KubeletClient::Impl {
   internal::TlsMaterial tls;
-  std::unique_ptr<BearerTokenFile> token;
+  std::unique_ptr<kube::BearerTokenFile> token;
   std::mutex mu;
   std::map<std::string, std::shared_ptr<web::http::client::http_client>> clients;
 };
@@ -24,7 +24,7 @@ absl::StatusOr<KubeletEndpoint> ParseKubeletEndpoint(std::string_view name) {
   if (name == "summary") return KubeletEndpoint::kSummary;
   if (name == "resource") return KubeletEndpoint::kResourceMetrics;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown kubelet endpoint \"", internal::AbslView(name), "\" (want summary or resource)"));
+      "unknown kubelet endpoint \"", AbslView(name), "\" (want summary or resource)"));
 }
 
 absl::Status KubeletClientOptions::Validate() const {
@@ -76,7 +76,7 @@ absl::StatusOr<std::unique_ptr<KubeletClient>> KubeletClient::Create(KubeletClie
     return status;
   }
   if (!o.token_file.empty()) {
-    client->impl_->token = std::make_unique<BearerTokenFile>(o.token_file);
+    client->impl_->token = std::make_unique<kube::BearerTokenFile>(o.token_file);
   }
   return client;
 }

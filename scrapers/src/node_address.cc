@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl_compat.h"
+#include "kubestat/core/absl_view.h"
 
 namespace kubestat::scrapers {
 namespace {
@@ -52,7 +52,7 @@ absl::Status KubeletAddressOptions::Validate() const {
 
 absl::StatusOr<std::vector<std::string>> ParseAddressTypes(std::string_view csv) {
   std::vector<std::string> types;
-  for (absl::string_view part : absl::StrSplit(internal::AbslView(csv), ',')) {
+  for (absl::string_view part : absl::StrSplit(AbslView(csv), ',')) {
     absl::string_view type = absl::StripAsciiWhitespace(part);
     if (!IsKnownType(type)) {
       return absl::InvalidArgumentError(absl::StrCat("unknown node address type \"", type,

@@ -339,7 +339,7 @@ class KubeApiDiscoveryTest : public ::testing::Test {
                  "20");
   }
   std::unique_ptr<KubeApiDiscovery> Start(int page_size = 500) {
-    KubeApiConfig config;
+    kube::KubeApiConfig config;
     config.server = api_.server();
     config.token = "api-token";
     KubeApiDiscoveryOptions options;
@@ -473,7 +473,7 @@ TEST_F(KubeApiDiscoveryTest, GoneStatusOnTheWatchRequestRelists) {
 
 TEST(KubeApiDiscoveryStandaloneTest, UnreachableApiIsRetriedUntilItAppears) {
   FakeClock clock;
-  KubeApiConfig config;
+  kube::KubeApiConfig config;
   const int port = FreeLoopbackPort();
   config.server = "http://127.0.0.1:" + std::to_string(port);
   KubeApiDiscoveryOptions options;
@@ -490,7 +490,7 @@ TEST(KubeApiDiscoveryStandaloneTest, StopAbandonsAListInFlight) {
   FakeKubeApi api;
   api.SetListsHang(true);
   FakeClock clock;
-  KubeApiConfig config;
+  kube::KubeApiConfig config;
   config.server = api.server();
   KubeApiDiscoveryOptions options;
   // Without cancellation, Stop() would wait this out (and the test's timeout fail it first).

@@ -39,7 +39,7 @@
 #include "absl/status/statusor.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/scrapers/cluster_objects.h"
-#include "kubestat/scrapers/kubeconfig.h"
+#include "kubestat/kube/kubeconfig.h"
 
 namespace kubestat::scrapers {
 
@@ -150,7 +150,7 @@ class KubeApiDiscovery final : public Discovery {
  public:
   // InvalidArgument for bad options or unusable TLS material.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> Create(
-      KubeApiConfig config, KubeApiDiscoveryOptions options, const Clock& clock);
+      kube::KubeApiConfig config, KubeApiDiscoveryOptions options, const Clock& clock);
   ~KubeApiDiscovery() override;
   void Start() override;
   void Stop() override;

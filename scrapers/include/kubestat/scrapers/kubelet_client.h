@@ -27,7 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/core/clock.h"
-#include "kubestat/scrapers/bearer_token.h"
+#include "kubestat/kube/bearer_token.h"
 #include "kubestat/scrapers/node_address.h"
 #include "kubestat/scrapers/node_scrape.h"
 #include "kubestat/scrapers/node_scraper.h"

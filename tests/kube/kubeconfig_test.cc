@@ -1,16 +1,16 @@
-#include "kubestat/scrapers/kubeconfig.h"
+#include "kubestat/kube/kubeconfig.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "absl/strings/escaping.h"
-#include "loopback_pki.h"
+#include "scrapers/loopback_pki.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::kube {
 namespace {
 
-using testing::TempDir;
+using scrapers::testing::TempDir;
 
 constexpr char kCaPem[] = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n";
 constexpr char kCertPem[] = "-----BEGIN CERTIFICATE-----\nCLIENT\n-----END CERTIFICATE-----\n";
@@ -176,4 +176,4 @@ TEST(KubeconfigTest, InClusterConfigUsesServiceAccountFilesAndEnvironment) {
 }
 
 }  // namespace
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::kube

@@ -5,8 +5,8 @@
 // and reads it again when its modification time, size or inode changed, so a rotated token
 // is used from the next request on. Leading and trailing whitespace is stripped.
 // Thread-safe.
-#ifndef KUBESTAT_SCRAPERS_BEARER_TOKEN_H_
-#define KUBESTAT_SCRAPERS_BEARER_TOKEN_H_
+#ifndef KUBESTAT_KUBE_BEARER_TOKEN_H_
+#define KUBESTAT_KUBE_BEARER_TOKEN_H_
 
 #include <cstdint>
 #include <ctime>
@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::kube {
 
 class BearerTokenFile {
  public:
@@ -37,6 +37,6 @@ class BearerTokenFile {
   std::string token_;
 };
 
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::kube
 
-#endif  // KUBESTAT_SCRAPERS_BEARER_TOKEN_H_
+#endif  // KUBESTAT_KUBE_BEARER_TOKEN_H_

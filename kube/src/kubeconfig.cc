@@ -1,4 +1,4 @@
-#include "kubestat/scrapers/kubeconfig.h"
+#include "kubestat/kube/kubeconfig.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -11,15 +11,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl_compat.h"
+#include "kubestat/core/absl_view.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::kube {
 namespace {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return absl::NotFoundError(absl::StrCat(internal::AbslView(what), ": cannot read ", path));
+    return absl::NotFoundError(absl::StrCat(AbslView(what), ": cannot read ", path));
   std::ostringstream contents;
   contents << in.rdbuf();
   return contents.str();
@@ -175,4 +175,4 @@ absl::StatusOr<KubeApiConfig> InClusterConfig(const std::string& service_account
   return config;
 }
 
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::kube

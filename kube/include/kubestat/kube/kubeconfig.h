@@ -15,15 +15,15 @@
 //
 // Errors are InvalidArgument/NotFound with a message naming the file and the field.
 // Pure functions apart from reading the files; thread-safe.
-#ifndef KUBESTAT_SCRAPERS_KUBECONFIG_H_
-#define KUBESTAT_SCRAPERS_KUBECONFIG_H_
+#ifndef KUBESTAT_KUBE_KUBECONFIG_H_
+#define KUBESTAT_KUBE_KUBECONFIG_H_
 
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::kube {
 
 struct KubeApiConfig {
   // "https://10.0.0.1:443" (no trailing slash).
@@ -55,6 +55,6 @@ struct KubeApiConfig {
 [[nodiscard]] absl::StatusOr<KubeApiConfig> InClusterConfig(
     const std::string& service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::kube
 
-#endif  // KUBESTAT_SCRAPERS_KUBECONFIG_H_
+#endif  // KUBESTAT_KUBE_KUBECONFIG_H_

@@ -1,4 +1,4 @@
-#include "kubestat/scrapers/bearer_token.h"
+#include "kubestat/kube/bearer_token.h"
 
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::kube {
 
 BearerTokenFile::BearerTokenFile(std::string path) : path_(std::move(path)) {}
 
@@ -43,4 +43,4 @@ absl::StatusOr<std::string> BearerTokenFile::Get() {
   return token_;
 }
 
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::kube

@@ -1,0 +1,6 @@
+# Authentication and authorization inputs from the network: TokenReview and
+# SubjectAccessReview responses, request paths and queries, token files.
+if(TARGET kubestat_kube)
+  kubestat_fuzzer(kube_review_fuzz SOURCES ${CMAKE_CURRENT_LIST_DIR}/kube_review_fuzz.cc
+    LIBS kubestat::kube)
+endif()

@@ -1,0 +1,156 @@
+// The server's parts below the public API: what every connection shares (ServerCore), a
+// listener with its cap, and one connection's state machine.
+//
+// A connection lives on its own strand: every socket, timer and parser access happens
+// there. A request for a health path runs the handler on that strand; any other request
+// runs on a worker and posts its response back to the strand. One timer per connection
+// enforces the phase's deadline: a handshake or head (header_timeout), a body
+// (read_timeout from the first byte), a write (write_timeout), waiting for the next request
+// (idle_timeout); when it fires the pending operation is cancelled and the phase decides
+// (close, or answer 408).
+#ifndef KUBESTAT_HTTP_SRC_SERVER_CONNECTION_H_
+#define KUBESTAT_HTTP_SRC_SERVER_CONNECTION_H_
+
+#include <array>
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "kubestat/http/server.h"
+#include "kubestat/http/server_request_reader.h"
+#include "server_metrics.h"
+#include "server_worker_pool.h"
+#include "tls_context.h"
+
+namespace kubestat::http::internal {
+
+class Connection;
+
+// What connections share; owned by Server::Impl, outlives every connection.
+class ServerCore {
+ public:
+  ServerCore(ServerOptions options, Handler handler, prometheus::Registry& registry,
+             const Clock& clock);
+
+  const ServerOptions& options() const { return options_; }
+  const RequestReaderLimits& reader_limits() const { return reader_limits_; }
+  const Clock& clock() const { return clock_; }
+  ServerMetrics& metrics() { return metrics_; }
+  WorkerPool& workers() { return workers_; }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  void set_stopping() { stopping_.store(true, std::memory_order_release); }
+  bool IsHealthPath(std::string_view path) const;
+  // "GET, HEAD, …" for the Allow header of a 405.
+  const std::string& allow_header() const { return allow_header_; }
+
+  // Calls the handler (an exception becomes a 500), checks the response, compresses it
+  // when CompressionOptions say so, and records the request metrics.
+  Response Run(const Request& request);
+
+ private:
+  const ServerOptions options_;
+  const Handler handler_;
+  const Clock& clock_;
+  RequestReaderLimits reader_limits_;
+  std::string allow_header_;
+  ServerMetrics metrics_;
+  WorkerPool workers_;
+  std::atomic<bool> stopping_{false};
+};
+
+// A listening socket with its own connection cap, on its own strand.
+struct Listener {
+  Listener(boost::asio::io_context& io, std::string name, bool health_only, size_t cap,
+           ListenerMetrics metrics);
+
+  const std::string name;  // "main" or "health"
+  const bool health_only;
+  const size_t cap;
+  const ListenerMetrics metrics;
+  // Released before the io_context (asio objects must not outlive it), while the
+  // listener itself stays for the connections the context's destruction releases.
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
+  std::unique_ptr<boost::asio::steady_timer> backoff;  // after EMFILE and the like
+  std::atomic<size_t> open{0};
+  int port = 0;
+
+  // Live connections, for Stop(); a connection adds and removes itself.
+  std::mutex mu;
+  std::unordered_set<Connection*> live;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  // `listener.open` was already incremented for this connection; the destructor
+  // decrements it. `tls` is null for plain HTTP.
+  Connection(ServerCore& core, Listener& listener, boost::asio::ip::tcp::socket socket,
+             std::shared_ptr<const TlsServing> tls);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Begins serving on the connection's strand.
+  void Start();
+  // Closes the socket on the strand (Stop()).
+  void Close();
+
+ private:
+  enum class Phase { kHandshake, kIdle, kHead, kBody, kHandling, kWriting, kLinger, kClosed };
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  void Begin();
+  void OnHandshake(const boost::system::error_code& ec);
+  void StartRequest(bool first);
+  void Read();
+  void OnRead(const boost::system::error_code& ec, size_t n);
+  void ParseBuffered();
+  void Dispatch();
+  void Respond(Response response, bool keep_alive);
+  void Reject(RejectionReason reason, const ApiError& error);
+  void Write(bool close_after);
+  void OnWritten(const boost::system::error_code& ec);
+  void Linger();
+  void Drain();
+  void CloseNow();
+  void ArmTimer(SteadyTime deadline);
+  void OnTimer(const boost::system::error_code& ec);
+
+  ServerCore& core_;
+  Listener& listener_;
+  boost::asio::ip::tcp::socket socket_;
+  std::shared_ptr<const TlsServing> tls_serving_;
+  std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
+  boost::asio::steady_timer timer_;
+  boost::beast::flat_buffer buffer_;
+  RequestReader reader_;
+  std::unique_ptr<PeerCertificate> peer_;
+  std::string remote_address_;
+  int remote_port_ = 0;
+
+  Phase phase_ = Phase::kHandshake;
+  SteadyTime accepted_at_;
+  SteadyTime body_deadline_;
+  bool timed_out_ = false;
+  size_t requests_served_ = 0;
+  bool keep_alive_ = false;
+  bool is_head_request_ = false;
+
+  // The response being written.
+  std::string out_head_;
+  std::string out_body_;
+  bool close_after_write_ = false;
+  bool continue_pending_ = false;
+  std::array<char, 4096> drain_buffer_;
+  size_t drained_ = 0;
+};
+
+}  // namespace kubestat::http::internal
+
+#endif  // KUBESTAT_HTTP_SRC_SERVER_CONNECTION_H_

@@ -1,0 +1,436 @@
+#include "tls_context.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kubestat/core/log.h"
+#include "kubestat/core/str_cat.h"
+#include "kubestat/http/tls_config.h"
+
+namespace kubestat::http::internal {
+namespace {
+
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+struct X509Free {
+  void operator()(X509* c) const { X509_free(c); }
+};
+struct KeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct StoreCtxFree {
+  void operator()(X509_STORE_CTX* c) const { X509_STORE_CTX_free(c); }
+};
+using Bio = std::unique_ptr<BIO, BioFree>;
+using Cert = std::unique_ptr<X509, X509Free>;
+using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
+
+constexpr auto kReloadCheckInterval = std::chrono::seconds(1);
+
+std::string OpenSslError() {
+  const unsigned long code = ERR_get_error();
+  ERR_clear_error();
+  if (code == 0) return "unknown OpenSSL error";
+  char text[256];
+  ERR_error_string_n(code, text, sizeof(text));
+  return text;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InternalError(StrCat("cannot read ", path, ": ", strerror(errno)));
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+std::vector<Cert> ParseCerts(const std::string& pem) {
+  std::vector<Cert> certs;
+  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  while (true) {
+    X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
+    if (cert == nullptr) break;
+    certs.emplace_back(cert);
+  }
+  ERR_clear_error();  // the end of the PEM text reads as an error
+  return certs;
+}
+
+Key ParseKey(const std::string& pem) {
+  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  ERR_clear_error();
+  return key;
+}
+
+// Chooses http/1.1 when the client offers it; without it the handshake goes on without
+// ALPN (the client then speaks HTTP/1.1 or fails on its own).
+int SelectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+               unsigned int inlen, void*) {
+  static constexpr unsigned char kHttp11[] = {'h', 't', 't', 'p', '/', '1', '.', '1'};
+  for (unsigned int i = 0; i < inlen;) {
+    const unsigned int len = in[i];
+    if (i + 1 + len > inlen) break;
+    if (len == sizeof(kHttp11) && std::memcmp(in + i + 1, kHttp11, len) == 0) {
+      *out = in + i + 1;
+      *outlen = static_cast<unsigned char>(len);
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + len;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+// Client certificates are requested and verified afterwards against each bundle on its
+// own (TlsServing::ReadPeer), so the handshake accepts whatever chain is presented.
+int AcceptAnyChain(int, X509_STORE_CTX*) { return 1; }
+
+std::string NameEntry(X509_NAME_ENTRY* entry) {
+  unsigned char* utf8 = nullptr;
+  const int len = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(entry));
+  if (len < 0) return "";
+  std::string value(reinterpret_cast<char*>(utf8), static_cast<size_t>(len));
+  OPENSSL_free(utf8);
+  return value;
+}
+
+// --- self-signed pair ---
+
+absl::Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value) {
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
+  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
+  if (ext == nullptr) {
+    return absl::InternalError(
+        StrCat("bad certificate extension \"", value, "\": ", OpenSslError()));
+  }
+  X509_add_ext(cert, ext, -1);
+  X509_EXTENSION_free(ext);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Cert> NewCert(EVP_PKEY* key, const std::string& cn, long serial, X509* issuer,
+                             EVP_PKEY* issuer_key, const std::string& san) {
+  Cert cert(X509_new());
+  X509_set_version(cert.get(), 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial);
+  // Valid from an hour ago (clock skew) for a year, as kube's self-signed pairs are.
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 365L * 86400);
+  X509_set_pubkey(cert.get(), key);
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_set_issuer_name(cert.get(), issuer ? X509_get_subject_name(issuer) : name);
+  X509* signer = issuer ? issuer : cert.get();
+  absl::Status s;
+  if (issuer == nullptr) {
+    s.Update(AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:TRUE"));
+    s.Update(AddExtension(cert.get(), signer, NID_key_usage, "critical,keyCertSign,cRLSign"));
+    s.Update(AddExtension(cert.get(), signer, NID_subject_key_identifier, "hash"));
+  } else {
+    s.Update(AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE"));
+    s.Update(AddExtension(cert.get(), signer, NID_key_usage,
+                          "critical,digitalSignature,keyEncipherment"));
+    s.Update(AddExtension(cert.get(), signer, NID_ext_key_usage, "serverAuth"));
+    s.Update(AddExtension(cert.get(), signer, NID_authority_key_identifier, "keyid:always"));
+    s.Update(AddExtension(cert.get(), signer, NID_subject_alt_name, san));
+  }
+  if (!s.ok()) return s;
+  if (X509_sign(cert.get(), issuer_key, EVP_sha256()) == 0) {
+    return absl::InternalError(StrCat("signing a certificate failed: ", OpenSslError()));
+  }
+  return cert;
+}
+
+std::string CertPem(X509* cert) {
+  Bio bio(BIO_new(BIO_s_mem()));
+  PEM_write_bio_X509(bio.get(), cert);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(size));
+}
+
+std::string KeyPem(EVP_PKEY* key) {
+  Bio bio(BIO_new(BIO_s_mem()));
+  PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(size));
+}
+
+// Writes `content` to `path` through a temporary file renamed into place, created with
+// `mode` from the start (a key is never readable by others, not even briefly).
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
+  const std::string tmp = StrCat(path, ".tmp.", getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return absl::InternalError(StrCat("cannot create ", tmp, ": ", strerror(errno)));
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string error = strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return absl::InternalError(StrCat("cannot write ", tmp, ": ", error));
+    }
+    written += static_cast<size_t>(n);
+  }
+  ::fchmod(fd, mode);
+  if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string error = strerror(errno);
+    ::unlink(tmp.c_str());
+    return absl::InternalError(StrCat("cannot write ", path, ": ", error));
+  }
+  return absl::OkStatus();
+}
+
+bool IsIp(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// A pair in the files that loads, matches and is valid for at least another day.
+bool UsablePair(const std::string& cert_path, const std::string& key_path) {
+  absl::StatusOr<std::string> cert_pem = ReadFile(cert_path);
+  absl::StatusOr<std::string> key_pem = ReadFile(key_path);
+  if (!cert_pem.ok() || !key_pem.ok()) return false;
+  std::vector<Cert> certs = ParseCerts(*cert_pem);
+  Key key = ParseKey(*key_pem);
+  if (certs.empty() || key == nullptr) return false;
+  if (X509_check_private_key(certs[0].get(), key.get()) != 1) {
+    ERR_clear_error();
+    return false;
+  }
+  time_t soon = std::time(nullptr) + 86400;
+  return X509_cmp_time(X509_get0_notAfter(certs[0].get()), &soon) > 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, std::string>> EnsureSelfSignedPair(
+    const std::string& dir, const std::vector<std::string>& hosts) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(StrCat("cannot create --cert-dir ", dir, ": ", ec.message()));
+  const std::string cert_path = (std::filesystem::path(dir) / "apiserver.crt").string();
+  const std::string key_path = (std::filesystem::path(dir) / "apiserver.key").string();
+  if (UsablePair(cert_path, key_path)) return std::make_pair(cert_path, key_path);
+
+  // As kube's GenerateSelfSignedCertKey: a CA of its own signs the serving certificate;
+  // the certificate file holds the serving certificate, then the CA.
+  Key ca_key(EVP_EC_gen("P-256"));
+  Key key(EVP_EC_gen("P-256"));
+  if (!ca_key || !key) return absl::InternalError("EC key generation failed: " + OpenSslError());
+  const long now = static_cast<long>(std::time(nullptr));
+  std::string san = "DNS:localhost,IP:127.0.0.1,IP:::1";
+  for (const std::string& host : hosts) {
+    san += StrCat(IsIp(host) ? ",IP:" : ",DNS:", host);
+  }
+  absl::StatusOr<Cert> ca =
+      NewCert(ca_key.get(), StrCat("localhost-ca@", now), now, nullptr, ca_key.get(), "");
+  if (!ca.ok()) return ca.status();
+  absl::StatusOr<Cert> cert =
+      NewCert(key.get(), StrCat("localhost@", now), now + 1, ca->get(), ca_key.get(), san);
+  if (!cert.ok()) return cert.status();
+  if (absl::Status s = WriteFileAtomically(key_path, KeyPem(key.get()), 0600); !s.ok()) return s;
+  if (absl::Status s =
+          WriteFileAtomically(cert_path, CertPem(cert->get()) + CertPem(ca->get()), 0644);
+      !s.ok()) {
+    return s;
+  }
+  KLOG(INFO) << "created a self-signed serving certificate in " << cert_path;
+  return std::make_pair(cert_path, key_path);
+}
+
+TlsServing::~TlsServing() {
+  for (auto& [name, store] : client_stores_) X509_STORE_free(store);
+}
+
+std::unique_ptr<PeerCertificate> TlsServing::ReadPeer(SSL* ssl) const {
+  X509* leaf = SSL_get0_peer_certificate(ssl);
+  if (leaf == nullptr) return nullptr;
+  STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl);  // the server side: without the leaf
+  auto peer = std::make_unique<PeerCertificate>();
+  for (const auto& [name, store] : client_stores_) {
+    std::unique_ptr<X509_STORE_CTX, StoreCtxFree> ctx(X509_STORE_CTX_new());
+    if (ctx == nullptr || X509_STORE_CTX_init(ctx.get(), store, leaf, chain) != 1) continue;
+    X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_CLIENT);
+    if (X509_verify_cert(ctx.get()) == 1) peer->verified_by.push_back(name);
+  }
+  ERR_clear_error();
+  if (peer->verified_by.empty()) return peer;
+  X509_NAME* subject = X509_get_subject_name(leaf);
+  const int cn = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+  if (cn >= 0) peer->common_name = NameEntry(X509_NAME_get_entry(subject, cn));
+  for (int i = X509_NAME_get_index_by_NID(subject, NID_organizationName, -1); i >= 0;
+       i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) {
+    peer->organizations.push_back(NameEntry(X509_NAME_get_entry(subject, i)));
+  }
+  return peer;
+}
+
+TlsContextSource::TlsContextSource(const TlsOptions& options, const Clock& clock)
+    : options_(options), clock_(clock) {}
+
+absl::StatusOr<std::unique_ptr<TlsContextSource>> TlsContextSource::Create(
+    const TlsOptions& options, const Clock& clock) {
+  std::unique_ptr<TlsContextSource> source(new TlsContextSource(options, clock));
+  if (options.cert_file.empty()) {
+    absl::StatusOr<std::pair<std::string, std::string>> pair =
+        EnsureSelfSignedPair(options.cert_dir, options.self_signed_hosts);
+    if (!pair.ok()) return pair.status();
+    source->cert_file_ = pair->first;
+    source->key_file_ = pair->second;
+  } else {
+    source->cert_file_ = options.cert_file;
+    source->key_file_ = options.key_file;
+  }
+  // Files given by the operator can be rotated; so can client CA bundles.
+  source->watch_ = !options.cert_file.empty() || !options.client_cas.empty();
+  source->current_ids_ = source->Identify();
+  absl::StatusOr<std::shared_ptr<const TlsServing>> serving = source->Build();
+  if (!serving.ok()) return serving.status();
+  source->current_ = *std::move(serving);
+  source->last_check_ = clock.MonotonicNow();
+  return source;
+}
+
+std::vector<TlsContextSource::FileId> TlsContextSource::Identify() const {
+  std::vector<std::string> paths = {cert_file_, key_file_};
+  for (const ClientCaBundle& ca : options_.client_cas) paths.push_back(ca.file);
+  std::vector<FileId> ids;
+  for (const std::string& path : paths) {
+    FileId id;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) {
+      id.exists = true;
+      id.dev = st.st_dev;
+      id.ino = st.st_ino;
+      id.size = st.st_size;
+      id.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+std::shared_ptr<const TlsServing> TlsContextSource::Current() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!watch_) return current_;
+  const Timestamp now = clock_.MonotonicNow();
+  if (now - last_check_ < kReloadCheckInterval) return current_;
+  last_check_ = now;
+  std::vector<FileId> ids = Identify();
+  if (ids == current_ids_ || ids == failed_ids_) return current_;
+  absl::StatusOr<std::shared_ptr<const TlsServing>> serving = Build();
+  if (!serving.ok()) {
+    // Logged once per change of the files; the previous pair keeps serving.
+    failed_ids_ = ids;
+    KLOG(ERROR) << "TLS files changed but do not load; still serving the previous pair: "
+                << serving.status();
+    return current_;
+  }
+  current_ = *std::move(serving);
+  current_ids_ = std::move(ids);
+  failed_ids_.clear();
+  KLOG(INFO) << "TLS: loaded the changed serving certificate " << cert_file_;
+  return current_;
+}
+
+absl::StatusOr<std::shared_ptr<const TlsServing>> TlsContextSource::Build() const {
+  namespace ssl = boost::asio::ssl;
+  auto serving = std::make_shared<TlsServing>();
+  serving->context_ = std::make_unique<ssl::context>(ssl::context::tls_server);
+  SSL_CTX* ctx = serving->context_->native_handle();
+
+  absl::StatusOr<TlsVersion> version = ParseTlsMinVersion(options_.min_version);
+  if (!version.ok()) return version.status();
+  absl::StatusOr<OpenSslCipherConfig> ciphers = MapCipherSuites(options_.cipher_suites, *version);
+  if (!ciphers.ok()) return ciphers.status();
+  SSL_CTX_set_min_proto_version(ctx,
+                                *version == TlsVersion::kTls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                               SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
+  // No resumption: every connection shows its client certificate again.
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_num_tickets(ctx, 0);
+  static constexpr unsigned char kSessionContext[] = "kubestat-http";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1);
+  if (!ciphers->tls12_cipher_list.empty() &&
+      SSL_CTX_set_cipher_list(ctx, ciphers->tls12_cipher_list.c_str()) != 1) {
+    return absl::InternalError(StrCat("--tls-cipher-suites: OpenSSL refused ",
+                                      ciphers->tls12_cipher_list, ": ", OpenSslError()));
+  }
+  if (!ciphers->tls13_ciphersuites.empty() &&
+      SSL_CTX_set_ciphersuites(ctx, ciphers->tls13_ciphersuites.c_str()) != 1) {
+    return absl::InternalError(StrCat("--tls-cipher-suites: OpenSSL refused ",
+                                      ciphers->tls13_ciphersuites, ": ", OpenSslError()));
+  }
+  SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
+
+  absl::StatusOr<std::string> cert_pem = ReadFile(cert_file_);
+  if (!cert_pem.ok()) return cert_pem.status();
+  absl::StatusOr<std::string> key_pem = ReadFile(key_file_);
+  if (!key_pem.ok()) return key_pem.status();
+  boost::system::error_code ec;
+  serving->context_->use_certificate_chain(boost::asio::buffer(*cert_pem), ec);
+  if (ec) {
+    ERR_clear_error();
+    return absl::InternalError(StrCat("--tls-cert-file ", cert_file_, ": ", ec.message()));
+  }
+  serving->context_->use_private_key(boost::asio::buffer(*key_pem), ssl::context::pem, ec);
+  if (ec) {
+    ERR_clear_error();
+    return absl::InternalError(StrCat("--tls-private-key-file ", key_file_, ": ", ec.message()));
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    return absl::InternalError(StrCat("--tls-private-key-file ", key_file_,
+                                      " does not match --tls-cert-file ", cert_file_));
+  }
+
+  if (!options_.client_cas.empty()) {
+    STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+    for (const ClientCaBundle& bundle : options_.client_cas) {
+      absl::StatusOr<std::string> pem = ReadFile(bundle.file);
+      if (!pem.ok()) {
+        sk_X509_NAME_pop_free(names, X509_NAME_free);
+        return pem.status();
+      }
+      std::vector<Cert> certs = ParseCerts(*pem);
+      if (certs.empty()) {
+        sk_X509_NAME_pop_free(names, X509_NAME_free);
+        return absl::InternalError(
+            StrCat("client CA bundle ", bundle.name, " (", bundle.file, ") holds no certificate"));
+      }
+      X509_STORE* store = X509_STORE_new();
+      for (const Cert& cert : certs) {
+        X509_STORE_add_cert(store, cert.get());
+        sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(cert.get())));
+      }
+      serving->client_stores_.emplace_back(bundle.name, store);
+    }
+    SSL_CTX_set_client_CA_list(ctx, names);  // takes ownership
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, AcceptAnyChain);
+  }
+  return std::shared_ptr<const TlsServing>(std::move(serving));
+}
+
+}  // namespace kubestat::http::internal

@@ -1,0 +1,745 @@
+// kubestat::http::Server over real loopback sockets, plain HTTP: raw bytes in, raw answer
+// out. Timeouts are configured short (200 ms) where a test needs one to fire, and long
+// elsewhere; a test waits for the event (an answer, the socket closing) with a generous
+// deadline, never for time to pass.
+#include "kubestat/http/server.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kubestat/core/gzip.h"
+#include "prometheus/registry.h"
+
+namespace kubestat::http {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr auto kShort = std::chrono::milliseconds(200);
+constexpr auto kLong = std::chrono::seconds(60);
+constexpr int kDeadlineSeconds = 20;
+
+struct RawResponse {
+  int code = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  bool complete = false;
+};
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A blocking loopback TCP client; every read gives up after kDeadlineSeconds.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval timeout{kDeadlineSeconds, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return connected_; }
+
+  bool Send(const std::string& bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Reads one response (head, then Content-Length bytes of body).
+  RawResponse Read() {
+    RawResponse response;
+    size_t head_end;
+    while ((head_end = pending_.find("\r\n\r\n")) == std::string::npos) {
+      if (!Fill()) return response;
+    }
+    const std::string head = pending_.substr(0, head_end);
+    pending_.erase(0, head_end + 4);
+    size_t line_end = head.find("\r\n");
+    const std::string status = head.substr(0, line_end);
+    if (status.size() < 12) return response;
+    response.code = std::stoi(status.substr(9, 3));
+    while (line_end != std::string::npos) {
+      const size_t start = line_end + 2;
+      line_end = head.find("\r\n", start);
+      const std::string line =
+          head.substr(start, line_end == std::string::npos ? std::string::npos : line_end - start);
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      response.headers[Lower(line.substr(0, colon))] = line.substr(colon + 2);
+    }
+    size_t length = 0;
+    if (auto it = response.headers.find("content-length"); it != response.headers.end()) {
+      length = std::stoul(it->second);
+    }
+    if (!head_only_) {
+      while (pending_.size() < length) {
+        if (!Fill()) return response;
+      }
+      response.body = pending_.substr(0, length);
+      pending_.erase(0, length);
+    }
+    response.complete = true;
+    head_only_ = false;
+    return response;
+  }
+
+  // For a HEAD request: the next Read() takes no body.
+  void ExpectHeadOnly() { head_only_ = true; }
+
+  // True when the server closes the connection (EOF or reset) within the deadline, with no
+  // further bytes before it.
+  bool WaitClosed() {
+    while (true) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n == 0) return pending_.empty();
+      if (n < 0) return errno == ECONNRESET;  // EAGAIN: the deadline passed
+      pending_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  const std::string& pending() const { return pending_; }
+
+ private:
+  bool Fill() {
+    char buf[65536];
+    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) return false;
+    pending_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  bool head_only_ = false;
+  std::string pending_;
+};
+
+// The value of one series of a counter or gauge in `registry`; -1 when absent.
+double MetricValue(prometheus::Registry& registry, const std::string& name,
+                   const std::map<std::string, std::string>& labels) {
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      bool match = true;
+      for (const auto& [key, value] : labels) {
+        bool found = false;
+        for (const prometheus::ClientMetric::Label& label : metric.label) {
+          found = found || (label.name == key && label.value == value);
+        }
+        match = match && found;
+      }
+      if (!match) continue;
+      if (family.type == prometheus::MetricType::Gauge) return metric.gauge.value;
+      return metric.counter.value;
+    }
+  }
+  return -1;
+}
+
+// Polls `done` until it holds or the deadline passes (for state the server updates on its
+// own threads, such as a gauge after a close).
+bool Eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kDeadlineSeconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+ServerOptions PlainOptions() {
+  ServerOptions options;
+  options.address = "127.0.0.1";
+  options.tls.enabled = false;
+  options.io_threads = 1;
+  options.worker_threads = 2;
+  options.limits.header_timeout = kLong;
+  options.limits.read_timeout = kLong;
+  options.limits.write_timeout = kLong;
+  options.limits.idle_timeout = kLong;
+  return options;
+}
+
+// The request the handler saw last, copied out of the views.
+struct Seen {
+  std::string method, path, query, body, remote;
+  std::optional<std::string> accept;
+  std::vector<std::string> groups;
+  bool peer = false;
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  // Starts a server with `options` and a handler that echoes the path and remembers the
+  // request; "/big" answers a 200 KiB body, "/throw" throws.
+  void StartServer(ServerOptions options) {
+    server_ = std::make_unique<Server>(
+        std::move(options),
+        [this](const Request& request) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            seen_.method = std::string(request.method);
+            seen_.path = std::string(request.path);
+            seen_.query = std::string(request.query);
+            seen_.body = std::string(request.body);
+            seen_.remote = request.remote_address;
+            seen_.peer = request.peer_certificate != nullptr;
+            auto accept = request.Header("accept");
+            seen_.accept = accept ? std::optional<std::string>(std::string(*accept)) : std::nullopt;
+            seen_.groups.clear();
+            for (std::string_view v : request.HeaderValues("X-Group")) seen_.groups.emplace_back(v);
+          }
+          Response response;
+          response.route = "/echo";
+          response.content_type = "text/plain";
+          if (request.path == "/big") {
+            response.route = "/big";
+            response.body = std::string(200 * 1024, 'x');
+          } else if (request.path == "/throw") {
+            throw std::runtime_error("boom");
+          } else if (request.path == "/pre-gzipped") {
+            response.content_encoding = "gzip";
+            response.body = GzipCompress(std::string(200 * 1024, 'y'));
+          } else {
+            response.body = "you asked for " + std::string(request.path);
+          }
+          return response;
+        },
+        registry_, RealClock::Get());
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  double Rejected(const std::string& reason) {
+    return MetricValue(registry_, "kubestat_http_rejected_requests_total",
+                       {{"server", "main"}, {"reason", reason}});
+  }
+
+  Seen seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+
+  void ExpectStatusBody(const RawResponse& response, int code) {
+    EXPECT_EQ(response.code, code);
+    EXPECT_EQ(response.headers.at("content-type"), "application/json");
+    EXPECT_EQ(response.headers.at("connection"), "close");
+    EXPECT_THAT(response.body, HasSubstr(R"("kind":"Status")"));
+    EXPECT_THAT(response.body, HasSubstr("\"code\":" + std::to_string(code)));
+  }
+
+  prometheus::Registry registry_;
+  std::unique_ptr<Server> server_;
+  std::mutex mu_;
+  Seen seen_;
+};
+
+TEST_F(ServerTest, ServesAGetAndShowsTheHandlerTheRequest) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send(
+      "GET /apis/x%20y?labelSelector=a%3Db HTTP/1.1\r\nHost: h\r\nACCEPT: application/json\r\n"
+      "X-Group: one\r\nx-group: two\r\n\r\n"));
+  RawResponse response = client.Read();
+  ASSERT_TRUE(response.complete);
+  EXPECT_EQ(response.code, 200);
+  EXPECT_EQ(response.body, "you asked for /apis/x%20y");
+  EXPECT_EQ(response.headers.at("content-type"), "text/plain");
+  EXPECT_EQ(response.headers.at("vary"), "Accept-Encoding");
+  EXPECT_EQ(response.headers.count("connection"), 0u);  // HTTP/1.1 keep-alive by default
+  const Seen s = seen();
+  EXPECT_EQ(s.method, "GET");
+  EXPECT_EQ(s.path, "/apis/x%20y");
+  EXPECT_EQ(s.query, "labelSelector=a%3Db");
+  EXPECT_EQ(s.accept, "application/json");
+  EXPECT_THAT(s.groups, ElementsAre("one", "two"));
+  EXPECT_EQ(s.remote, "127.0.0.1");
+  EXPECT_FALSE(s.peer);
+  EXPECT_EQ(
+      MetricValue(registry_, "kubestat_http_requests_total",
+                  {{"server", "main"}, {"route", "/echo"}, {"code", "200"}, {"method", "GET"}}),
+      1);
+  EXPECT_EQ(MetricValue(registry_, "kubestat_http_response_bytes_total",
+                        {{"route", "/echo"}, {"content_encoding", "identity"}}),
+            static_cast<double>(response.body.size()));
+  EXPECT_EQ(MetricValue(registry_, "kubestat_http_connections_total",
+                        {{"listener", "main"}, {"result", "accepted"}}),
+            1);
+}
+
+TEST_F(ServerTest, KeepAliveServesSeveralRequestsThenTheIdleTimeoutCloses) {
+  ServerOptions options = PlainOptions();
+  options.limits.idle_timeout = kShort;
+  StartServer(options);
+  RawClient client(server_->port());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(client.Send("GET /n" + std::to_string(i) + " HTTP/1.1\r\nHost: h\r\n\r\n"));
+    RawResponse response = client.Read();
+    ASSERT_EQ(response.code, 200);
+    EXPECT_EQ(response.body, "you asked for /n" + std::to_string(i));
+  }
+  // No answer, just the close.
+  EXPECT_TRUE(client.WaitClosed());
+  EXPECT_TRUE(Eventually([&] {
+    return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) == 0;
+  }));
+}
+
+TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send(
+      "GET /a HTTP/1.1\r\nHost: h\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n"
+      "xyzGET /c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
+  EXPECT_EQ(client.Read().body, "you asked for /a");
+  EXPECT_EQ(client.Read().body, "you asked for /b");
+  RawResponse last = client.Read();
+  EXPECT_EQ(last.body, "you asked for /c");
+  EXPECT_EQ(last.headers.at("connection"), "close");
+  EXPECT_TRUE(client.WaitClosed());
+}
+
+TEST_F(ServerTest, SilentConnectionIsClosedAfterTheHeaderTimeoutWithoutAnAnswer) {
+  ServerOptions options = PlainOptions();
+  options.limits.header_timeout = kShort;
+  StartServer(options);
+  RawClient client(server_->port());
+  EXPECT_TRUE(client.WaitClosed());
+  EXPECT_EQ(Rejected("timeout"), 0);
+}
+
+TEST_F(ServerTest, PartialHeadIsAnswered408AfterTheHeaderTimeout) {
+  ServerOptions options = PlainOptions();
+  options.limits.header_timeout = kShort;
+  StartServer(options);
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("GET / HTTP/1.1\r\nHost: h\r\nX-Slow: "));
+  RawResponse response = client.Read();
+  ExpectStatusBody(response, 408);
+  EXPECT_TRUE(client.WaitClosed());
+  EXPECT_EQ(Rejected("timeout"), 1);
+}
+
+TEST_F(ServerTest, BodyThatDoesNotArriveIsAnswered408AfterTheReadTimeout) {
+  ServerOptions options = PlainOptions();
+  options.limits.read_timeout = kShort;
+  StartServer(options);
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc"));
+  ExpectStatusBody(client.Read(), 408);
+  EXPECT_TRUE(client.WaitClosed());
+}
+
+TEST_F(ServerTest, ContentLengthOverTheLimitIs413BeforeAnyBodyIsSent) {
+  ServerOptions options = PlainOptions();
+  options.limits.max_body_bytes = 1024;
+  StartServer(options);
+  RawClient client(server_->port());
+  // Only the head: the answer must not wait for the body (timeouts are a minute).
+  ASSERT_TRUE(client.Send("PUT /x HTTP/1.1\r\nHost: h\r\nContent-Length: 1073741824\r\n\r\n"));
+  RawResponse response = client.Read();
+  ExpectStatusBody(response, 413);
+  EXPECT_THAT(response.body, HasSubstr(R"("reason":"RequestEntityTooLarge")"));
+  EXPECT_TRUE(client.WaitClosed());
+  EXPECT_EQ(Rejected("body_too_large"), 1);
+  EXPECT_EQ(seen().path, "");  // the handler never ran
+}
+
+TEST_F(ServerTest, ChunkedBodyOverTheLimitIs413AndOneWithinReachesTheHandler) {
+  ServerOptions options = PlainOptions();
+  options.limits.max_body_bytes = 1024;
+  StartServer(options);
+  {
+    RawClient client(server_->port());
+    ASSERT_TRUE(
+        client.Send("PUT /ok HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
+    EXPECT_EQ(client.Read().code, 200);
+    EXPECT_EQ(seen().body, "hello world");
+  }
+  RawClient client(server_->port());
+  ASSERT_TRUE(
+      client.Send("PUT /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "400\r\n" +
+                  std::string(1024, 'a') + "\r\n1\r\n"));
+  ExpectStatusBody(client.Read(), 413);
+  EXPECT_EQ(Rejected("body_too_large"), 1);
+}
+
+TEST_F(ServerTest, NegativeAndHugeContentLengthsAre400) {
+  StartServer(PlainOptions());
+  for (const char* length : {"-5", "18446744073709551615"}) {
+    RawClient client(server_->port());
+    ASSERT_TRUE(client.Send(std::string("PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: ") + length +
+                            "\r\n\r\n"));
+    ExpectStatusBody(client.Read(), 400);
+    EXPECT_TRUE(client.WaitClosed()) << length;
+  }
+  EXPECT_EQ(Rejected("malformed"), 2);
+}
+
+TEST_F(ServerTest, BareLineFeedsAre400) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("GET / HTTP/1.1\nHost: h\n\n"));
+  ExpectStatusBody(client.Read(), 400);
+  EXPECT_TRUE(client.WaitClosed());
+}
+
+TEST_F(ServerTest, Http99Is505) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("GET / HTTP/9.9\r\nHost: h\r\n\r\n"));
+  ExpectStatusBody(client.Read(), 505);
+  EXPECT_EQ(Rejected("version_not_supported"), 1);
+}
+
+TEST_F(ServerTest, TraceIs405AndEchoesNothing) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("TRACE / HTTP/1.1\r\nHost: h\r\nCookie: secret-token\r\n\r\n"));
+  RawResponse response = client.Read();
+  ExpectStatusBody(response, 405);
+  EXPECT_THAT(response.body, Not(HasSubstr("secret-token")));
+  EXPECT_THAT(client.pending(), Not(HasSubstr("secret-token")));
+  EXPECT_EQ(response.headers.at("allow"), "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS");
+  EXPECT_EQ(Rejected("method_not_allowed"), 1);
+}
+
+TEST_F(ServerTest, GarbageIs400WithAStatusBody) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send(std::string("\x01\x02garbage\xff\r\n\r\n", 14)));
+  RawResponse response = client.Read();
+  ExpectStatusBody(response, 400);
+  EXPECT_THAT(response.body, HasSubstr(R"("reason":"BadRequest")"));
+  EXPECT_EQ(Rejected("malformed"), 1);
+}
+
+TEST_F(ServerTest, HugeRequestLineAndLongTargetAre414) {
+  ServerOptions options = PlainOptions();
+  options.limits.max_target_bytes = 1024;
+  options.limits.max_header_bytes = 8192;
+  StartServer(options);
+  {
+    RawClient client(server_->port());
+    ASSERT_TRUE(client.Send("GET /" + std::string(2000, 'a') + " HTTP/1.1\r\nHost: h\r\n\r\n"));
+    ExpectStatusBody(client.Read(), 414);
+  }
+  RawClient client(server_->port());
+  // A request line that never ends: refused at the head limit, not buffered further.
+  client.Send("GET /" + std::string(64 * 1024, 'a'));
+  ExpectStatusBody(client.Read(), 414);
+  EXPECT_EQ(Rejected("uri_too_long"), 2);
+}
+
+TEST_F(ServerTest, HugeHeaderAndTooManyHeadersAre431) {
+  ServerOptions options = PlainOptions();
+  options.limits.max_header_bytes = 8192;
+  options.limits.max_header_count = 10;
+  StartServer(options);
+  {
+    RawClient client(server_->port());
+    client.Send("GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + std::string(64 * 1024, 'a'));
+    ExpectStatusBody(client.Read(), 431);
+  }
+  std::string many = "GET / HTTP/1.1\r\nHost: h\r\n";
+  for (int i = 0; i < 10; ++i) many += "X-" + std::to_string(i) + ": v\r\n";
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send(many + "\r\n"));
+  ExpectStatusBody(client.Read(), 431);
+  EXPECT_EQ(Rejected("header_too_large"), 1);
+  EXPECT_EQ(Rejected("too_many_headers"), 1);
+}
+
+TEST_F(ServerTest, ConnectionsOverTheCapGet503WhileTheHealthListenerAnswers) {
+  ServerOptions options = PlainOptions();
+  options.limits.max_connections = 2;
+  options.health_port = 0;
+  StartServer(options);
+  ASSERT_GT(server_->health_port(), 0);
+  auto held1 = std::make_unique<RawClient>(server_->port());
+  RawClient held2(server_->port());
+  ASSERT_TRUE(Eventually([&] {
+    return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) == 2;
+  }));
+  RawClient over(server_->port());
+  ASSERT_TRUE(over.connected());
+  RawResponse refused = over.Read();
+  EXPECT_EQ(refused.code, 503);
+  EXPECT_THAT(refused.body, HasSubstr(R"("reason":"ServiceUnavailable")"));
+  EXPECT_TRUE(over.WaitClosed());
+  EXPECT_EQ(MetricValue(registry_, "kubestat_http_connections_total",
+                        {{"listener", "main"}, {"result", "over_capacity"}}),
+            1);
+  EXPECT_EQ(Rejected("over_capacity"), 1);
+
+  RawClient health(server_->health_port());
+  ASSERT_TRUE(health.Send("GET /livez HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(health.Read().code, 200);
+  ASSERT_TRUE(health.Send("GET /readyz HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(health.Read().code, 200);
+  // Only health paths there.
+  ASSERT_TRUE(health.Send("GET /apis HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(health.Read().code, 404);
+
+  // A freed slot is usable again.
+  held1.reset();
+  ASSERT_TRUE(Eventually([&] {
+    return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) == 1;
+  }));
+  RawClient again(server_->port());
+  ASSERT_TRUE(again.Send("GET /back HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(again.Read().code, 200);
+}
+
+TEST_F(ServerTest, TheLastAllowedRequestOfAConnectionClosesIt) {
+  ServerOptions options = PlainOptions();
+  options.limits.max_requests_per_connection = 2;
+  StartServer(options);
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("GET /1 HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(client.Read().headers.count("connection"), 0u);
+  ASSERT_TRUE(client.Send("GET /2 HTTP/1.1\r\nHost: h\r\n\r\n"));
+  RawResponse second = client.Read();
+  EXPECT_EQ(second.code, 200);
+  EXPECT_EQ(second.headers.at("connection"), "close");
+  EXPECT_TRUE(client.WaitClosed());
+}
+
+TEST_F(ServerTest, GzipOnlyWhenAcceptedLargeEnoughAndNotAlreadyEncoded) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("GET /big HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n"));
+  RawResponse gzipped = client.Read();
+  ASSERT_EQ(gzipped.code, 200);
+  EXPECT_EQ(gzipped.headers.at("content-encoding"), "gzip");
+  EXPECT_EQ(gzipped.headers.at("vary"), "Accept-Encoding");
+  absl::StatusOr<std::string> plain = GzipDecompress(gzipped.body, 1 << 20);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(*plain, std::string(200 * 1024, 'x'));
+  EXPECT_EQ(MetricValue(registry_, "kubestat_http_response_bytes_total",
+                        {{"route", "/big"}, {"content_encoding", "gzip"}}),
+            static_cast<double>(gzipped.body.size()));
+
+  ASSERT_TRUE(client.Send("GET /big HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip;q=0\r\n\r\n"));
+  RawResponse refused = client.Read();
+  EXPECT_EQ(refused.headers.count("content-encoding"), 0u);
+  EXPECT_EQ(refused.body.size(), 200u * 1024);
+
+  ASSERT_TRUE(client.Send("GET /small HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n"));
+  EXPECT_EQ(client.Read().headers.count("content-encoding"), 0u);
+
+  ASSERT_TRUE(client.Send("GET /pre-gzipped HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n"));
+  RawResponse once = client.Read();
+  EXPECT_EQ(once.headers.at("content-encoding"), "gzip");
+  absl::StatusOr<std::string> inner = GzipDecompress(once.body, 1 << 20);
+  ASSERT_TRUE(inner.ok());  // compressed once, not twice
+  EXPECT_EQ(*inner, std::string(200 * 1024, 'y'));
+}
+
+TEST_F(ServerTest, HeadAnswersWithHeadersOnly) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("HEAD /thing HTTP/1.1\r\nHost: h\r\n\r\n"));
+  client.ExpectHeadOnly();
+  RawResponse response = client.Read();
+  EXPECT_EQ(response.code, 200);
+  EXPECT_EQ(response.headers.at("content-length"),
+            std::to_string(std::string("you asked for /thing").size()));
+  // The next bytes on the connection are the next answer, not a body.
+  ASSERT_TRUE(client.Send("GET /after HTTP/1.1\r\nHost: h\r\n\r\n"));
+  RawResponse next = client.Read();
+  EXPECT_EQ(next.code, 200);
+  EXPECT_EQ(next.body, "you asked for /after");
+}
+
+TEST_F(ServerTest, AHandlerExceptionBecomesA500Status) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("GET /throw HTTP/1.1\r\nHost: h\r\n\r\n"));
+  RawResponse response = client.Read();
+  EXPECT_EQ(response.code, 500);
+  EXPECT_THAT(response.body, HasSubstr(R"("reason":"InternalError")"));
+}
+
+TEST_F(ServerTest, ExpectContinueGetsAn100BeforeTheBody) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send(
+      "PUT /c HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"));
+  RawResponse interim = client.Read();
+  EXPECT_EQ(interim.code, 100);
+  ASSERT_TRUE(client.Send("body"));
+  RawResponse final_response = client.Read();
+  EXPECT_EQ(final_response.code, 200);
+  EXPECT_EQ(seen().body, "body");
+}
+
+// A handler that blocks until released, to fill the worker pool.
+TEST(ServerBusyTest, HealthPathsAnswerWhileWorkersAreBusyAndAFullQueueGets429) {
+  prometheus::Registry registry;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> blocked{0};
+  ServerOptions options = PlainOptions();
+  options.worker_threads = 1;
+  options.limits.max_queued_requests = 1;
+  Server server(
+      options,
+      [&](const Request& request) {
+        Response response;
+        if (request.path == "/slow") {
+          ++blocked;
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return release; });
+        }
+        response.body = "ok";
+        return response;
+      },
+      registry, RealClock::Get());
+  ASSERT_TRUE(server.Start().ok());
+  RawClient running(server.port());
+  ASSERT_TRUE(running.Send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n"));
+  ASSERT_TRUE(Eventually([&] { return blocked.load() == 1; }));
+  RawClient queued(server.port());
+  ASSERT_TRUE(queued.Send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n"));
+  // The queue (one slot) is now taken once the request is parsed; a third is refused.
+  RawResponse refused;
+  ASSERT_TRUE(Eventually([&] {
+    RawClient third(server.port());
+    third.Send("GET /other HTTP/1.1\r\nHost: h\r\n\r\n");
+    refused = third.Read();
+    return refused.code == 429;
+  }));
+  EXPECT_EQ(refused.headers.at("retry-after"), "1");
+  RawClient probe(server.port());
+  ASSERT_TRUE(probe.Send("GET /livez HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(probe.Read().code, 200);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  EXPECT_EQ(running.Read().code, 200);
+  EXPECT_EQ(queued.Read().code, 200);
+  server.Stop();
+}
+
+TEST(ServerLifecycleTest, StopReturnsWithClientsConnectedAndIsIdempotent) {
+  prometheus::Registry registry;
+  ServerOptions options = PlainOptions();
+  Server server(
+      options, [](const Request&) { return Response{}; }, registry, RealClock::Get());
+  ASSERT_TRUE(server.Start().ok());
+  RawClient idle(server.port());
+  RawClient partial(server.port());
+  ASSERT_TRUE(partial.Send("GET / HTTP/1.1\r\nHo"));
+  server.Stop();
+  EXPECT_TRUE(idle.WaitClosed());
+  EXPECT_TRUE(partial.WaitClosed());
+  server.Stop();
+  EXPECT_EQ(server.Start().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ServerLifecycleTest, StartNamesTheAddressWhenThePortIsTaken) {
+  prometheus::Registry registry;
+  Server first(
+      PlainOptions(), [](const Request&) { return Response{}; }, registry, RealClock::Get());
+  ASSERT_TRUE(first.Start().ok());
+  ServerOptions options = PlainOptions();
+  options.port = first.port();
+  options.metrics_name = "second";
+  Server second(
+      options, [](const Request&) { return Response{}; }, registry, RealClock::Get());
+  absl::Status status = second.Start();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("127.0.0.1:" + std::to_string(first.port())));
+}
+
+TEST(ServerLifecycleTest, BaseUrlShowsLoopbackForWildcardAddresses) {
+  prometheus::Registry registry;
+  ServerOptions options = PlainOptions();
+  options.address = "0.0.0.0";
+  Server v4(
+      options, [](const Request&) { return Response{}; }, registry, RealClock::Get());
+  ASSERT_TRUE(v4.Start().ok());
+  EXPECT_EQ(v4.BaseUrl(), "http://127.0.0.1:" + std::to_string(v4.port()));
+  options.address = "::";
+  options.metrics_name = "v6";
+  Server v6(
+      options, [](const Request&) { return Response{}; }, registry, RealClock::Get());
+  if (v6.Start().ok()) {
+    EXPECT_EQ(v6.BaseUrl(), "http://[::1]:" + std::to_string(v6.port()));
+  }
+}
+
+TEST(ServerOptionsTest, ValidateNamesTheField) {
+  ServerOptions options;
+  EXPECT_TRUE(options.Validate().ok());
+  auto message = [](const ServerOptions& o) { return std::string(o.Validate().message()); };
+  ServerOptions bad = options;
+  bad.limits.max_connections = 0;
+  EXPECT_THAT(message(bad), HasSubstr("limits.max_connections"));
+  bad = options;
+  bad.address = "localhost";
+  EXPECT_THAT(message(bad), HasSubstr("address"));
+  bad = options;
+  bad.allowed_methods.push_back("TRACE");
+  EXPECT_THAT(message(bad), HasSubstr("allowed_methods"));
+  bad = options;
+  bad.limits.header_timeout = std::chrono::milliseconds(0);
+  EXPECT_THAT(message(bad), HasSubstr("limits.header_timeout"));
+  bad = options;
+  bad.tls.cipher_suites = {"TLS_RSA_WITH_AES_128_GCM_SHA256"};
+  EXPECT_THAT(message(bad), HasSubstr("--tls-cipher-suites"));
+  bad = options;
+  bad.tls.min_version = "VersionTLS11";
+  EXPECT_THAT(message(bad), HasSubstr("--tls-min-version"));
+  bad = options;
+  bad.tls.cert_file = "/x.crt";
+  EXPECT_THAT(message(bad), HasSubstr("tls.cert_file"));
+  bad = options;
+  bad.health_port = 70000;
+  EXPECT_THAT(message(bad), HasSubstr("health_port"));
+}
+
+}  // namespace
+}  // namespace kubestat::http
