@@ -5,4 +5,6 @@ if(TARGET kubestat_aggregator)
     LIBS kubestat::aggregator benchmark::benchmark)
   add_executable(kubestat-rest-fake-server ${CMAKE_CURRENT_LIST_DIR}/rest_fake_server.cc)
   target_link_libraries(kubestat-rest-fake-server PRIVATE kubestat::aggregator)
+  # The tests' plain listener and allow-everyone access (rest_test_access.h).
+  target_include_directories(kubestat-rest-fake-server PRIVATE ${PROJECT_SOURCE_DIR}/tests/aggregator)
 endif()

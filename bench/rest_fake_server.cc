@@ -11,6 +11,7 @@
 #include "kubestat/core/clock.h"
 #include "kubestat/core/flags.h"
 #include "rest_fake_source.h"
+#include "rest_test_access.h"
 
 int main(int argc, char** argv) {
   std::string address = "127.0.0.1";
@@ -48,11 +49,14 @@ int main(int argc, char** argv) {
   const kubestat::aggregator::bench::SyntheticMetricsSource source(
       static_cast<int>(nodes), static_cast<int>(pods_per_node), static_cast<int>(nodes));
   prometheus::Registry registry;
-  kubestat::aggregator::RestServerOptions options;
-  options.address = address;
-  options.port = static_cast<int>(port);
+  // Plain HTTP, everyone allowed: this measures routing and rendering, not TLS or access.
+  kubestat::aggregator::RestServerOptions options =
+      kubestat::aggregator::rest_testing::PlainOptions();
+  options.secure.address = address;
+  options.secure.port = static_cast<int>(port);
+  kubestat::aggregator::rest_testing::AllowEveryone access(kubestat::RealClock::Get());
   kubestat::aggregator::RestServer server(options, source, registry, kubestat::RealClock::Get(),
-                                          kubestat::aggregator::LivenessCheck{});
+                                          kubestat::aggregator::LivenessCheck{}, access.Control());
   if (absl::Status started = server.Start(); !started.ok()) {
     std::cerr << started.message() << "\n";
     return 1;

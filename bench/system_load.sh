@@ -13,6 +13,9 @@
 #
 # BUSY_CORES=N keeps N busy loops (nice 0) running while wrk runs, to see the answers on a
 # machine whose cores are taken by something else. Default: 0
+# The aggregator serves HTTPS (a self-signed pair) and authenticates and authorizes every
+# request as in production: wrk and curl send a bearer token from a token file, and a rules
+# file grants that user node and pod metrics, so the figures include TLS and authorization.
 # Prints the rates and latency percentiles, then the aggregator's CPU time and RSS.
 set -euo pipefail
 
@@ -43,22 +46,28 @@ tenants=$((nodes * (pods - 2) / 30))
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$sim" --nodes="$nodes" --pods-per-node="$pods" --tenant-namespaces="$tenants" \
   --kubeconfig-out="$work/kubeconfig" \
-  --metrics-backend="http://127.0.0.1:$port" >"$work/sim.log" 2>&1 &
+  --metrics-backend="https://127.0.0.1:$port" >"$work/sim.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 600); do grep -q READY "$work/sim.log" && break; sleep 0.2; done
 grep -q READY "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
 
+token="load-$RANDOM$RANDOM"
+echo "$token,loadtest,1000" >"$work/tokens.csv"
+printf '%s\n' 'rules:' '- users: [loadtest]' '  verbs: [get, list]' \
+  '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods]' >"$work/rules.yaml"
 "$agg" --kubeconfig="$work/kubeconfig" --kubelet-scheme=http \
   --kubelet-preferred-address-types=InternalIP --metric-resolution=10s --kubelet-timeout=5s \
-  --listen-address=127.0.0.1 --port="$port" --grpc-port=0 --storage-dir="$work/store" \
-  >"$work/aggregator.log" 2>&1 &
+  --listen-address=127.0.0.1 --secure-port="$port" --cert-dir="$work/certs" \
+  --token-auth-file="$work/tokens.csv" --authorization-rules-file="$work/rules.yaml" \
+  --grpc-port=0 --storage-dir="$work/store" >"$work/aggregator.log" 2>&1 &
 agg_pid=$!
 pids+=("$agg_pid")
 
 # How many times the answer at URL $1 holds the text $2.
-count() { curl -fs "$1" 2>/dev/null | grep -o "$2" | grep -c . || true; }
+auth=(-H "Authorization: Bearer $token")
+count() { curl -kfs "${auth[@]}" "$1" 2>/dev/null | grep -o "$2" | grep -c . || true; }
 
-beta_nodes="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes"
+beta_nodes="https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes"
 # Ready, and every node has a cpu rate (two rounds).
 echo "waiting for $nodes nodes' metrics ..."
 for _ in $(seq 900); do
@@ -70,14 +79,14 @@ done
 grep "round" "$work/aggregator.log" | tail -n 2
 
 script="$here/rest_load.lua"
-namespace="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/tenant-0007/pods"
-node="http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods?fieldSelector=spec.nodeName%3Dnode-0007"
-alpha_nodes="http://127.0.0.1:$port/apis/metrics/v1alpha1/nodes"
+namespace="https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/tenant-0007/pods"
+node="https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods?fieldSelector=spec.nodeName%3Dnode-0007"
+alpha_nodes="https://127.0.0.1:$port/apis/metrics/v1alpha1/nodes"
 echo "one namespace's answer: $(count "$namespace" '"containers"') pods;" \
   "one node's answer: $(count "$node" '"containers"') pods"
-echo "v1alpha1 all nodes: $(curl -fs "$alpha_nodes" | wc -c) bytes as they are," \
-  "$(curl -fs -H 'Accept-Encoding: gzip' "$alpha_nodes" | wc -c) bytes gzip," \
-  "$(curl -fs --compressed "$alpha_nodes" | grep -o '"machine"' | grep -c .) nodes in the gzip answer"
+echo "v1alpha1 all nodes: $(curl -kfs "${auth[@]}" "$alpha_nodes" | wc -c) bytes as they are," \
+  "$(curl -kfs "${auth[@]}" -H 'Accept-Encoding: gzip' "$alpha_nodes" | wc -c) bytes gzip," \
+  "$(curl -kfs "${auth[@]}" --compressed "$alpha_nodes" | grep -o '"machine"' | grep -c .) nodes in the gzip answer"
 if ((busy_cores > 0)); then
   echo "== $busy_cores busy loop(s) running from here on"
   for ((i = 0; i < busy_cores; i++)); do
@@ -87,21 +96,21 @@ if ((busy_cores > 0)); then
 fi
 gzip_header=(-H "Accept-Encoding: gzip")
 echo "== (a) one namespace's pods (tenant-0007), v1beta1, target 200 req/s (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "$namespace" -- 200 2
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "$duration" "$namespace" -- 200 2
 echo "== (a2) one node's pods (fieldSelector=spec.nodeName), v1beta1, target 200 req/s (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "$node" -- 200 2
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "$duration" "$node" -- 200 2
 echo "== (b0) all $nodes nodes, v1beta1, target 20 req/s (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "$beta_nodes" -- 20 2
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "$duration" "$beta_nodes" -- 20 2
 echo "== (c0) all $nodes nodes, metrics/v1alpha1 (every window), target 20 req/s (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "$alpha_nodes" -- 20 2
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "$duration" "$alpha_nodes" -- 20 2
 echo "== (c0z) all $nodes nodes, metrics/v1alpha1, gzip, target 20 req/s (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "${gzip_header[@]}" "$alpha_nodes" -- 20 2
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "$duration" "${gzip_header[@]}" "$alpha_nodes" -- 20 2
 echo "== (b) all $nodes nodes, v1beta1, closed loop (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "$beta_nodes"
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "$duration" "$beta_nodes"
 echo "== (c) all $nodes nodes, metrics/v1alpha1 (every window), closed loop (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "$alpha_nodes"
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "$duration" "$alpha_nodes"
 echo "== (cz) all $nodes nodes, metrics/v1alpha1, gzip, closed loop (2 threads, 4 connections)"
-wrk --latency -s "$script" -t2 -c4 -d "$duration" "${gzip_header[@]}" "$alpha_nodes"
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "$duration" "${gzip_header[@]}" "$alpha_nodes"
 
 echo "== aggregator process"
 ps -o pid,rss,time,args -p "$agg_pid" | cut -c1-100

@@ -23,8 +23,8 @@
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/time.h"
-#include "kubestat/scrapers/discovery.h"
 #include "kubestat/kube/kubeconfig.h"
+#include "kubestat/scrapers/discovery.h"
 #include "kubestat/scrapers/kubelet_client.h"
 #include "kubestat/scrapers/node_address.h"
 #include "kubestat/scrapers/scheduler.h"
@@ -55,6 +55,8 @@ struct Aggregator::Parts {
   std::mutex unresolved_mu;
   std::map<std::string, std::string> unresolved;  // node → why it has no address (logged once)
   std::unique_ptr<scrapers::ScrapeScheduler> scheduler;
+  std::unique_ptr<kube::Authenticator> authenticator;
+  std::unique_ptr<kube::Authorizer> authorizer;
   std::unique_ptr<RestServer> rest;
   std::unique_ptr<AggregatorService> grpc_service;
   std::unique_ptr<grpc::Server> grpc_server;
@@ -183,21 +185,27 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
       options.SchedulingOptions(), [parts] { return parts->Targets(); }, *p->scraper, *p->publisher,
       clock, *p->registry);
 
-  // REST, /metrics and health on --port.
-  RestServerOptions rest_options;
-  rest_options.address = options.listen_address;
-  rest_options.port = static_cast<int>(options.port);
-  rest_options.compression.enabled = options.gzip_responses;
-  rest_options.compression.min_bytes = static_cast<size_t>(options.gzip_min_bytes);
+  // Who may read what, then REST, /metrics and health on --secure-port (and --port).
+  absl::StatusOr<std::unique_ptr<kube::Authenticator>> authenticator = kube::Authenticator::Create(
+      options.AuthenticationOptions(), clock, /*transport=*/nullptr, p->registry.get());
+  if (!authenticator.ok()) return authenticator.status();
+  p->authenticator = *std::move(authenticator);
+  absl::StatusOr<std::unique_ptr<kube::Authorizer>> authorizer = kube::Authorizer::Create(
+      options.AuthorizationOptions(), clock, /*transport=*/nullptr, p->registry.get());
+  if (!authorizer.ok()) return authorizer.status();
+  p->authorizer = *std::move(authorizer);
   ScrapePublisher* publisher = p->publisher.get();
   LivenessCheck liveness{[publisher] { return publisher->last_round_start(); },
                          options.metric_resolution};
-  p->rest = std::make_unique<RestServer>(rest_options, *p->snapshot, *p->registry, clock,
-                                         std::move(liveness));
+  p->rest = std::make_unique<RestServer>(
+      options.RestOptions(), *p->snapshot, *p->registry, clock, std::move(liveness),
+      AccessControl{p->authenticator.get(), p->authorizer.get()});
   if (absl::Status s = p->rest->Start(); !s.ok()) {
-    return absl::UnavailableError("--listen-address/--port: " + std::string(s.message()));
+    return absl::UnavailableError("--listen-address/--secure-port/--port: " +
+                                  std::string(s.message()));
   }
-  KLOG(INFO) << "serving REST, /metrics, /healthz, /livez and /readyz on " << p->rest->BaseUrl();
+  KLOG(INFO) << "serving REST, /metrics, /healthz, /livez and /readyz on " << p->rest->BaseUrl()
+             << (p->rest->insecure_port() > 0 ? " and " + p->rest->InsecureBaseUrl() : "");
   RestServer* rest = p->rest.get();
   p->publisher->SetPublishedHook([rest] {
     const RestHandler::Prepared prepared = rest->Prepare();

@@ -268,6 +268,10 @@ class Server::Impl {
         socket.close(ignored);
         return Accept(listener);
       }
+      // Answers go out as soon as they are written: with Nagle's algorithm a small answer
+      // written in two parts (head, body) waits for the client's delayed ACK, 40 ms.
+      error_code nodelay_error;
+      socket.set_option(asio::ip::tcp::no_delay(true), nodelay_error);
       listener.open.fetch_add(1, std::memory_order_acq_rel);
       listener.metrics.open->Increment();
       listener.metrics.accepted->Increment();

@@ -16,7 +16,9 @@ AggregatorOptions Parsed(std::vector<std::string_view> args) {
   AggregatorOptions options;
   FlagSet flags("kubestat-aggregator", "test");
   options.RegisterFlags(flags);
-  args.insert(args.begin(), "--storage-dir=/tmp/kubestat-options-test");
+  args.insert(args.begin(), {"--storage-dir=/tmp/kubestat-options-test",
+                             "--token-auth-file=/tmp/kubestat-options-test/tokens.csv",
+                             "--authorization-rules-file=/tmp/kubestat-options-test/rules.yaml"});
   absl::StatusOr<ParsedFlags> parsed = flags.Parse(args);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   return options;
@@ -30,11 +32,49 @@ std::string ValidationError(std::vector<std::string_view> args) {
 TEST(AggregatorOptionsTest, DefaultsAreValidOnceTheStoreDirectoryIsNamed) {
   EXPECT_EQ(ValidationError({}), "");
   AggregatorOptions bare;
+  bare.token_auth_file = "/tokens.csv";
+  bare.authorization_rules_file = "/rules.yaml";
   EXPECT_EQ(bare.Validate().message(), "--storage-dir: required (where RocksDB keeps the day)");
 }
 
+TEST(AggregatorOptionsTest, ThereIsNoDefaultWithoutAuthenticationOrAuthorization) {
+  AggregatorOptions options;
+  options.storage_dir = "/tmp/kubestat-options-test";
+  options.authorization_rules_file = "/tmp/rules.yaml";
+  EXPECT_EQ(options.Validate().message().substr(0, 52),
+            "--client-ca-file, --requestheader-client-ca-file, --");
+  options.anonymous_auth = true;
+  options.authorization_rules_file = "";
+  EXPECT_EQ(options.Validate().message().substr(0, 29), "--authorization-rules-file: r");
+  options.authorization_rules_file = "/tmp/rules.yaml";
+  EXPECT_TRUE(options.Validate().ok());
+}
+
+TEST(AggregatorOptionsTest, TheRestServerIsHttpsWithTheFlagsTlsAndPlainOnlyWhenAsked) {
+  AggregatorOptions options = Parsed({"--secure-port=0", "--client-ca-file=/ca.crt",
+                                      "--requestheader-client-ca-file=/proxy.crt",
+                                      "--tls-min-version=VersionTLS13", "--health-port=9000"});
+  ASSERT_TRUE(options.Validate().ok()) << options.Validate();
+  RestServerOptions rest = options.RestOptions();
+  EXPECT_TRUE(rest.secure.tls.enabled);
+  EXPECT_EQ(rest.secure.tls.min_version, "VersionTLS13");
+  EXPECT_EQ(rest.secure.health_port, 9000);
+  ASSERT_EQ(rest.secure.tls.client_cas.size(), 2u);
+  EXPECT_EQ(rest.secure.tls.client_cas[0].name, "client-ca");
+  EXPECT_EQ(rest.secure.tls.client_cas[1].file, "/proxy.crt");
+  EXPECT_FALSE(rest.insecure.has_value());
+  EXPECT_TRUE(options.AuthenticationOptions().front_proxy.enabled);
+  EXPECT_TRUE(options.AuthenticationOptions().client_certificates);
+  AggregatorOptions plain = Parsed({"--port=8080"});
+  ASSERT_TRUE(plain.Validate().ok());
+  ASSERT_TRUE(plain.RestOptions().insecure.has_value());
+  EXPECT_FALSE(plain.RestOptions().insecure->tls.enabled);
+  EXPECT_EQ(plain.RestOptions().insecure->port, 8080);
+}
+
 TEST(AggregatorOptionsTest, EachBadFlagIsNamedInItsError) {
-  EXPECT_EQ(ValidationError({"--port=0"}), "--port: 0 is not a port");
+  EXPECT_EQ(ValidationError({"--port=-1"}), "--port: -1 is not a port");
+  EXPECT_EQ(ValidationError({"--secure-port=65536"}), "--secure-port: 65536 is not a port");
   EXPECT_EQ(ValidationError({"--grpc-port=70000"}), "--grpc-port: 70000 is not a port");
   EXPECT_EQ(ValidationError({"--kubelet-timeout=10s"}),
             "--kubelet-timeout: must be shorter than --metric-resolution (10s >= 10s)");

@@ -19,6 +19,7 @@
 #include "kubestat/core/clock.h"
 #include "kubestat/core/label_selector.h"
 #include "rest_fake_source.h"
+#include "rest_test_access.h"
 
 namespace kubestat::aggregator {
 namespace {
@@ -45,10 +46,8 @@ class RestKubectlTest : public ::testing::Test {
     FillStandardCluster(source_);
     home_ = std::filesystem::path(::testing::TempDir()) / "rest_kubectl_home";
     std::filesystem::create_directories(home_);
-    RestServerOptions options;
-    options.address = "127.0.0.1";
-    options.port = 0;
-    server_ = std::make_unique<RestServer>(options, source_, registry_, clock_, LivenessCheck{});
+    server_ = std::make_unique<RestServer>(rest_testing::PlainOptions(), source_, registry_, clock_,
+                                           LivenessCheck{}, access_.Control());
     ASSERT_TRUE(server_->Start().ok());
   }
 
@@ -84,6 +83,7 @@ class RestKubectlTest : public ::testing::Test {
   FakeClock clock_{EndTime() + std::chrono::seconds(20)};
   FakeMetricsSource source_;
   prometheus::Registry registry_;
+  rest_testing::AllowEveryone access_{clock_};
   std::filesystem::path home_;
   std::unique_ptr<RestServer> server_;
 };

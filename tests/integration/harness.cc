@@ -160,4 +160,14 @@ std::optional<std::string> HttpGet(int port, const std::string& path_and_query) 
   return std::move(reply->body);
 }
 
+std::vector<std::string> OpenPlainAccessFlags(int port, const std::filesystem::path& dir) {
+  const std::filesystem::path rules = dir / "allow-everyone.yaml";
+  std::ofstream(rules) << "rules:\n"
+                          "- users: ['*']\n  verbs: ['*']\n  apiGroups: ['*']\n  resources: ['*']\n"
+                          "- users: ['*']\n  verbs: ['*']\n  nonResourceURLs: ['*']\n";
+  return {"--port=" + std::to_string(port), "--secure-port=0",
+          "--cert-dir=" + (dir / "certs").string(), "--anonymous-auth",
+          "--authorization-rules-file=" + rules.string()};
+}
+
 }  // namespace kubestat::testing

@@ -77,6 +77,12 @@ struct RunResult {
 RunResult Run(const std::string& binary, const std::vector<std::string>& args,
               const std::filesystem::path& log, std::chrono::seconds deadline);
 
+// Flags that open the aggregator's plain-HTTP listener on `port` to anonymous requests that
+// are allowed everything, for tests about scraping and answers rather than access (an
+// explicit, insecure test set-up; the HTTPS listener is moved to a free port with its
+// self-signed pair under `dir`). Writes the rules file into `dir`.
+std::vector<std::string> OpenPlainAccessFlags(int port, const std::filesystem::path& dir);
+
 // GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query);
 

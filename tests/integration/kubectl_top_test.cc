@@ -23,6 +23,7 @@ using testing::FindOnPath;
 using testing::FreePort;
 using testing::HttpGet;
 using testing::MetricValue;
+using testing::OpenPlainAccessFlags;
 using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
@@ -168,14 +169,18 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
                 std::chrono::seconds(60)))
       << ReadAll(dir.path() / "sim.log");
 
-  Process aggregator(
-      KUBESTAT_AGGREGATOR_BINARY,
-      {"--kubeconfig=" + kubeconfig, "--kubelet-scheme=http",
-       "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
-       "--metric-resolution=4s", "--kubelet-timeout=2s", "--listen-address=127.0.0.1",
-       "--port=" + std::to_string(port), "--grpc-port=0", "--gzip-min-bytes=0",
-       "--storage-dir=" + (dir.path() / "store").string()},
-      dir.path() / "aggregator.log");
+  std::vector<std::string> aggregator_args = {"--kubeconfig=" + kubeconfig,
+                                              "--kubelet-scheme=http",
+                                              "--kubelet-preferred-address-types=InternalIP",
+                                              "--kubelet-use-node-status-port",
+                                              "--metric-resolution=4s",
+                                              "--kubelet-timeout=2s",
+                                              "--listen-address=127.0.0.1",
+                                              "--grpc-port=0",
+                                              "--gzip-min-bytes=0",
+                                              "--storage-dir=" + (dir.path() / "store").string()};
+  for (std::string& flag : OpenPlainAccessFlags(port, dir.path())) aggregator_args.push_back(flag);
+  Process aggregator(KUBESTAT_AGGREGATOR_BINARY, aggregator_args, dir.path() / "aggregator.log");
 
   // Ready, and every node and pod has a cpu rate (two scrapes) and memory.
   ASSERT_TRUE(PollUntil(
@@ -215,7 +220,7 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
   ASSERT_TRUE(self_metrics);
   EXPECT_GT(MetricValue(*self_metrics,
                         "kubestat_http_response_bytes_total{content_encoding=\"gzip\",route=\"/"
-                        "apis/metrics.k8s.io/v1beta1/nodes\"}"),
+                        "apis/metrics.k8s.io/v1beta1/nodes\",server=\"insecure\"}"),
             0)
       << *self_metrics;
 

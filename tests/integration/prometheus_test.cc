@@ -42,6 +42,7 @@ namespace fs = std::filesystem;
 using testing::FindOnPath;
 using testing::FreePort;
 using testing::HttpGet;
+using testing::OpenPlainAccessFlags;
 using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
@@ -123,16 +124,16 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
   const int aggregator_port = FreePort();
   ASSERT_GT(aggregator_port, 0);
   fs::path aggregator_log = dir.path() / "aggregator.log";
-  Process aggregator(
-      KUBESTAT_AGGREGATOR_BINARY,
-      {"--kubeconfig=" + kubeconfig.string(), "--kubelet-scheme=http",
-       "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
-       "--metric-resolution=1s", "--kubelet-timeout=500ms", "--listen-address=127.0.0.1",
-       "--port=" + std::to_string(aggregator_port), "--grpc-address=127.0.0.1",
-       "--grpc-port=" + std::to_string(FreePort()),
-       // Every answer gzip-compressed for clients that ask for it, as Prometheus does.
-       "--gzip-min-bytes=0", "--storage-dir=" + (dir.path() / "store").string()},
-      aggregator_log);
+  std::vector<std::string> aggregator_args = {
+      "--kubeconfig=" + kubeconfig.string(), "--kubelet-scheme=http",
+      "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
+      "--metric-resolution=1s", "--kubelet-timeout=500ms", "--listen-address=127.0.0.1",
+      "--grpc-address=127.0.0.1", "--grpc-port=" + std::to_string(FreePort()),
+      // Every answer gzip-compressed for clients that ask for it, as Prometheus does.
+      "--gzip-min-bytes=0", "--storage-dir=" + (dir.path() / "store").string()};
+  for (std::string& flag : OpenPlainAccessFlags(aggregator_port, dir.path()))
+    aggregator_args.push_back(flag);
+  Process aggregator(KUBESTAT_AGGREGATOR_BINARY, aggregator_args, aggregator_log);
 
   // Wait until the aggregator has finished a scrape, so the exposition has every family.
   std::string exposition;

@@ -36,6 +36,7 @@ namespace {
 
 using testing::FreePort;
 using testing::MetricValue;
+using testing::OpenPlainAccessFlags;
 using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
@@ -102,14 +103,20 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
 
   const int port = FreePort();
   const std::string dump = (dir / "dump.jsonl").string();
-  Process aggregator(
-      KUBESTAT_AGGREGATOR_BINARY,
-      {"--kubeconfig=" + (dir / "kubeconfig").string(), "--kubelet-scheme=http",
-       "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
-       "--metric-resolution=2s", "--kubelet-timeout=1s", "--kubelet-max-response-bytes=4194304",
-       "--listen-address=127.0.0.1", "--port=" + std::to_string(port), "--scrape-dump=" + dump,
-       "--grpc-port=0", "--storage-dir=" + (dir / "store").string()},
-      (dir / "aggregator.log").string());
+  std::vector<std::string> aggregator_args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
+                                              "--kubelet-scheme=http",
+                                              "--kubelet-preferred-address-types=InternalIP",
+                                              "--kubelet-use-node-status-port",
+                                              "--metric-resolution=2s",
+                                              "--kubelet-timeout=1s",
+                                              "--kubelet-max-response-bytes=4194304",
+                                              "--listen-address=127.0.0.1",
+                                              "--scrape-dump=" + dump,
+                                              "--grpc-port=0",
+                                              "--storage-dir=" + (dir / "store").string()};
+  for (std::string& flag : OpenPlainAccessFlags(port, dir)) aggregator_args.push_back(flag);
+  Process aggregator(KUBESTAT_AGGREGATOR_BINARY, aggregator_args,
+                     (dir / "aggregator.log").string());
   // /livez is asked between polls: two nodes time out every round, which keeps each round
   // running until the kubelet timeout, yet rounds keep starting on time, so it must never
   // fail once the first round has completed.

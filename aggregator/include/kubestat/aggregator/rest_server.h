@@ -1,49 +1,48 @@
-// RestServer: the aggregator's HTTP front end (cpprestsdk http_listener).
+// RestServer: the aggregator's HTTP front end, on the shared HTTP server (http/server.h):
+// HTTPS by default, every request authenticated and authorized before it is answered.
 //
-// Serves RestHandler's paths (metrics/v1alpha1, metrics.k8s.io/v1beta1, discovery,
+// Serves RestHandler's paths (metrics/v1alpha1, metrics.k8s.io/v1 and v1beta1, discovery,
 // /healthz, /livez, /readyz; see rest_handler.h) and /metrics, the Prometheus text
-// exposition (version 0.0.4) of the registry it is given. Every request is counted in that
-// registry:
-//   kubestat_http_requests_total{route, code, method}       counter
-//   kubestat_http_request_duration_seconds{route}           histogram (seconds: handling
-//                                                           and rendering, not sending)
-//   kubestat_http_response_bytes_total{route, content_encoding}  counter (body bytes,
-//                                                           as sent: "gzip" or "identity")
-// `route` is the route template ("/apis/metrics.k8s.io/v1beta1/nodes/{node}", "/metrics",
-// or "other" for an unknown path), never the raw path; `method` is the HTTP method for the
-// standard ones and "other" for anything else, so a peer cannot grow the label sets.
+// exposition (version 0.0.4) of the registry it is given.
 //
-// Compression: a client whose Accept-Encoding admits gzip gets bodies of at least
-// options.compression.min_bytes gzip-compressed (Content-Encoding: gzip), /metrics
-// included; every response carries "Vary: Accept-Encoding" while compression is on.
+// Access, in this order, for every request:
+//   1. A path in always_allow_paths (exact, or a prefix ending in '*') is answered at once,
+//      without credentials: the kubelet's probes send none.
+//   2. The authenticator names the user (front-proxy headers from a proxy whose client
+//      certificate chains to the request-header CA, client certificates, bearer tokens; see
+//      kube/authenticator.h). Without an identity: 401 Status "Unauthorized" (why is logged
+//      at verbosity 1, never a credential).
+//   3. The authorizer decides on the request's attributes as kube-apiserver derives them
+//      (group, version, resource `nodes` or `pods`, namespace, name, verb get/list/watch;
+//      /metrics and discovery as non-resource URLs). Denied: 403 Status in kube-apiserver's
+//      words (`pods.metrics.k8s.io is forbidden: User "alice" cannot list resource "pods" in
+//      API group "metrics.k8s.io" in the namespace "team-b"`).
+//   4. A watch of a metrics resource (`?watch=1`, as the HPA's watch-list request asks
+//      first) is answered 405 MethodNotAllowed, so client-go falls back to a list at once.
+// The transport's own limits (header, body, connections, timeouts, TLS) are the HTTP
+// server's (server_options.h); it answers what breaks them itself.
 //
-// Limits: a request whose request line plus headers exceed max_header_bytes, or whose
-// declared (Content-Length) or streamed (chunked) body exceeds max_request_body_bytes, gets
-// 413 RequestEntityTooLarge. cpprestsdk reads the request head before the handler runs, so
-// the header cap bounds what is processed, not what the library buffers.
+// Self-metrics: the HTTP server's kubestat_http_* series (labelled server="secure", or
+// "insecure" for the plain listener), and the authenticator's and authorizer's.
 //
-// Port 0: cpprestsdk cannot report the port it bound, so Start() asks the kernel for a free
-// port on the address (bind to port 0, read it back, release it) and listens there,
-// retrying with another port if a different process took it in between. port() reports it.
-//
-// Ownership: borrows the source, the registry and the clock, which must outlive the server.
-// Thread-safety: Start() and Stop() from one thread; port(), BaseUrl() and Prepare() from
-// any after Start(). Requests are served on cpprestsdk's thread pool.
-// Errors: Start() returns InvalidArgument for bad options, Unavailable when it cannot
-// listen (address in use, unknown address).
+// Ownership: borrows the source, the registry, the clock and the access control, which must
+// outlive the server. Thread-safety: Start() and Stop() from one thread; port(), BaseUrl()
+// and Prepare() from any after Start(). Requests are served on the HTTP server's threads.
 #ifndef KUBESTAT_AGGREGATOR_REST_SERVER_H_
 #define KUBESTAT_AGGREGATOR_REST_SERVER_H_
 
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/aggregator/rest_handler.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/http/server_options.h"
+#include "kubestat/kube/authenticator.h"
+#include "kubestat/kube/authorizer.h"
 
 namespace prometheus {
 class Registry;
@@ -52,35 +51,38 @@ class Registry;
 namespace kubestat::aggregator {
 
 struct RestServerOptions {
-  // Address to listen on: an IPv4 or IPv6 literal or a host name. Default: 0.0.0.0
-  std::string address = "0.0.0.0";
-  // TCP port; 0 picks a free port (see port()). Default: 8080
-  int port = 8080;
-  // Largest request body accepted (these are GET endpoints; a body is never needed).
-  // Default: 65536
-  size_t max_request_body_bytes = size_t{64} * 1024;
-  // Largest request line plus headers accepted (Go's http.DefaultMaxHeaderBytes).
-  // Default: 1048576
-  size_t max_header_bytes = size_t{1024} * 1024;
-  // How long cpprestsdk waits on a slow connection. Default: 30s
-  std::chrono::seconds connection_timeout{30};
-  // gzip for clients that accept it (see rest_handler.h). Default: on, from 128 KiB
-  ResponseCompression compression;
+  // The main listener: address, port (0 picks one), TLS (on by default), limits,
+  // compression and the optional health listener. Default: http::ServerOptions{} with
+  // metrics_name "secure"
+  http::ServerOptions secure = SecureDefaults();
+  // A second, plain-HTTP listener, only when explicitly asked for (--port); its tls is
+  // turned off whatever it says. Same access control. Default: none
+  std::optional<http::ServerOptions> insecure;
+  // Paths answered without credentials. Default: /healthz, /livez, /readyz
+  std::vector<std::string> always_allow_paths = {"/healthz", "/livez", "/readyz"};
 
-  // InvalidArgument naming the field: empty address, port outside [0, 65535], a zero cap
-  // or a timeout under one second.
+  // InvalidArgument naming the field; the listeners' own Validate() runs in Start().
   [[nodiscard]] absl::Status Validate() const;
+  static http::ServerOptions SecureDefaults();
+};
+
+// Who may do what: both must outlive the server.
+struct AccessControl {
+  kube::Authenticator* authenticator = nullptr;
+  kube::Authorizer* authorizer = nullptr;
 };
 
 class RestServer {
  public:
   RestServer(RestServerOptions options, const MetricsSource& source, prometheus::Registry& registry,
-             const Clock& clock, LivenessCheck liveness);
+             const Clock& clock, LivenessCheck liveness, AccessControl access);
   ~RestServer();  // Stop()s.
   RestServer(const RestServer&) = delete;
   RestServer& operator=(const RestServer&) = delete;
 
-  // Validates the options and starts listening; requests are served from then on.
+  // Validates the options and starts the listeners; requests are served from then on.
+  // InvalidArgument for bad options, Unavailable when a listener cannot bind, Internal when
+  // the TLS material cannot be loaded or made.
   [[nodiscard]] absl::Status Start();
   // Stops listening and waits for requests in flight. Idempotent.
   void Stop();
@@ -89,10 +91,14 @@ class RestServer {
   // RestHandler::Prepare); call it after each publish. Any thread.
   RestHandler::Prepared Prepare();
 
-  // The port listened on (the chosen one when options.port is 0); 0 before Start().
+  // The main listener's port and URL ("https://127.0.0.1:8443"); 0 / "" before Start().
   int port() const;
-  // "http://<address>:<port>" (IPv6 in brackets; 0.0.0.0 and :: as loopback, for clients).
   std::string BaseUrl() const;
+  // The plain listener's, when there is one (0 / "" otherwise).
+  int insecure_port() const;
+  std::string InsecureBaseUrl() const;
+  // The health listener's URL of the main listener, when it has one ("" otherwise).
+  std::string HealthBaseUrl() const;
 
  private:
   class Impl;
