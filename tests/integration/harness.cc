@@ -154,6 +154,25 @@ std::optional<HttpReply> HttpGetReply(int port, const std::string& path_and_quer
   }
 }
 
+std::optional<HttpReply> HttpsGetReply(
+    int port, const std::string& path_and_query, const std::string& bearer_token,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  try {
+    web::http::client::http_client_config config;
+    config.set_timeout(std::chrono::seconds(5));
+    config.set_validate_certificates(false);
+    web::http::client::http_client client("https://127.0.0.1:" + std::to_string(port), config);
+    web::http::http_request request(web::http::methods::GET);
+    request.set_request_uri(path_and_query);
+    if (!bearer_token.empty()) request.headers().add("Authorization", "Bearer " + bearer_token);
+    for (const auto& [name, value] : headers) request.headers().add(name, value);
+    web::http::http_response response = client.request(request).get();
+    return HttpReply{response.status_code(), response.extract_string(true).get()};
+  } catch (const std::exception&) {
+    return std::nullopt;  // not listening yet, or reset
+  }
+}
+
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {
   std::optional<HttpReply> reply = HttpGetReply(port, path_and_query);
   if (!reply || reply->code != web::http::status_codes::OK) return std::nullopt;

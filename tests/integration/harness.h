@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kubestat::testing {
@@ -93,6 +94,14 @@ struct HttpReply {
   std::string body;
 };
 std::optional<HttpReply> HttpGetReply(int port, const std::string& path_and_query);
+
+// GET https://127.0.0.1:port/path (the serving certificate is not verified: these tests
+// check access, and clients that verify it, kubectl and Prometheus, check the rest), with
+// "Authorization: Bearer <bearer_token>" when one is given and the extra headers. The
+// status code and body, std::nullopt when no answer came.
+std::optional<HttpReply> HttpsGetReply(
+    int port, const std::string& path_and_query, const std::string& bearer_token = "",
+    const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 }  // namespace kubestat::testing
 

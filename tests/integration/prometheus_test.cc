@@ -42,7 +42,7 @@ namespace fs = std::filesystem;
 using testing::FindOnPath;
 using testing::FreePort;
 using testing::HttpGet;
-using testing::OpenPlainAccessFlags;
+using testing::HttpsGetReply;
 using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
@@ -131,8 +131,22 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
       "--grpc-address=127.0.0.1", "--grpc-port=" + std::to_string(FreePort()),
       // Every answer gzip-compressed for clients that ask for it, as Prometheus does.
       "--gzip-min-bytes=0", "--storage-dir=" + (dir.path() / "store").string()};
-  for (std::string& flag : OpenPlainAccessFlags(aggregator_port, dir.path()))
+  // HTTPS with its self-signed pair, and access as in production: Prometheus has a token of
+  // its own, in a group the rules allow to read /metrics and nothing else.
+  const fs::path cert_dir = dir.path() / "certs";
+  std::ofstream(dir.path() / "tokens.csv") << "prometheus-token,prometheus,1,monitoring\n"
+                                              "reader-token,reader,2\n";
+  std::ofstream(dir.path() / "rules.yaml") << "rules:\n"
+                                              "- groups: [monitoring]\n"
+                                              "  verbs: [get]\n"
+                                              "  nonResourceURLs: [/metrics]\n";
+  std::ofstream(dir.path() / "prometheus.token") << "prometheus-token\n";
+  for (const std::string& flag :
+       {"--secure-port=" + std::to_string(aggregator_port), "--cert-dir=" + cert_dir.string(),
+        "--token-auth-file=" + (dir.path() / "tokens.csv").string(),
+        "--authorization-rules-file=" + (dir.path() / "rules.yaml").string()}) {
     aggregator_args.push_back(flag);
+  }
   Process aggregator(KUBESTAT_AGGREGATOR_BINARY, aggregator_args, aggregator_log);
 
   // Wait until the aggregator has finished a scrape, so the exposition has every family.
@@ -140,9 +154,10 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
   ASSERT_TRUE(PollUntil(
       [&] {
         if (!aggregator.Running()) return true;
-        std::optional<std::string> body = HttpGet(aggregator_port, "/metrics");
-        if (!body) return false;
-        exposition = *body;
+        std::optional<testing::HttpReply> reply =
+            HttpsGetReply(aggregator_port, "/metrics", "prometheus-token");
+        if (!reply || reply->code != 200) return false;
+        exposition = reply->body;
         return exposition.find("\nkubestat_scrapes_total{") != std::string::npos;
       },
       std::chrono::seconds(60)))
@@ -154,8 +169,17 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
   PromtoolResult lint = CheckMetrics(tools->promtool, exposition, dir.path());
   EXPECT_EQ(lint.exit_code, 0) << "promtool check metrics:\n" << lint.output;
   EXPECT_EQ(lint.output, "") << "promtool check metrics:\n" << lint.output;
+  // Without a token, or with one whose user may not read /metrics, there is nothing to see.
+  std::optional<testing::HttpReply> anonymous = HttpsGetReply(aggregator_port, "/metrics");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->code, 401) << anonymous->body;
+  std::optional<testing::HttpReply> reader =
+      HttpsGetReply(aggregator_port, "/metrics", "reader-token");
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->code, 403) << reader->body;
 
-  // A real Prometheus scraping the aggregator every second.
+  // A real Prometheus scraping the aggregator every second over HTTPS, verifying its
+  // serving certificate and sending its own token.
   const int prometheus_port = FreePort();
   ASSERT_GT(prometheus_port, 0);
   fs::path config = dir.path() / "prometheus.yml";
@@ -166,6 +190,15 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
                            "  - job_name: kubestat-aggregator\n"
                            "    scrape_interval: 1s\n"
                            "    scrape_timeout: 1s\n"
+                           "    scheme: https\n"
+                           "    tls_config:\n"
+                           "      ca_file: "
+                        << (cert_dir / "apiserver.crt").string()
+                        << "\n"
+                           "    authorization:\n"
+                           "      credentials_file: "
+                        << (dir.path() / "prometheus.token").string()
+                        << "\n"
                            "    static_configs:\n"
                            "      - targets: ['127.0.0.1:"
                         << aggregator_port << "']\n";
