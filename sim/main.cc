@@ -53,6 +53,19 @@ int main(int argc, char** argv) {
             << sim.kubelet_url(nodes - 1) << "\n";
   if (!sim.kubeconfig_path().empty()) std::cout << "kubeconfig " << sim.kubeconfig_path() << "\n";
   if (!sim.ca_path().empty()) std::cout << "ca " << sim.ca_path() << "\n";
+  if (!sim.apiserver_ca_path().empty()) {
+    std::cout << "apiserver-ca " << sim.apiserver_ca_path() << "\n";
+  }
+  // A script gives this file to the metrics backend as its --requestheader-client-ca-file.
+  if (!sim.front_proxy_ca_path().empty()) {
+    std::cout << "front-proxy-ca " << sim.front_proxy_ca_path() << "\n";
+  }
+  if (!flags->options.users_file.empty()) {
+    std::cout << "users-file " << flags->options.users_file << "\n";
+  }
+  if (!flags->options.kubeconfig_dir.empty()) {
+    std::cout << "kubeconfig-dir " << flags->options.kubeconfig_dir << "\n";
+  }
   std::cout << "READY" << std::endl;
   const int sig = WaitForSignal();
   std::cout << "kubestat-sim: signal " << sig << ", shutting down" << std::endl;

@@ -155,13 +155,19 @@ class Server::Impl {
         listener->acceptor->close(ignored);
         listener->backoff->cancel();
       });
-      std::lock_guard<std::mutex> live_lock(listener->mu);
-      for (Connection* connection : listener->live) {
-        // A connection being destroyed has no owner left; it closes its socket itself.
-        if (std::shared_ptr<Connection> alive = connection->weak_from_this().lock()) {
-          alive->Close();
+      // Owners are taken under the lock and released after it: the last owner of a
+      // connection destroys it, and its destructor takes the same lock.
+      std::vector<std::shared_ptr<Connection>> alive;
+      {
+        std::lock_guard<std::mutex> live_lock(listener->mu);
+        for (Connection* connection : listener->live) {
+          // A connection being destroyed has no owner left; it closes its socket itself.
+          if (std::shared_ptr<Connection> owner = connection->weak_from_this().lock()) {
+            alive.push_back(std::move(owner));
+          }
         }
       }
+      for (const std::shared_ptr<Connection>& connection : alive) connection->Close();
     }
     // Running handlers finish; queued requests are dropped.
     core_.workers().Stop();

@@ -1,235 +1,217 @@
 #include "kubestat/sim/flags.h"
 
-#include <functional>
+#include <limits>
 #include <map>
+#include <span>
+#include <string_view>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "kubestat/core/flags.h"
 #include "kubestat/core/time.h"
 #include "sim_strings.h"
 
 namespace kubestat::sim {
 namespace {
 
-struct FlagSpec {
-  const char* name;
-  const char* default_value;
-  const char* help;
-  bool is_bool;
-  std::function<absl::Status(std::string_view, SimulatorOptions&)> apply;
+// core's FlagSet has string, int64, double, bool, duration and string-list flags. The sim's
+// enumerations, its weighted list, its fault list, its time and its narrower integers are
+// bound to those types here and converted (with an error naming the flag) after parsing.
+struct RawFlags {
+  explicit RawFlags(const SimulatorOptions& o)
+      : seed(static_cast<int64_t>(o.model.seed)),
+        nodes(o.model.nodes),
+        pods_per_node(o.model.pods_per_node),
+        containers_per_pod(o.model.containers_per_pod),
+        tenant_namespaces(o.model.tenant_namespaces),
+        workload_mix(
+            absl::StrCat("steady:", o.model.steady_weight, ",diurnal:", o.model.diurnal_weight,
+                         ",spiky:", o.model.spiky_weight, ",leaky:", o.model.leaky_weight)),
+        cluster_start(FormatRfc3339(o.model.cluster_start)),
+        apiserver_port(o.apiserver_port),
+        kubelet_address_mode(o.kubelet_address_mode == KubeletAddressMode::kPorts ? "ports"
+                                                                                  : "loopback"),
+        kubelet_port(o.kubelet_port),
+        watch_history(static_cast<int64_t>(o.watch_history)) {}
+
+  int64_t seed;
+  int64_t nodes;
+  int64_t pods_per_node;
+  int64_t containers_per_pod;
+  int64_t tenant_namespaces;
+  std::string workload_mix;
+  std::string cluster_start;
+  int64_t apiserver_port;
+  std::string kubelet_address_mode;
+  int64_t kubelet_port;
+  std::string faults;
+  int64_t watch_history;
 };
+
+void Register(FlagSet& flags, RawFlags& raw, SimulatorOptions& o) {
+  flags.AddInt64("seed", &raw.seed, "seed of every random choice in the model");
+  flags.AddInt64("nodes", &raw.nodes, "number of simulated nodes");
+  flags.AddInt64("pods-per-node", &raw.pods_per_node, "pods on each node");
+  flags.AddInt64("containers-per-pod", &raw.containers_per_pod, "containers in each pod (1..8)");
+  flags.AddInt64("tenant-namespaces", &raw.tenant_namespaces,
+                 "spread the Deployment pods round-robin over this many namespaces "
+                 "tenant-0000… (0: the apps' own namespaces)");
+  flags.AddString("workload-mix", &raw.workload_mix,
+                  "relative weights of the container workloads (steady:W,diurnal:W,spiky:W,"
+                  "leaky:W; workloads left out weigh 0)");
+  flags.AddDuration("pod-lifetime", &o.model.mean_pod_lifetime,
+                    "mean pod lifetime before it is replaced (0: no churn, else >= 10m)");
+  flags.AddDouble("restart-fraction", &o.model.restart_fraction,
+                  "fraction of non-leaky containers that restart periodically");
+  flags.AddString("cluster-start", &raw.cluster_start,
+                  "when the simulated cluster came up (RFC 3339)");
+  flags.AddString("apiserver-address", &o.apiserver_address, "address of the fake kube-apiserver");
+  flags.AddInt64("apiserver-port", &raw.apiserver_port,
+                 "port of the fake kube-apiserver (0: pick a free one)");
+  flags.AddBool("apiserver-tls", &o.apiserver_tls,
+                "serve the fake kube-apiserver over HTTPS with a generated CA (--tls-dir/"
+                "apiserver-ca.crt, written into the kubeconfigs); kubectl sends tokens only "
+                "over HTTPS");
+  flags.AddString("kubelet-address-mode", &raw.kubelet_address_mode,
+                  "loopback: node i on 127.1.x.y; ports: all on 127.0.0.1, consecutive ports");
+  flags.AddInt64("kubelet-port", &raw.kubelet_port,
+                 "kubelet port (ports mode: the first one; 0: pick free ones)");
+  flags.AddBool("tls", &o.tls, "serve the kubelets over HTTPS with a generated CA");
+  flags.AddString(
+      "tls-dir", &o.tls_dir,
+      "where generated certificates go: the kubelets' CA and serving certificate "
+      "(ca.crt, kubelet.crt, kubelet.key), with --apiserver-tls the apiserver's "
+      "(apiserver-ca.crt, apiserver.crt, apiserver.key) and, with --metrics-backend, the "
+      "front-proxy CA and client certificate (front-proxy-ca.crt, "
+      "front-proxy-client.crt, front-proxy-client.key); empty: a new temporary "
+      "directory, removed on exit");
+  flags.AddString("kubelet-token", &o.kubelet_token,
+                  "bearer token the kubelets require (empty: none)");
+  flags.AddString("faults", &raw.faults,
+                  "initial faults, e.g. node-0003=timeout,node-0007=http500");
+  flags.AddString("metrics-backend", &o.metrics_backend,
+                  "http[s]://HOST:PORT to proxy /apis/metrics.k8s.io/ and /apis/metrics/ to, "
+                  "as the aggregation layer does (front-proxy client certificate, "
+                  "X-Remote-User/-Group/-Extra-* headers)");
+  flags.AddString("metrics-backend-ca-file", &o.metrics_backend_ca_file,
+                  "PEM CA (or self-signed certificate) the https backend's serving certificate "
+                  "must chain to; read when proxying and re-read when it changes (empty: the "
+                  "system roots)");
+  flags.AddBool("metrics-backend-insecure-skip-tls-verify",
+                &o.metrics_backend_insecure_skip_tls_verify,
+                "INSECURE: do not verify the https backend's serving certificate");
+  flags.AddBool("authorize-proxied-requests", &o.authorize_proxied_requests,
+                "with --users-file, authorize requests for the metrics groups before proxying "
+                "them (false: only authenticate, the backend authorizes)");
+  flags.AddString("users-file", &o.users_file,
+                  "YAML users (name, uid, token, groups, extra) and allow rules; every request "
+                  "to the fake kube-apiserver then needs a listed bearer token and a rule "
+                  "allowing it, and TokenReview and SubjectAccessReview are served (empty: no "
+                  "authentication)");
+  flags.AddString("kubeconfig-out", &o.kubeconfig_out,
+                  "write a kubeconfig for the fake apiserver to this path");
+  flags.AddString("kubeconfig-user", &o.kubeconfig_user,
+                  "user of --users-file whose token --kubeconfig-out carries (empty: the "
+                  "file's first user)");
+  flags.AddString("kubeconfig-dir", &o.kubeconfig_dir,
+                  "with --users-file, write DIR/<user>.kubeconfig (mode 0600) for every user");
+  flags.AddDuration("tick", &o.tick_interval,
+                    "how often churn and restarts are turned into watch events (0: never)");
+  flags.AddInt64("watch-history", &raw.watch_history, "watch events kept for resuming watches");
+}
 
 absl::Status Bad(std::string_view flag, std::string_view value, std::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("--", Av(flag), "=", Av(value), ": ", Av(why)));
 }
 
 template <typename T>
-std::function<absl::Status(std::string_view, SimulatorOptions&)> Int(const char* name,
-                                                                     T SimulatorOptions::*field) {
-  return [name, field](std::string_view v, SimulatorOptions& o) {
-    int64_t x;
-    if (!absl::SimpleAtoi(Av(v), &x) || x < 0) return Bad(name, v, "not a non-negative integer");
-    o.*field = static_cast<T>(x);
-    return absl::OkStatus();
-  };
+absl::Status Narrow(std::string_view flag, int64_t value, T* out) {
+  if (value < 0 ||
+      static_cast<uint64_t>(value) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+    return Bad(flag, absl::StrCat(value), "not a non-negative integer in range");
+  }
+  *out = static_cast<T>(value);
+  return absl::OkStatus();
 }
 
-template <typename T>
-std::function<absl::Status(std::string_view, SimulatorOptions&)> ModelInt(
-    const char* name, T ClusterModelOptions::*field) {
-  return [name, field](std::string_view v, SimulatorOptions& o) {
-    int64_t x;
-    if (!absl::SimpleAtoi(Av(v), &x) || x < 0) return Bad(name, v, "not a non-negative integer");
-    o.model.*field = static_cast<T>(x);
-    return absl::OkStatus();
-  };
+absl::Status ParseWorkloadMix(std::string_view v, ClusterModelOptions& m) {
+  std::map<std::string_view, double*> fields = {{"steady", &m.steady_weight},
+                                                {"diurnal", &m.diurnal_weight},
+                                                {"spiky", &m.spiky_weight},
+                                                {"leaky", &m.leaky_weight}};
+  for (auto& [k, f] : fields) *f = 0;
+  for (absl::string_view item : absl::StrSplit(Av(v), ',', absl::SkipWhitespace())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, ':');
+    auto it = fields.find(Sv(kv.first));
+    double w;
+    if (it == fields.end() || !absl::SimpleAtod(kv.second, &w) || w < 0) {
+      return Bad("workload-mix", v, "want steady:W,diurnal:W,spiky:W,leaky:W");
+    }
+    *it->second = w;
+  }
+  return absl::OkStatus();
 }
 
-std::function<absl::Status(std::string_view, SimulatorOptions&)> Str(
-    std::string SimulatorOptions::*field) {
-  return [field](std::string_view v, SimulatorOptions& o) {
-    o.*field = std::string(v);
-    return absl::OkStatus();
-  };
-}
-
-absl::StatusOr<Duration> DurationFlag(std::string_view name, std::string_view v) {
-  if (v == "0") return Duration::zero();
-  absl::StatusOr<Duration> d = ParseDuration(v);
-  if (!d.ok()) return Bad(name, v, "not a duration (e.g. 10s, 4h)");
-  return *d;
-}
-
-const std::vector<FlagSpec>& Specs() {
-  static const auto* specs = new std::vector<FlagSpec>{
-      {"seed", "1", "seed of every random choice in the model", false,
-       ModelInt("seed", &ClusterModelOptions::seed)},
-      {"nodes", "50", "number of simulated nodes", false,
-       ModelInt("nodes", &ClusterModelOptions::nodes)},
-      {"pods-per-node", "30", "pods on each node", false,
-       ModelInt("pods-per-node", &ClusterModelOptions::pods_per_node)},
-      {"containers-per-pod", "2", "containers in each pod (1..8)", false,
-       ModelInt("containers-per-pod", &ClusterModelOptions::containers_per_pod)},
-      {"tenant-namespaces", "0",
-       "spread the Deployment pods round-robin over this many namespaces tenant-0000… "
-       "(0: the apps' own namespaces)",
-       false, ModelInt("tenant-namespaces", &ClusterModelOptions::tenant_namespaces)},
-      {"workload-mix", "steady:4,diurnal:3,spiky:2,leaky:1",
-       "relative weights of the container workloads", false,
-       [](std::string_view v, SimulatorOptions& o) -> absl::Status {
-         std::map<std::string_view, double*> fields = {{"steady", &o.model.steady_weight},
-                                                       {"diurnal", &o.model.diurnal_weight},
-                                                       {"spiky", &o.model.spiky_weight},
-                                                       {"leaky", &o.model.leaky_weight}};
-         for (auto& [k, f] : fields) *f = 0;
-         for (absl::string_view item : absl::StrSplit(Av(v), ',', absl::SkipWhitespace())) {
-           std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, ':');
-           auto it = fields.find(Sv(kv.first));
-           double w;
-           if (it == fields.end() || !absl::SimpleAtod(kv.second, &w) || w < 0) {
-             return Bad("workload-mix", v, "want steady:W,diurnal:W,spiky:W,leaky:W");
-           }
-           *it->second = w;
-         }
-         return absl::OkStatus();
-       }},
-      {"pod-lifetime", "4h", "mean pod lifetime before it is replaced (0: no churn, else >= 10m)",
-       false,
-       [](std::string_view v, SimulatorOptions& o) -> absl::Status {
-         absl::StatusOr<Duration> d = DurationFlag("pod-lifetime", v);
-         if (!d.ok()) return d.status();
-         o.model.mean_pod_lifetime = *d;
-         return absl::OkStatus();
-       }},
-      {"restart-fraction", "0.05", "fraction of non-leaky containers that restart periodically",
-       false,
-       [](std::string_view v, SimulatorOptions& o) -> absl::Status {
-         if (!absl::SimpleAtod(Av(v), &o.model.restart_fraction)) {
-           return Bad("restart-fraction", v, "not a number");
-         }
-         return absl::OkStatus();
-       }},
-      {"cluster-start", "2026-01-01T00:00:00Z", "when the simulated cluster came up (RFC 3339)",
-       false,
-       [](std::string_view v, SimulatorOptions& o) -> absl::Status {
-         absl::StatusOr<Timestamp> t = ParseRfc3339(v);
-         if (!t.ok()) return Bad("cluster-start", v, "not an RFC 3339 time");
-         o.model.cluster_start = *t;
-         return absl::OkStatus();
-       }},
-      {"apiserver-address", "127.0.0.1", "address of the fake kube-apiserver", false,
-       Str(&SimulatorOptions::apiserver_address)},
-      {"apiserver-port", "0", "port of the fake kube-apiserver (0: pick a free one)", false,
-       Int("apiserver-port", &SimulatorOptions::apiserver_port)},
-      {"kubelet-address-mode", "loopback",
-       "loopback: node i on 127.1.x.y; ports: all on 127.0.0.1, consecutive ports", false,
-       [](std::string_view v, SimulatorOptions& o) -> absl::Status {
-         if (v == "loopback") {
-           o.kubelet_address_mode = KubeletAddressMode::kLoopback;
-         } else if (v == "ports") {
-           o.kubelet_address_mode = KubeletAddressMode::kPorts;
-         } else {
-           return Bad("kubelet-address-mode", v, "want loopback or ports");
-         }
-         return absl::OkStatus();
-       }},
-      {"kubelet-port", "10250", "kubelet port (ports mode: the first one; 0: pick free ones)",
-       false, Int("kubelet-port", &SimulatorOptions::kubelet_port)},
-      {"tls", "false", "serve the kubelets over HTTPS with a generated CA", true,
-       [](std::string_view v, SimulatorOptions& o) -> absl::Status {
-         if (v == "true" || v == "1") {
-           o.tls = true;
-         } else if (v == "false" || v == "0") {
-           o.tls = false;
-         } else {
-           return Bad("tls", v, "want true or false");
-         }
-         return absl::OkStatus();
-       }},
-      {"tls-dir", "", "where the CA and serving certificate are written (default: a temp dir)",
-       false, Str(&SimulatorOptions::tls_dir)},
-      {"kubelet-token", "", "bearer token the kubelets require (empty: none)", false,
-       Str(&SimulatorOptions::kubelet_token)},
-      {"faults", "", "initial faults, e.g. node-0003=timeout,node-0007=http500", false,
-       [](std::string_view v, SimulatorOptions& o) -> absl::Status {
-         absl::StatusOr<std::map<std::string, Fault>> f = ParseFaultList(v);
-         if (!f.ok()) return Bad("faults", v, Sv(f.status().message()));
-         o.faults = *std::move(f);
-         return absl::OkStatus();
-       }},
-      {"metrics-backend", "",
-       "http://HOST:PORT to proxy /apis/metrics.k8s.io/ and /apis/metrics/ to", false,
-       Str(&SimulatorOptions::metrics_backend)},
-      {"kubeconfig-out", "", "write a kubeconfig for the fake apiserver to this path", false,
-       Str(&SimulatorOptions::kubeconfig_out)},
-      {"tick", "1s", "how often churn and restarts are turned into watch events", false,
-       [](std::string_view v, SimulatorOptions& o) -> absl::Status {
-         absl::StatusOr<Duration> d = DurationFlag("tick", v);
-         if (!d.ok()) return d.status();
-         o.tick_interval = *d;
-         return absl::OkStatus();
-       }},
-      {"watch-history", "10000", "watch events kept for resuming watches", false,
-       Int("watch-history", &SimulatorOptions::watch_history)},
-  };
-  return *specs;
+absl::Status Convert(const RawFlags& raw, SimulatorOptions& o) {
+  absl::Status s = Narrow("seed", raw.seed, &o.model.seed);
+  s.Update(Narrow("nodes", raw.nodes, &o.model.nodes));
+  s.Update(Narrow("pods-per-node", raw.pods_per_node, &o.model.pods_per_node));
+  s.Update(Narrow("containers-per-pod", raw.containers_per_pod, &o.model.containers_per_pod));
+  s.Update(Narrow("tenant-namespaces", raw.tenant_namespaces, &o.model.tenant_namespaces));
+  s.Update(Narrow("apiserver-port", raw.apiserver_port, &o.apiserver_port));
+  s.Update(Narrow("kubelet-port", raw.kubelet_port, &o.kubelet_port));
+  s.Update(Narrow("watch-history", raw.watch_history, &o.watch_history));
+  if (!s.ok()) return s;
+  if (absl::Status w = ParseWorkloadMix(raw.workload_mix, o.model); !w.ok()) return w;
+  absl::StatusOr<Timestamp> start = ParseRfc3339(raw.cluster_start);
+  if (!start.ok()) return Bad("cluster-start", raw.cluster_start, "not an RFC 3339 time");
+  o.model.cluster_start = *start;
+  if (raw.kubelet_address_mode == "loopback") {
+    o.kubelet_address_mode = KubeletAddressMode::kLoopback;
+  } else if (raw.kubelet_address_mode == "ports") {
+    o.kubelet_address_mode = KubeletAddressMode::kPorts;
+  } else {
+    return Bad("kubelet-address-mode", raw.kubelet_address_mode, "want loopback or ports");
+  }
+  absl::StatusOr<std::map<std::string, Fault>> faults = ParseFaultList(raw.faults);
+  if (!faults.ok()) return Bad("faults", raw.faults, Sv(faults.status().message()));
+  o.faults = *std::move(faults);
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<SimulatorFlags> ParseSimulatorFlags(const std::vector<std::string>& args) {
-  SimulatorFlags flags;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      flags.help = true;
-      continue;
-    }
-    if (arg.substr(0, 2) != "--") {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", Av(arg), "\""));
-    }
-    arg.remove_prefix(2);
-    std::string_view name = arg;
-    std::string_view value;
-    bool has_value = false;
-    if (size_t eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    const FlagSpec* spec = nullptr;
-    for (const FlagSpec& s : Specs()) {
-      if (name == s.name) spec = &s;
-    }
-    if (spec == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", Av(name), " (see --help)"));
-    }
-    if (!has_value) {
-      if (spec->is_bool) {
-        value = "true";
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat("--", Av(name), " needs a value"));
-      }
-    }
-    if (absl::Status s = spec->apply(value, flags.options); !s.ok()) return s;
+  SimulatorFlags result;
+  RawFlags raw(result.options);
+  FlagSet flags("kubestat-sim", "");
+  Register(flags, raw, result.options);
+  const std::vector<std::string_view> views(args.begin(), args.end());
+  absl::StatusOr<ParsedFlags> parsed = flags.Parse(std::span<const std::string_view>(views));
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->help_requested) {
+    result.help = true;
+    return result;
   }
-  if (absl::Status s = flags.options.Validate(); !s.ok()) return s;
-  return flags;
+  if (!parsed->positional.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument \"", parsed->positional[0], "\""));
+  }
+  if (absl::Status s = Convert(raw, result.options); !s.ok()) return s;
+  if (absl::Status s = result.options.Validate(); !s.ok()) return s;
+  return result;
 }
 
 std::string SimulatorHelpText() {
-  std::string out =
-      "kubestat-sim: a simulated Kubernetes cluster (fake kube-apiserver and kubelets).\n\n"
-      "Usage: kubestat-sim [--flag=value ...]\n\nFlags:\n";
-  for (const FlagSpec& s : Specs()) {
-    absl::StrAppend(&out, "  --", s.name, "\n      ", s.help, " (default: \"", s.default_value,
-                    "\")\n");
-  }
-  absl::StrAppend(&out, "  --help\n      print this text\n");
-  return out;
+  SimulatorOptions defaults;
+  RawFlags raw(defaults);
+  FlagSet flags("kubestat-sim",
+                "A simulated Kubernetes cluster: a fake kube-apiserver (with authentication, "
+                "authorization,\nTokenReview, SubjectAccessReview and the aggregation proxy) and "
+                "N fake kubelets.");
+  Register(flags, raw, defaults);
+  return flags.Usage();
 }
 
 }  // namespace kubestat::sim

@@ -512,18 +512,4 @@ std::string RenderWatchEvent(std::string_view type, std::string_view object_json
   return out;
 }
 
-std::string RenderStatus(int code, std::string_view reason, std::string_view message) {
-  JsonWriter w;
-  w.BeginObject();
-  w.Member("kind", "Status");
-  w.Member("apiVersion", "v1");
-  w.Key("metadata").BeginObject().EndObject();
-  w.Member("status", "Failure");
-  w.Member("message", message);
-  w.Member("reason", reason);
-  w.Key("code").Int(code);
-  w.EndObject();
-  return w.Take();
-}
-
 }  // namespace kubestat::sim

@@ -1,7 +1,6 @@
 #include "kubestat/sim/simulator.h"
 
 #include <arpa/inet.h>
-#include <cpprest/http_client.h>
 #include <cpprest/http_listener.h>
 #include <cpprest/producerconsumerstream.h>
 #include <netinet/in.h>
@@ -9,19 +8,29 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "backend_proxy.h"
+#include "kubeconfig.h"
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/label_selector.h"
+#include "kubestat/core/status.h"
+#include "kubestat/sim/access_review.h"
 #include "kubestat/sim/render.h"
+#include "kubestat/sim/request_info.h"
+#include "kubestat/sim/users.h"
 #include "sim_hash.h"
+#include "sim_strings.h"
 #include "tls.h"
 
 namespace kubestat::sim {
@@ -40,6 +49,10 @@ constexpr const char* kJson = "application/json";
 constexpr const char* kPromText = "text/plain; version=0.0.4; charset=utf-8";
 constexpr size_t kOversizedBytes = size_t{64} << 20;
 constexpr size_t kWatchBacklogLimit = size_t{16} << 20;
+// Largest TokenReview / SubjectAccessReview body, and largest proxied request body.
+constexpr size_t kReviewBodyLimit = size_t{64} << 10;
+constexpr size_t kProxiedBodyLimit = size_t{64} << 20;
+constexpr const char* kNotFoundMessage = "the server could not find the requested resource";
 constexpr uint64_t kInitialResourceVersion = 1000;
 constexpr std::string_view kNamespaces[] = {"analytics", "default", "kube-system", "monitoring",
                                             "payments",  "search",  "shop"};
@@ -73,9 +86,8 @@ std::string QueryParam(const std::map<std::string, std::string>& q, const std::s
   return it == q.end() ? std::string() : it->second;
 }
 
-void ReplyStatus(const http_request& req, int code, std::string_view reason,
-                 std::string_view message) {
-  req.reply(static_cast<status_code>(code), RenderStatus(code, reason, message), kJson)
+void ReplyError(const http_request& req, const ApiError& error) {
+  req.reply(static_cast<status_code>(error.code()), error.ToJson(), kJson)
       .then([](pplx::task<void> t) {
         try {
           t.get();
@@ -98,6 +110,148 @@ void WriteBuffer(Buffer& buf, std::string_view data) {
   if (data.empty()) return;
   buf.putn_nocopy(reinterpret_cast<const uint8_t*>(data.data()), data.size()).wait();
 }
+
+// cpprestsdk's asio listener runs the ssl context callback held in its config for every
+// accepted connection, including one accepted while the listener closes, after close()
+// returned; and a listener whose close() has not finished must not be destroyed. Such
+// listeners are kept (reachable, a few hundred bytes each) until the process exits.
+void RetireListener(std::unique_ptr<http_listener> listener) {
+  static std::mutex mu;
+  static auto* retired = new std::vector<std::unique_ptr<http_listener>>();
+  std::lock_guard<std::mutex> lock(mu);
+  retired->push_back(std::move(listener));
+}
+
+// Paths kube-apiserver's system:public-info-viewer role opens to everyone.
+bool IsPublicPath(const std::string& path) {
+  if (path == "/version" || path == "/version/") return true;
+  for (const char* p : {"/healthz", "/livez", "/readyz"}) {
+    if (path == p || (path.rfind(p, 0) == 0 && path[std::string_view(p).size()] == '/')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsMetricsGroupPath(const std::string& path) {
+  return path.rfind("/apis/metrics.k8s.io/", 0) == 0 || path == "/apis/metrics.k8s.io" ||
+         path.rfind("/apis/metrics/", 0) == 0 || path == "/apis/metrics";
+}
+
+// The bearer token of "Authorization: Bearer <token>" (scheme in any case), or "".
+std::string BearerToken(const http_request& req) {
+  const auto& headers = req.headers();
+  auto it = headers.find("Authorization");
+  if (it == headers.end()) return "";
+  std::string_view value = it->second;
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  const size_t space = value.find(' ');
+  if (space == std::string_view::npos) return "";
+  std::string scheme(value.substr(0, space));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "bearer") return "";
+  std::string_view token = value.substr(space + 1);
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  if (token.find(' ') != std::string_view::npos) return "";
+  return std::string(token);
+}
+
+// kube-apiserver's 403 for a request the rules do not allow.
+ApiError ForbiddenError(const std::string& user, const RequestInfo& info) {
+  const std::string why = ForbiddenMessage(user, info);
+  if (!info.is_resource_request) {
+    return ApiError(403, StatusReason::kForbidden, "forbidden: " + why);
+  }
+  return ApiError::Forbidden(info.api_group, info.resource, info.name, why);
+}
+
+// The request body, at most `limit` bytes (413 beyond).
+absl::StatusOr<std::string> ReadBody(const http_request& req, size_t limit) {
+  const std::string too_large = absl::StrCat("limit is ", limit, " bytes");
+  if (req.headers().content_length() > limit) {
+    return ApiError::RequestEntityTooLarge(too_large).ToStatus();
+  }
+  std::string body;
+  try {
+    concurrency::streams::streambuf<uint8_t> in = req.body().streambuf();
+    std::vector<uint8_t> chunk(64 * 1024);
+    while (true) {
+      const size_t n = in.getn(chunk.data(), chunk.size()).get();
+      if (n == 0) break;
+      body.append(reinterpret_cast<const char*>(chunk.data()), n);
+      if (body.size() > limit) return ApiError::RequestEntityTooLarge(too_large).ToStatus();
+    }
+  } catch (const std::exception& e) {
+    return ApiError::BadRequest(absl::StrCat("reading the request body: ", e.what())).ToStatus();
+  }
+  return body;
+}
+
+std::string ApiGroupJson(std::string_view group) {
+  const std::string g(group);
+  return absl::StrCat("{\"name\":\"", g, "\",\"versions\":[{\"groupVersion\":\"", g,
+                      "/v1\",\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":\"", g,
+                      "/v1\",\"version\":\"v1\"}}");
+}
+
+std::string ReviewResourceListJson(std::string_view group, std::string_view resource,
+                                   std::string_view kind) {
+  return absl::StrCat("{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"",
+                      std::string(group), "/v1\",\"resources\":[{\"name\":\"",
+                      std::string(resource),
+                      "\",\"singularName\":\"\",\"namespaced\":false,\"kind\":\"",
+                      std::string(kind), "\",\"verbs\":[\"create\"]}]}");
+}
+
+// Sends a proxied answer to the client as it arrives.
+class ReplySink : public ProxyResponseSink {
+ public:
+  explicit ReplySink(http_request req) : req_(std::move(req)) {}
+
+  void OnHead(absl::StatusOr<ProxiedResponseHead> head) override {
+    if (!head.ok()) {
+      const ApiError error = head.status().code() == absl::StatusCode::kUnavailable
+                                 ? ApiError::ServiceUnavailable(Sv(head.status().message()))
+                                 : ApiError::FromStatus(head.status());
+      ReplyError(req_, error);
+      return;
+    }
+    http_response resp(static_cast<status_code>(head->status));
+    std::string content_type;
+    for (const auto& [name, value] : head->headers) {
+      if (utility::details::str_iequal(name, "Content-Type")) {
+        content_type = value;
+        continue;
+      }
+      resp.headers().add(name, value);
+    }
+    if (head->has_body) {
+      if (head->content_length) {
+        resp.set_body(buffer_.create_istream(), *head->content_length, content_type);
+      } else {
+        resp.set_body(buffer_.create_istream(), content_type);
+      }
+      if (content_type.empty()) resp.headers().remove("Content-Type");
+    } else if (!content_type.empty()) {
+      resp.headers().add("Content-Type", content_type);
+    }
+    req_.reply(resp).then([](pplx::task<void> t) {
+      try {
+        t.get();
+      } catch (...) {
+      }
+    });
+  }
+
+  void OnData(std::string_view chunk) override { WriteBuffer(buffer_, chunk); }
+
+  void OnEnd(absl::Status) override { buffer_.close(std::ios_base::out).wait(); }
+
+ private:
+  http_request req_;
+  Buffer buffer_;
+};
 
 // A response body written over time: a watch, an oversized body or a slow drip.
 struct Stream {
@@ -151,6 +305,23 @@ absl::Status SimulatorOptions::Validate() const {
     return absl::InvalidArgumentError("--tick must not be negative");
   }
   if (watch_history < 1) return absl::InvalidArgumentError("--watch-history must be >= 1");
+  if (metrics_backend.empty() &&
+      (!metrics_backend_ca_file.empty() || metrics_backend_insecure_skip_tls_verify)) {
+    return absl::InvalidArgumentError(
+        "--metrics-backend-ca-file and --metrics-backend-insecure-skip-tls-verify need "
+        "--metrics-backend");
+  }
+  if (!metrics_backend_ca_file.empty() && metrics_backend_insecure_skip_tls_verify) {
+    return absl::InvalidArgumentError(
+        "--metrics-backend-ca-file and --metrics-backend-insecure-skip-tls-verify exclude each "
+        "other");
+  }
+  if (users_file.empty() && !kubeconfig_user.empty()) {
+    return absl::InvalidArgumentError("--kubeconfig-user needs --users-file");
+  }
+  if (users_file.empty() && !kubeconfig_dir.empty()) {
+    return absl::InvalidArgumentError("--kubeconfig-dir needs --users-file");
+  }
   for (const auto& [node, fault] : faults) {
     if (node.empty()) return absl::InvalidArgumentError("--faults: empty node name");
   }
@@ -170,7 +341,12 @@ struct Simulator::State {
   std::string ca_path;
   std::string kubeconfig_path;
   TlsFiles tls;
-  std::optional<web::http::client::http_client> backend;
+  TlsFiles apiserver_tls;       // with options.apiserver_tls
+  std::string created_tls_dir;  // a temporary directory Stop() removes
+  FrontProxyFiles front_proxy;
+  std::unique_ptr<BackendProxy> backend;
+  std::optional<UsersFile> users;
+  std::map<std::string, std::string> user_kubeconfigs;  // user name -> path
 
   std::unique_ptr<http_listener> apiserver;
   std::vector<std::unique_ptr<http_listener>> kubelets;
@@ -194,6 +370,20 @@ struct Simulator::State {
   std::thread streamer;
 
   int Slot(int node, int slot) const { return node * options.model.pods_per_node + slot; }
+
+  // The PEM of the apiserver's CA with apiserver_tls, else "".
+  std::string ApiserverCaPem() const {
+    if (apiserver_tls.ca_cert.empty()) return "";
+    std::ifstream in(apiserver_tls.ca_cert, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  void RemoveCreatedTlsDir() {
+    if (created_tls_dir.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(created_tls_dir, ignored);
+    created_tls_dir.clear();
+  }
 
   Timestamp Now() const { return model->Quantize(clock.Now()); }
 
@@ -419,7 +609,7 @@ struct Simulator::State {
     try {
       RouteApi(req);
     } catch (const std::exception& e) {
-      ReplyStatus(req, 500, "InternalError", e.what());
+      ReplyError(req, ApiError::InternalError(e.what()));
     }
   }
 
@@ -428,9 +618,30 @@ struct Simulator::State {
     const auto query = web::uri::split_query(req.relative_uri().query());
     std::vector<std::string> parts = web::uri::split_path(path);
 
-    if (path.rfind("/apis/metrics.k8s.io/", 0) == 0 || path == "/apis/metrics.k8s.io" ||
-        path.rfind("/apis/metrics/", 0) == 0 || path == "/apis/metrics") {
-      Proxy(req);
+    const UserInfo* user = nullptr;
+    if (users && !IsPublicPath(path)) {
+      user = users->Authenticate(BearerToken(req));
+      if (user == nullptr) {
+        ReplyError(req, ApiError::Unauthorized());
+        return;
+      }
+      if (!IsMetricsGroupPath(path) || options.authorize_proxied_requests) {
+        const RequestInfo info =
+            ParseRequestInfo(req.method(), web::uri::decode(path), req.relative_uri().query());
+        if (!users->Authorize(user->name, user->groups, info).allowed) {
+          ReplyError(req, ForbiddenError(user->name, info));
+          return;
+        }
+      }
+    }
+
+    if (IsMetricsGroupPath(path)) {
+      Proxy(req, user);
+      return;
+    }
+    if (users && (path == "/apis/authentication.k8s.io/v1/tokenreviews" ||
+                  path == "/apis/authorization.k8s.io/v1/subjectaccessreviews")) {
+      Review(req, path);
       return;
     }
     if (parts.size() >= 2 && parts[0] == "sim" && parts[1] == "v1") {
@@ -438,8 +649,8 @@ struct Simulator::State {
       return;
     }
     if (req.method() != methods::GET) {
-      ReplyStatus(req, 405, "MethodNotAllowed",
-                  "the server does not allow this method on the requested resource");
+      ReplyError(req, ApiError(405, StatusReason::kMethodNotAllowed,
+                               "the server does not allow this method on the requested resource"));
       return;
     }
     if (path == "/healthz" || path == "/readyz" || path == "/livez") {
@@ -465,8 +676,13 @@ struct Simulator::State {
     }
     if (path == "/apis") {
       std::string groups;
+      if (users) {
+        groups = absl::StrCat(ApiGroupJson("authentication.k8s.io"), ",",
+                              ApiGroupJson("authorization.k8s.io"));
+      }
       if (backend) {
-        groups =
+        if (!groups.empty()) groups += ",";
+        groups +=
             "{\"name\":\"metrics.k8s.io\",\"versions\":[{\"groupVersion\":\"metrics.k8s.io/"
             "v1beta1\",\"version\":\"v1beta1\"}],\"preferredVersion\":{\"groupVersion\":"
             "\"metrics.k8s.io/v1beta1\",\"version\":\"v1beta1\"}},"
@@ -479,6 +695,24 @@ struct Simulator::State {
                          "]}"),
             kJson);
       return;
+    }
+    if (users) {
+      for (const auto& [group, resource, kind] :
+           {std::tuple<std::string, std::string, std::string>{"authentication.k8s.io",
+                                                              "tokenreviews", "TokenReview"},
+            {"authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview"}}) {
+        if (path == "/apis/" + group) {
+          Reply(req, 200,
+                absl::StrCat("{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",",
+                             ApiGroupJson(group).substr(1)),
+                kJson);
+          return;
+        }
+        if (path == "/apis/" + group + "/v1") {
+          Reply(req, 200, ReviewResourceListJson(group, resource, kind), kJson);
+          return;
+        }
+      }
     }
     if (path == "/api/v1") {
       Reply(req, 200,
@@ -513,7 +747,7 @@ struct Simulator::State {
         }
       }
     }
-    ReplyStatus(req, 404, "NotFound", "the server could not find the requested resource");
+    ReplyError(req, ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
   }
 
   bool IsWatch(const std::map<std::string, std::string>& query) const {
@@ -543,7 +777,7 @@ struct Simulator::State {
           return;
         }
       }
-      ReplyStatus(req, 404, "NotFound", absl::StrCat("namespaces \"", name, "\" not found"));
+      ReplyError(req, ApiError::NotFound("", "namespaces", name));
       return;
     }
     std::string out =
@@ -564,7 +798,7 @@ struct Simulator::State {
     if (!name.empty()) {
       const int i = model->NodeIndex(name);
       if (i < 0) {
-        ReplyStatus(req, 404, "NotFound", absl::StrCat("nodes \"", name, "\" not found"));
+        ReplyError(req, ApiError::NotFound("", "nodes", name));
         return;
       }
       Reply(req, 200, NodeJson(i), kJson);
@@ -612,7 +846,7 @@ struct Simulator::State {
     absl::StatusOr<LabelSelector> selector =
         LabelSelector::Parse(web::uri::decode(QueryParam(query, "labelSelector")));
     if (!selector.ok()) {
-      ReplyStatus(req, 400, "BadRequest", std::string(selector.status().message()));
+      ReplyError(req, ApiError::BadRequest(std::string(selector.status().message())));
       return std::nullopt;
     }
     return *std::move(selector);
@@ -668,7 +902,7 @@ struct Simulator::State {
     }
     if (!name.empty()) {
       if (pods.empty()) {
-        ReplyStatus(req, 404, "NotFound", absl::StrCat("pods \"", name, "\" not found"));
+        ReplyError(req, ApiError::NotFound("", "pods", name));
       } else {
         Reply(req, 200, PodJson(pods[0].first, now, pods[0].second), kJson);
       }
@@ -709,9 +943,9 @@ struct Simulator::State {
         WriteBuffer(s->buffer, RenderWatchEvent("ADDED", PodJson(pod, now, rv)));
       }
     } else if (from + 1 < oldest_retained) {
-      const std::string status = RenderStatus(
-          410, "Expired",
-          absl::StrCat("too old resource version: ", from, " (", oldest_retained - 1, ")"));
+      const std::string status = ApiError::Expired(absl::StrCat("too old resource version: ", from,
+                                                                " (", oldest_retained - 1, ")"))
+                                     .ToJson();
       WriteBuffer(s->buffer, RenderWatchEvent("ERROR", status));
       s->buffer.close(std::ios_base::out).wait();
       ReplyWithStream(req, s, kJson);
@@ -738,19 +972,19 @@ struct Simulator::State {
         (req.method() == methods::PUT || req.method() == methods::POST)) {
       const std::string node = parts[3];
       if (model->NodeIndex(node) < 0) {
-        ReplyStatus(req, 404, "NotFound", absl::StrCat("nodes \"", node, "\" not found"));
+        ReplyError(req, ApiError::NotFound("", "nodes", node));
         return;
       }
       std::string body;
       try {
         body = req.extract_utf8string(true).get();
       } catch (const std::exception& e) {
-        ReplyStatus(req, 400, "BadRequest", e.what());
+        ReplyError(req, ApiError::BadRequest(e.what()));
         return;
       }
       absl::StatusOr<Fault> fault = ParseFault(body.substr(0, 256));
       if (!fault.ok()) {
-        ReplyStatus(req, 400, "BadRequest", std::string(fault.status().message()));
+        ReplyError(req, ApiError::BadRequest(std::string(fault.status().message())));
         return;
       }
       faults.Set(node, *fault);
@@ -758,60 +992,66 @@ struct Simulator::State {
             kJson);
       return;
     }
-    ReplyStatus(req, 404, "NotFound", "the server could not find the requested resource");
+    ReplyError(req, ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
   }
 
-  void Proxy(http_request& req) {
-    if (!backend) {
-      ReplyStatus(req, 404, "NotFound", "the server could not find the requested resource");
+  void Review(http_request& req, const std::string& path) {
+    if (req.method() != methods::POST) {
+      const bool tokens = path.find("tokenreviews") != std::string::npos;
+      ReplyError(
+          req, ApiError::MethodNotAllowed(tokens ? "authentication.k8s.io" : "authorization.k8s.io",
+                                          tokens ? "tokenreviews" : "subjectaccessreviews",
+                                          std::string(req.method())));
       return;
     }
-    web::http::http_request out(req.method());
-    out.set_request_uri(req.relative_uri());
-    for (const auto& [k, v] : req.headers()) {
-      if (k == "Host" || k == "Connection" || k == "Content-Length" || k == "Transfer-Encoding") {
-        continue;
-      }
-      out.headers().add(k, v);
+    const std::string type = req.headers().content_type();
+    if (!type.empty() && type.rfind("application/json", 0) != 0) {
+      ReplyError(req, ApiError::UnsupportedMediaType(
+                          absl::StrCat("the body of the request was in an unknown format - "
+                                       "accepted media types include: application/json")));
+      return;
     }
-    std::vector<unsigned char> body;
-    try {
-      body = req.extract_vector().get();
-    } catch (...) {
+    absl::StatusOr<std::string> body = ReadBody(req, kReviewBodyLimit);
+    if (!body.ok()) {
+      ReplyError(req, ApiError::FromStatus(body.status()));
+      return;
     }
-    if (!body.empty()) out.set_body(std::move(body));
-    backend->request(out).then([req](pplx::task<http_response> t) {
-      try {
-        http_response in = t.get();
-        http_response resp(in.status_code());
-        for (const auto& [k, v] : in.headers()) {
-          if (k == "Content-Length" || k == "Transfer-Encoding" || k == "Connection") continue;
-          resp.headers().add(k, v);
-        }
-        const std::string type = in.headers().content_type();
-        const auto length = in.headers().content_length();
-        if (length > 0) {
-          resp.set_body(in.body(), length, type);
-        } else {
-          resp.set_body(in.body(), type);
-        }
-        req.reply(resp).then([](pplx::task<void> r) {
-          try {
-            r.get();
-          } catch (...) {
-          }
-        });
-      } catch (const std::exception& e) {
-        ReplyStatus(req, 503, "ServiceUnavailable",
-                    absl::StrCat("the metrics backend is unavailable: ", e.what()));
-      }
-    });
+    absl::StatusOr<std::string> answer = path.find("tokenreviews") != std::string::npos
+                                             ? ReviewToken(*body, *users)
+                                             : ReviewSubjectAccess(*body, *users);
+    if (!answer.ok()) {
+      ReplyError(req, ApiError::FromStatus(answer.status()));
+      return;
+    }
+    Reply(req, 201, *std::move(answer), kJson);
+  }
+
+  // Forwards a request for the metrics groups to the backend as the aggregation layer
+  // does; `user` is the authenticated caller (nullptr without a users file).
+  void Proxy(http_request& req, const UserInfo* user) {
+    if (!backend) {
+      ReplyError(req, ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
+      return;
+    }
+    ProxiedRequest out;
+    out.method = req.method();
+    out.target = req.relative_uri().to_string();
+    HeaderList incoming;
+    for (const auto& [k, v] : req.headers()) incoming.emplace_back(k, v);
+    out.headers = FrontProxyHeaders(incoming, user);
+    absl::StatusOr<std::string> body = ReadBody(req, kProxiedBodyLimit);
+    if (!body.ok()) {
+      ReplyError(req, ApiError::FromStatus(body.status()));
+      return;
+    }
+    out.body = *std::move(body);
+    backend->Forward(std::move(out), std::make_shared<ReplySink>(req));
   }
 
   // ---- lifecycle -----------------------------------------------------------------
 
   absl::Status OpenListener(std::unique_ptr<http_listener>& out, const std::string& scheme,
-                            const std::string& host, int port, bool tls_on,
+                            const std::string& host, int port, const TlsFiles* tls_files,
                             std::function<void(http_request)> handler, int* bound_port) {
     const bool pick = port == 0;
     std::string last_error;
@@ -822,8 +1062,8 @@ struct Simulator::State {
         continue;
       }
       http_listener_config config;
-      if (tls_on) {
-        const TlsFiles files = tls;
+      if (tls_files != nullptr) {
+        const TlsFiles files = *tls_files;
         config.set_ssl_context_callback([files](boost::asio::ssl::context& ctx) {
           ctx.set_options(boost::asio::ssl::context::default_workarounds |
                           boost::asio::ssl::context::no_sslv2 |
@@ -871,26 +1111,70 @@ absl::Status Simulator::Start() {
   for (int i = 0; i < nodes; ++i) s.kubelet_hosts.push_back(KubeletHostFor(s.options, i));
   s.kubelet_ports.assign(nodes, 0);
 
-  if (s.options.tls) {
-    std::string dir = s.options.tls_dir;
-    if (dir.empty()) {
-      std::string tmpl =
-          (std::filesystem::temp_directory_path() / "kubestat-sim-tls-XXXXXX").string();
-      if (::mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("cannot create a temp dir");
-      dir = tmpl;
+  if (!s.options.users_file.empty()) {
+    absl::StatusOr<UsersFile> users = UsersFile::Load(s.options.users_file);
+    if (!users.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--users-file: ", users.status().message()));
     }
+    if (!s.options.kubeconfig_user.empty() && users->Find(s.options.kubeconfig_user) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("--kubeconfig-user: no user \"",
+                                                     s.options.kubeconfig_user, "\" in ",
+                                                     s.options.users_file));
+    }
+    s.users.emplace(*std::move(users));
+  }
+
+  // Certificates: the kubelets' with tls, the front-proxy ones with a metrics backend.
+  const bool front_proxy = !s.options.metrics_backend.empty();
+  std::string dir = s.options.tls_dir;
+  if ((s.options.tls || front_proxy || s.options.apiserver_tls) && dir.empty()) {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "kubestat-sim-tls-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("cannot create a temp dir");
+    dir = tmpl;
+    s.created_tls_dir = tmpl;
+  }
+  auto fail_early = [&s](absl::Status st) {
+    s.RemoveCreatedTlsDir();
+    return st;
+  };
+  if (s.options.tls) {
     std::vector<std::string> ips = s.kubelet_hosts;
     std::sort(ips.begin(), ips.end());
     ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
     absl::StatusOr<TlsFiles> files = GenerateTls(dir, ips);
-    if (!files.ok()) return files.status();
+    if (!files.ok()) return fail_early(files.status());
     s.tls = *files;
     s.ca_path = s.tls.ca_cert;
   }
-  if (!s.options.metrics_backend.empty()) {
-    web::http::client::http_client_config config;
-    config.set_timeout(std::chrono::seconds(60));
-    s.backend.emplace(web::uri(s.options.metrics_backend), config);
+  if (s.options.apiserver_tls) {
+    std::vector<std::string> names = {"localhost"};
+    std::vector<std::string> ips = {"127.0.0.1", "::1"};
+    const std::string& address = s.options.apiserver_address;
+    boost::system::error_code not_ip;
+    boost::asio::ip::make_address(address, not_ip);
+    if (not_ip) {
+      names.push_back(address);
+    } else if (address != "127.0.0.1" && address != "0.0.0.0" && address != "::") {
+      ips.push_back(address);
+    }
+    absl::StatusOr<TlsFiles> files = GenerateApiserverTls(dir, names, ips);
+    if (!files.ok()) return fail_early(files.status());
+    s.apiserver_tls = *files;
+  }
+  if (front_proxy) {
+    absl::StatusOr<FrontProxyFiles> files = GenerateFrontProxy(dir);
+    if (!files.ok()) return fail_early(files.status());
+    s.front_proxy = *files;
+    BackendProxyOptions proxy;
+    proxy.url = s.options.metrics_backend;
+    proxy.ca_file = s.options.metrics_backend_ca_file;
+    proxy.insecure_skip_tls_verify = s.options.metrics_backend_insecure_skip_tls_verify;
+    proxy.client_cert_file = s.front_proxy.client_cert;
+    proxy.client_key_file = s.front_proxy.client_key;
+    absl::StatusOr<std::unique_ptr<BackendProxy>> backend = BackendProxy::Create(proxy);
+    if (!backend.ok()) return fail_early(backend.status());
+    s.backend = *std::move(backend);
   }
 
   // Pod state as of now; later changes become watch events.
@@ -918,7 +1202,8 @@ absl::Status Simulator::Start() {
     if (port != 0 && s.options.kubelet_address_mode == KubeletAddressMode::kPorts) port += i;
     State* st = state_.get();
     if (absl::Status status = s.OpenListener(
-            s.kubelets[i], kubelet_scheme, s.kubelet_hosts[i], port, s.options.tls,
+            s.kubelets[i], kubelet_scheme, s.kubelet_hosts[i], port,
+            s.options.tls ? &s.tls : nullptr,
             [st, i](http_request req) { st->HandleKubelet(i, std::move(req)); },
             &s.kubelet_ports[i]);
         !status.ok()) {
@@ -929,25 +1214,48 @@ absl::Status Simulator::Start() {
   int api_port = 0;
   State* st = state_.get();
   if (absl::Status status = s.OpenListener(
-          s.apiserver, "http", s.options.apiserver_address, s.options.apiserver_port, false,
+          s.apiserver, s.options.apiserver_tls ? "https" : "http", s.options.apiserver_address,
+          s.options.apiserver_port, s.options.apiserver_tls ? &s.apiserver_tls : nullptr,
           [st](http_request req) { st->HandleApi(std::move(req)); }, &api_port);
       !status.ok()) {
     return fail(absl::UnavailableError(absl::StrCat("apiserver: ", status.message())));
   }
-  s.apiserver_url = absl::StrCat("http://", s.options.apiserver_address, ":", api_port);
+  s.apiserver_url = absl::StrCat(s.options.apiserver_tls ? "https://" : "http://",
+                                 s.options.apiserver_address, ":", api_port);
 
   if (!s.options.kubeconfig_out.empty()) {
-    std::ofstream f(s.options.kubeconfig_out, std::ios::trunc);
-    f << "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: " << s.apiserver_url
-      << "\n  name: kubestat-sim\ncontexts:\n- context:\n    cluster: kubestat-sim\n"
-         "    user: kubestat-sim\n  name: kubestat-sim\ncurrent-context: kubestat-sim\n"
-         "users:\n- name: kubestat-sim\n  user:\n    token: kubestat-sim\n";
-    f.close();
-    if (!f) {
-      return fail(absl::InternalError(
-          absl::StrCat("--kubeconfig-out: cannot write ", s.options.kubeconfig_out)));
+    // Without a users file nobody checks the token; it only has to be there.
+    KubeconfigContent content{s.apiserver_url, "kubestat-sim", "kubestat-sim", s.ApiserverCaPem()};
+    if (s.users) {
+      const UserEntry* user = s.options.kubeconfig_user.empty()
+                                  ? &s.users->users().front()
+                                  : s.users->Find(s.options.kubeconfig_user);
+      content.user = user->info.name;
+      content.token = user->token;
+    }
+    if (absl::Status st = WriteKubeconfig(s.options.kubeconfig_out, content); !st.ok()) {
+      return fail(absl::InternalError(absl::StrCat("--kubeconfig-out: ", st.message())));
     }
     s.kubeconfig_path = s.options.kubeconfig_out;
+  }
+  if (s.users && !s.options.kubeconfig_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(s.options.kubeconfig_dir, ec);
+    if (ec) {
+      return fail(absl::InternalError(absl::StrCat("--kubeconfig-dir: cannot create ",
+                                                   s.options.kubeconfig_dir, ": ", ec.message())));
+    }
+    for (const UserEntry& user : s.users->users()) {
+      std::string file;
+      for (char c : user.info.name) file += c == '/' ? "%2F" : std::string(1, c);
+      const std::string path =
+          (std::filesystem::path(s.options.kubeconfig_dir) / (file + ".kubeconfig")).string();
+      KubeconfigContent content{s.apiserver_url, user.info.name, user.token, s.ApiserverCaPem()};
+      if (absl::Status st = WriteKubeconfig(path, content); !st.ok()) {
+        return fail(absl::InternalError(absl::StrCat("--kubeconfig-dir: ", st.message())));
+      }
+      s.user_kubeconfigs[user.info.name] = path;
+    }
   }
 
   s.streamer = std::thread([st] {
@@ -986,18 +1294,38 @@ void Simulator::Stop() {
   s.cv.notify_all();
   if (s.ticker.joinable()) s.ticker.join();
   if (s.streamer.joinable()) s.streamer.join();
+  // Ends proxied answers still streaming, so that closing the listener does not wait on them.
+  if (s.backend) s.backend->Stop();
   for (auto& stream : streams) stream->buffer.close(std::ios_base::out).wait();
-  for (auto& req : parked) ReplyStatus(req, 503, "ServiceUnavailable", "shutting down");
-  auto close = [](std::unique_ptr<http_listener>& l) {
+  for (auto& req : parked) ReplyError(req, ApiError::ServiceUnavailable("shutting down"));
+  auto close = [](std::unique_ptr<http_listener>& l, bool tls) {
     if (!l) return;
+    // cpprestsdk's close() waits for every connection it counts; an HTTPS connection whose
+    // peer vanished mid-handshake can stay counted for good, so the wait is bounded and a
+    // listener still closing is kept rather than destroyed under its own close().
+    auto closed = std::make_shared<std::promise<void>>();
+    std::future<void> done = closed->get_future();
     try {
-      l->close().wait();
+      l->close().then([closed](pplx::task<void> t) {
+        try {
+          t.get();
+        } catch (...) {
+        }
+        closed->set_value();
+      });
     } catch (...) {
+      closed->set_value();
     }
-    l.reset();
+    const bool finished = done.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    if (tls || !finished) {
+      RetireListener(std::move(l));
+    } else {
+      l.reset();
+    }
   };
-  close(s.apiserver);
-  for (auto& l : s.kubelets) close(l);
+  close(s.apiserver, s.options.apiserver_tls);
+  for (auto& l : s.kubelets) close(l, s.options.tls);
+  s.RemoveCreatedTlsDir();
 }
 
 void Simulator::Tick() {
@@ -1016,6 +1344,12 @@ std::string Simulator::kubelet_url(int node) const {
 }
 std::string Simulator::ca_path() const { return state_->ca_path; }
 std::string Simulator::kubeconfig_path() const { return state_->kubeconfig_path; }
+std::string Simulator::front_proxy_ca_path() const { return state_->front_proxy.ca_cert; }
+std::string Simulator::apiserver_ca_path() const { return state_->apiserver_tls.ca_cert; }
+std::string Simulator::user_kubeconfig_path(const std::string& user) const {
+  auto it = state_->user_kubeconfigs.find(user);
+  return it == state_->user_kubeconfigs.end() ? "" : it->second;
+}
 uint64_t Simulator::resource_version() const { return state_->CurrentVersion(); }
 
 }  // namespace kubestat::sim

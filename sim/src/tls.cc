@@ -34,8 +34,12 @@ absl::Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& 
   return absl::OkStatus();
 }
 
-absl::StatusOr<Cert> MakeCert(EVP_PKEY* key, const char* cn, long serial, X509* issuer,
-                              EVP_PKEY* issuer_key) {
+enum class Usage { kServer, kClient };
+
+// A CA (issuer == nullptr: self-signed) or a leaf certificate for `usage`. `org` may be
+// nullptr (no O in the subject).
+absl::StatusOr<Cert> MakeCert(EVP_PKEY* key, const char* org, const char* cn, long serial,
+                              X509* issuer, EVP_PKEY* issuer_key, Usage usage = Usage::kServer) {
   Cert cert(X509_new());
   X509_set_version(cert.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial);
@@ -44,8 +48,10 @@ absl::StatusOr<Cert> MakeCert(EVP_PKEY* key, const char* cn, long serial, X509* 
   X509_gmtime_adj(X509_getm_notAfter(cert.get()), 10L * 365 * 86400);
   X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("kubestat-sim"), -1, -1, 0);
+  if (org != nullptr) {
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(org),
+                               -1, -1, 0);
+  }
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn),
                              -1, -1, 0);
   X509_set_issuer_name(cert.get(), issuer ? X509_get_subject_name(issuer) : name);
@@ -59,7 +65,8 @@ absl::StatusOr<Cert> MakeCert(EVP_PKEY* key, const char* cn, long serial, X509* 
     s.Update(AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE"));
     s.Update(AddExtension(cert.get(), signer, NID_key_usage,
                           "critical,digitalSignature,keyEncipherment"));
-    s.Update(AddExtension(cert.get(), signer, NID_ext_key_usage, "serverAuth"));
+    s.Update(AddExtension(cert.get(), signer, NID_ext_key_usage,
+                          usage == Usage::kServer ? "serverAuth" : "clientAuth"));
     s.Update(AddExtension(cert.get(), signer, NID_authority_key_identifier, "keyid:always"));
   }
   if (!s.ok()) return s;
@@ -86,7 +93,14 @@ absl::Status WritePem(const std::string& path, X509* cert, X509* chain, EVP_PKEY
 
 }  // namespace
 
-absl::StatusOr<TlsFiles> GenerateTls(const std::string& dir, const std::vector<std::string>& ips) {
+namespace {
+
+// A CA and a serving certificate it signed, for `dns` names and `ips`, written to
+// dir/<ca_file>, dir/<cert_file> (leaf then CA) and dir/<key_file>.
+absl::StatusOr<TlsFiles> GenerateServing(const std::string& dir, const char* ca_cn,
+                                         const char* leaf_cn, const std::vector<std::string>& dns,
+                                         const std::vector<std::string>& ips, const char* ca_file,
+                                         const char* cert_file, const char* key_file) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
@@ -94,13 +108,14 @@ absl::StatusOr<TlsFiles> GenerateTls(const std::string& dir, const std::vector<s
   Key ca_key(EVP_EC_gen("P-256"));
   Key server_key(EVP_EC_gen("P-256"));
   if (!ca_key || !server_key) return absl::InternalError("EC key generation failed");
-  absl::StatusOr<Cert> ca = MakeCert(ca_key.get(), "kubestat-sim-ca", 1, nullptr, ca_key.get());
+  absl::StatusOr<Cert> ca = MakeCert(ca_key.get(), "kubestat-sim", ca_cn, 1, nullptr, ca_key.get());
   if (!ca.ok()) return ca.status();
   absl::StatusOr<Cert> server =
-      MakeCert(server_key.get(), "kubestat-sim-kubelet", 2, ca->get(), ca_key.get());
+      MakeCert(server_key.get(), "kubestat-sim", leaf_cn, 2, ca->get(), ca_key.get());
   if (!server.ok()) return server.status();
-  std::string san = "DNS:localhost";
-  for (const std::string& ip : ips) absl::StrAppend(&san, ",IP:", ip);
+  std::string san;
+  for (const std::string& name : dns) absl::StrAppend(&san, san.empty() ? "" : ",", "DNS:", name);
+  for (const std::string& ip : ips) absl::StrAppend(&san, san.empty() ? "" : ",", "IP:", ip);
   // The SAN goes in before signing: re-sign after adding it.
   if (absl::Status s = AddExtension(server->get(), ca->get(), NID_subject_alt_name, san); !s.ok()) {
     return s;
@@ -108,10 +123,47 @@ absl::StatusOr<TlsFiles> GenerateTls(const std::string& dir, const std::vector<s
   if (X509_sign(server->get(), ca_key.get(), EVP_sha256()) == 0) {
     return absl::InternalError("signing the serving certificate failed");
   }
-  TlsFiles files{dir + "/ca.crt", dir + "/kubelet.crt", dir + "/kubelet.key"};
+  TlsFiles files{dir + "/" + ca_file, dir + "/" + cert_file, dir + "/" + key_file};
   absl::Status s = WritePem(files.ca_cert, ca->get(), nullptr, nullptr);
   s.Update(WritePem(files.server_cert, server->get(), ca->get(), nullptr));
   s.Update(WritePem(files.server_key, nullptr, nullptr, server_key.get()));
+  if (!s.ok()) return s;
+  return files;
+}
+
+}  // namespace
+
+absl::StatusOr<TlsFiles> GenerateTls(const std::string& dir, const std::vector<std::string>& ips) {
+  return GenerateServing(dir, "kubestat-sim-ca", "kubestat-sim-kubelet", {"localhost"}, ips,
+                         "ca.crt", "kubelet.crt", "kubelet.key");
+}
+
+absl::StatusOr<TlsFiles> GenerateApiserverTls(const std::string& dir,
+                                              const std::vector<std::string>& dns,
+                                              const std::vector<std::string>& ips) {
+  return GenerateServing(dir, "kubestat-sim-apiserver-ca", "kube-apiserver", dns, ips,
+                         "apiserver-ca.crt", "apiserver.crt", "apiserver.key");
+}
+
+absl::StatusOr<FrontProxyFiles> GenerateFrontProxy(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return absl::InternalError(absl::StrCat("cannot create --tls-dir ", dir, ": ", ec.message()));
+  Key ca_key(EVP_EC_gen("P-256"));
+  Key client_key(EVP_EC_gen("P-256"));
+  if (!ca_key || !client_key) return absl::InternalError("EC key generation failed");
+  absl::StatusOr<Cert> ca =
+      MakeCert(ca_key.get(), nullptr, "front-proxy-ca", 1, nullptr, ca_key.get());
+  if (!ca.ok()) return ca.status();
+  absl::StatusOr<Cert> client = MakeCert(client_key.get(), nullptr, "front-proxy-client", 2,
+                                         ca->get(), ca_key.get(), Usage::kClient);
+  if (!client.ok()) return client.status();
+  FrontProxyFiles files{dir + "/front-proxy-ca.crt", dir + "/front-proxy-client.crt",
+                        dir + "/front-proxy-client.key"};
+  absl::Status s = WritePem(files.ca_cert, ca->get(), nullptr, nullptr);
+  s.Update(WritePem(files.client_cert, client->get(), nullptr, nullptr));
+  s.Update(WritePem(files.client_key, nullptr, nullptr, client_key.get()));
   if (!s.ok()) return s;
   return files;
 }

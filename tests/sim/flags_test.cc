@@ -36,50 +36,116 @@ TEST(SimulatorFlagsTest, ParsesEveryForm) {
   EXPECT_EQ(f->options.tick_interval, std::chrono::milliseconds(250));
 }
 
+TEST(SimulatorFlagsTest, ParsesTheAuthenticationAndProxyFlags) {
+  absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags(
+      {"--users-file=/etc/users.yaml", "--kubeconfig-user", "alice", "--kubeconfig-dir=/tmp/kc",
+       "--metrics-backend=https://127.0.0.1:8443", "--metrics-backend-ca-file=/tmp/ca.crt",
+       "--no-authorize-proxied-requests", "--apiserver-tls"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->options.users_file, "/etc/users.yaml");
+  EXPECT_EQ(f->options.kubeconfig_user, "alice");
+  EXPECT_EQ(f->options.kubeconfig_dir, "/tmp/kc");
+  EXPECT_EQ(f->options.metrics_backend, "https://127.0.0.1:8443");
+  EXPECT_EQ(f->options.metrics_backend_ca_file, "/tmp/ca.crt");
+  EXPECT_FALSE(f->options.metrics_backend_insecure_skip_tls_verify);
+  EXPECT_FALSE(f->options.authorize_proxied_requests);
+  EXPECT_TRUE(f->options.apiserver_tls);
+
+  absl::StatusOr<SimulatorFlags> d = ParseSimulatorFlags({});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->options.authorize_proxied_requests);
+  EXPECT_TRUE(d->options.users_file.empty());
+  EXPECT_FALSE(d->options.apiserver_tls);
+}
+
 TEST(SimulatorFlagsTest, ErrorsNameTheFlag) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"--nodes=x"},
+                                             {"--nodes=-3"},
                                              {"--faults=node-0001=explode"},
                                              {"--kubelet-address-mode=mars"},
                                              {"--bogus=1"},
+                                             {"--tls=maybe"},
+                                             {"--tick=soon"},
+                                             {"--cluster-start=yesterday"},
+                                             {"--workload-mix=steady:x"},
+                                             {"--apiserver-port=70000"},
+                                             {"--metrics-backend=ftp://x"},
+                                             {"--metrics-backend-ca-file=/x"},
+                                             {"--kubeconfig-user=alice"},
+                                             {"--kubeconfig-dir=/tmp/x"},
                                              {"--pod-lifetime=1m"}}) {
     absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags(args);
     ASSERT_FALSE(f.ok()) << args[0];
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument) << args[0];
     const std::string flag = args[0].substr(0, args[0].find('='));
     if (flag != "--pod-lifetime") {
       EXPECT_NE(std::string(f.status().message()).find(flag), std::string::npos)
           << f.status().message();
     }
   }
+  absl::StatusOr<SimulatorFlags> both =
+      ParseSimulatorFlags({"--metrics-backend=https://h:1", "--metrics-backend-ca-file=/x",
+                           "--metrics-backend-insecure-skip-tls-verify"});
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(std::string(both.status().message()).find("exclude each other"), std::string::npos);
+  EXPECT_FALSE(ParseSimulatorFlags({"stray"}).ok());
+  EXPECT_FALSE(ParseSimulatorFlags({"--nodes"}).ok());
 }
 
 TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
   const std::string help = SimulatorHelpText();
-  for (const char* flag : {"--seed",
-                           "--nodes",
-                           "--pods-per-node",
-                           "--containers-per-pod",
-                           "--workload-mix",
-                           "--pod-lifetime",
-                           "--restart-fraction",
-                           "--cluster-start",
-                           "--apiserver-address",
-                           "--apiserver-port",
-                           "--kubelet-address-mode",
-                           "--kubelet-port",
-                           "--tls",
-                           "--tls-dir",
-                           "--kubelet-token",
-                           "--faults",
-                           "--metrics-backend",
-                           "--kubeconfig-out",
-                           "--tick",
-                           "--watch-history",
+  for (const char* flag : {"--seed int64",
+                           "--nodes int64",
+                           "--pods-per-node int64",
+                           "--containers-per-pod int64",
+                           "--tenant-namespaces int64",
+                           "--workload-mix string",
+                           "--pod-lifetime duration",
+                           "--restart-fraction double",
+                           "--cluster-start string",
+                           "--apiserver-address string",
+                           "--apiserver-port int64",
+                           "--apiserver-tls bool",
+                           "--kubelet-address-mode string",
+                           "--kubelet-port int64",
+                           "--tls bool",
+                           "--tls-dir string",
+                           "--kubelet-token string",
+                           "--faults string",
+                           "--metrics-backend string",
+                           "--metrics-backend-ca-file string",
+                           "--metrics-backend-insecure-skip-tls-verify bool",
+                           "--authorize-proxied-requests bool",
+                           "--users-file string",
+                           "--kubeconfig-out string",
+                           "--kubeconfig-user string",
+                           "--kubeconfig-dir string",
+                           "--tick duration",
+                           "--watch-history int64",
                            "--help"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
-  EXPECT_NE(help.find("(default: \"50\")"), std::string::npos);
-  absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags({"--help"});
+  // Every flag's entry states its default.
+  size_t flags = 0;
+  size_t defaults = 0;
+  for (size_t at = help.find("\n  --"); at != std::string::npos; at = help.find("\n  --", at + 1)) {
+    ++flags;
+  }
+  for (size_t at = help.find("(default "); at != std::string::npos;
+       at = help.find("(default ", at + 1)) {
+    ++defaults;
+  }
+  EXPECT_EQ(flags, 28u);
+  EXPECT_EQ(defaults, flags);
+  for (const char* shown :
+       {"(default 50)", "(default 30)", "(default \"steady:4,diurnal:3,spiky:2,leaky:1\")",
+        "(default 4h)", "(default 0.05)", "(default \"2026-01-01T00:00:00Z\")",
+        "(default \"loopback\")", "(default 10250)", "(default 1s)", "(default 10000)",
+        "(default true)"}) {
+    EXPECT_NE(help.find(shown), std::string::npos) << shown;
+  }
+  absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags({"--nodes=x", "--help"});
   ASSERT_TRUE(f.ok());
   EXPECT_TRUE(f->help);
 }

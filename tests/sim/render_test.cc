@@ -223,12 +223,6 @@ TEST(RenderObjectsTest, NodeAndPodHaveTheFieldsClientsRead) {
   simdjson::dom::element e;
   ASSERT_EQ(parser3.parse(event).get(e), simdjson::SUCCESS);
   EXPECT_EQ(std::string_view(e["type"].get_string()), "ADDED");
-
-  simdjson::dom::parser parser4;
-  simdjson::dom::element status;
-  ASSERT_EQ(parser4.parse(RenderStatus(410, "Expired", "too old")).get(status), simdjson::SUCCESS);
-  EXPECT_EQ(int64_t(status["code"]), 410);
-  EXPECT_EQ(std::string_view(status["reason"].get_string()), "Expired");
 }
 
 }  // namespace

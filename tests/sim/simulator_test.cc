@@ -9,13 +9,27 @@
 #include <cpprest/http_listener.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <simdjson.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <mutex>
+#include <thread>
 
+#include "kubestat/core/gzip.h"
 #include "kubestat/sim/render.h"
 
 namespace kubestat::sim {
@@ -346,6 +360,628 @@ TEST(SimulatorTest, TlsKubeletsVerifyWithTheGeneratedCaAndRequireTheToken) {
   EXPECT_THROW(stranger.request(methods::GET, "/healthz").get(), web::http::http_exception);
   sim.Stop();
   std::filesystem::remove_all(dir);
+}
+
+// ---- authentication, authorization, reviews and the aggregation proxy ---------------
+
+constexpr const char* kUsersYaml = R"(users:
+- name: admin
+  uid: "1"
+  token: admin-token
+  groups: [system:masters]
+- name: kubestat-aggregator
+  token: agg-token
+  groups: [kubestat:aggregators]
+- name: alice
+  uid: "1001"
+  token: alice-token
+  groups: [team-a]
+  extra: {scopes: [read, write]}
+rules:
+- groups: [kubestat:aggregators]
+  verbs: [get, list, watch]
+  apiGroups: [""]
+  resources: [nodes, pods, limitranges]
+- groups: [kubestat:aggregators]
+  verbs: [create]
+  apiGroups: [authentication.k8s.io, authorization.k8s.io]
+  resources: [tokenreviews, subjectaccessreviews]
+- users: [alice]
+  verbs: [get, list]
+  apiGroups: [metrics.k8s.io, metrics]
+  resources: [pods]
+  namespaces: [team-a]
+- groups: [system:authenticated]
+  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
+  verbs: [get]
+)";
+
+// A directory removed at the end of the test.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() /
+              (name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc | std::ios::binary);
+  f << text;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+struct Answer {
+  int code = 0;
+  std::string body;
+  web::http::http_headers headers;
+};
+
+// One request to `base` with an optional bearer token, headers and JSON body; `ca` is the
+// CA to verify an https server with.
+Answer Send(const std::string& base, const web::http::method& method, const std::string& path,
+            const std::string& token, const std::string& body = "",
+            const std::vector<std::pair<std::string, std::string>>& headers = {},
+            const std::string& ca = "") {
+  http_client_config config;
+  config.set_timeout(std::chrono::seconds(30));
+  if (!ca.empty()) {
+    config.set_ssl_context_callback(
+        [ca](boost::asio::ssl::context& ctx) { ctx.load_verify_file(ca); });
+  }
+  http_client client(base, config);
+  web::http::http_request req(method);
+  req.set_request_uri(path);
+  if (!token.empty()) req.headers().add("Authorization", "Bearer " + token);
+  for (const auto& [k, v] : headers) req.headers().add(k, v);
+  if (!body.empty()) req.set_body(body, "application/json");
+  http_response resp = client.request(req).get();
+  Answer a;
+  a.code = resp.status_code();
+  a.headers = resp.headers();
+  a.body = resp.extract_utf8string(true).get();
+  return a;
+}
+
+SimulatorOptions WithUsers(const ScratchDir& dir) {
+  WriteFile(dir.File("users.yaml"), kUsersYaml);
+  SimulatorOptions o = SmallCluster();
+  o.users_file = dir.File("users.yaml");
+  return o;
+}
+
+std::string_view Field(simdjson::dom::element e) { return std::string_view(e.get_string()); }
+
+TEST(SimulatorAuthTest, RequiresAKnownTokenAndAnAllowingRule) {
+  ScratchDir dir("kubestat-sim-auth");
+  FakeClock clock(kT0);
+  Simulator sim(WithUsers(dir), clock);
+  ASSERT_TRUE(sim.Start().ok());
+  const std::string api = sim.apiserver_url();
+
+  for (const std::string& token : {std::string(), std::string("wrong-token")}) {
+    Answer a = Send(api, methods::GET, "/api/v1/nodes", token);
+    EXPECT_EQ(a.code, 401) << token;
+    simdjson::dom::parser parser;
+    simdjson::dom::element status = Parse(parser, a.body);
+    EXPECT_EQ(Field(status["kind"]), "Status");
+    EXPECT_EQ(Field(status["reason"]), "Unauthorized");
+    EXPECT_EQ(int64_t(status["code"]), 401);
+  }
+  // Not a bearer token.
+  EXPECT_EQ(Send(api, methods::GET, "/api", "", "", {{"Authorization", "Basic YTpi"}}).code, 401);
+
+  Answer forbidden = Send(api, methods::GET, "/api/v1/nodes", "alice-token");
+  EXPECT_EQ(forbidden.code, 403);
+  simdjson::dom::parser parser;
+  simdjson::dom::element status = Parse(parser, forbidden.body);
+  EXPECT_EQ(Field(status["reason"]), "Forbidden");
+  EXPECT_EQ(Field(status["message"]),
+            "nodes is forbidden: User \"alice\" cannot list resource \"nodes\" in API group \"\" "
+            "at the cluster scope");
+  EXPECT_EQ(Field(status["details"]["kind"]), "nodes");
+
+  simdjson::dom::parser watch_parser;
+  EXPECT_EQ(Field(Parse(watch_parser,
+                        Send(api, methods::GET, "/api/v1/namespaces/shop/pods/x", "alice-token")
+                            .body)["message"]),
+            "pods \"x\" is forbidden: User \"alice\" cannot get resource \"pods\" in API group "
+            "\"\" in the namespace \"shop\"");
+
+  Answer nodes = Send(api, methods::GET, "/api/v1/nodes", "agg-token");
+  EXPECT_EQ(nodes.code, 200);
+  simdjson::dom::parser nodes_parser;
+  EXPECT_EQ(Parse(nodes_parser, nodes.body)["items"].get_array().size(), 3u);
+  EXPECT_EQ(Send(api, methods::GET, "/api", "alice-token").code, 200);
+  EXPECT_EQ(Send(api, methods::GET, "/apis", "alice-token").code, 200);
+  EXPECT_EQ(Send(api, methods::GET, "/api/v1/pods", "admin-token").code, 200);
+
+  // Health and version are open to everyone, as in Kubernetes.
+  EXPECT_EQ(Send(api, methods::GET, "/healthz", "").code, 200);
+  EXPECT_EQ(Send(api, methods::GET, "/version", "").code, 200);
+
+  // The fault API is a non-resource URL: system:masters may use it, alice may not.
+  EXPECT_EQ(Send(api, methods::GET, "/sim/v1/faults", "alice-token").code, 403);
+  EXPECT_EQ(Send(api, methods::GET, "/sim/v1/faults", "").code, 401);
+  Answer put = Send(api, methods::PUT, "/sim/v1/faults/node-0001", "admin-token", "http500");
+  EXPECT_EQ(put.code, 200) << put.body;
+  EXPECT_EQ(sim.faults().Get("node-0001"), Fault::kHttp500);
+
+  // The review groups are discoverable.
+  const std::string apis = Send(api, methods::GET, "/apis", "alice-token").body;
+  EXPECT_NE(apis.find("\"authentication.k8s.io/v1\""), std::string::npos) << apis;
+  EXPECT_NE(apis.find("\"authorization.k8s.io/v1\""), std::string::npos) << apis;
+  EXPECT_NE(Send(api, methods::GET, "/apis/authorization.k8s.io/v1", "alice-token")
+                .body.find("\"subjectaccessreviews\""),
+            std::string::npos);
+  sim.Stop();
+}
+
+TEST(SimulatorAuthTest, WithoutAUsersFileNothingIsChecked) {
+  FakeClock clock(kT0);
+  Simulator sim(SmallCluster(), clock);
+  ASSERT_TRUE(sim.Start().ok());
+  EXPECT_EQ(Send(sim.apiserver_url(), methods::GET, "/api/v1/nodes", "").code, 200);
+  EXPECT_EQ(Send(sim.apiserver_url(), methods::GET, "/api/v1/nodes", "anything").code, 200);
+  // The review endpoints are not served: a POST there is refused as before.
+  EXPECT_EQ(Send(sim.apiserver_url(), methods::POST, "/apis/authentication.k8s.io/v1/tokenreviews",
+                 "", "{}")
+                .code,
+            405);
+  sim.Stop();
+}
+
+TEST(SimulatorAuthTest, ABadUsersFileStopsStartNamingTheFile) {
+  ScratchDir dir("kubestat-sim-badusers");
+  WriteFile(dir.File("users.yaml"), "users:\n- name: a\n  token: t\n  groups: nope\n");
+  FakeClock clock(kT0);
+  SimulatorOptions options = SmallCluster();
+  options.users_file = dir.File("users.yaml");
+  Simulator sim(options, clock);
+  absl::Status s = sim.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("--users-file: " + dir.File("users.yaml") + ":4:"),
+            std::string::npos)
+      << s.message();
+
+  options.users_file = dir.File("missing.yaml");
+  Simulator sim2(options, clock);
+  EXPECT_FALSE(sim2.Start().ok());
+
+  WriteFile(dir.File("users.yaml"), kUsersYaml);
+  options.users_file = dir.File("users.yaml");
+  options.kubeconfig_user = "mallory";
+  Simulator sim3(options, clock);
+  absl::Status s3 = sim3.Start();
+  ASSERT_FALSE(s3.ok());
+  EXPECT_NE(std::string(s3.message()).find("--kubeconfig-user"), std::string::npos);
+}
+
+TEST(SimulatorAuthTest, TokenReviewAndSubjectAccessReview) {
+  ScratchDir dir("kubestat-sim-reviews");
+  FakeClock clock(kT0);
+  Simulator sim(WithUsers(dir), clock);
+  ASSERT_TRUE(sim.Start().ok());
+  const std::string api = sim.apiserver_url();
+  const std::string token_reviews = "/apis/authentication.k8s.io/v1/tokenreviews";
+  const std::string access_reviews = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+
+  Answer known = Send(api, methods::POST, token_reviews, "agg-token",
+                      R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview",)"
+                      R"("spec":{"token":"alice-token"}})");
+  ASSERT_EQ(known.code, 201) << known.body;
+  simdjson::dom::parser parser;
+  simdjson::dom::element review = Parse(parser, known.body);
+  EXPECT_EQ(Field(review["kind"]), "TokenReview");
+  EXPECT_TRUE(bool(review["status"]["authenticated"]));
+  EXPECT_EQ(Field(review["status"]["user"]["username"]), "alice");
+  EXPECT_EQ(Field(review["status"]["user"]["uid"]), "1001");
+  ASSERT_EQ(review["status"]["user"]["groups"].get_array().size(), 2u);
+  EXPECT_EQ(Field(review["status"]["user"]["groups"].at(0)), "team-a");
+  EXPECT_EQ(Field(review["status"]["user"]["groups"].at(1)), "system:authenticated");
+
+  Answer unknown = Send(api, methods::POST, token_reviews, "agg-token",
+                        R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview",)"
+                        R"("spec":{"token":"guess"}})");
+  ASSERT_EQ(unknown.code, 201);
+  simdjson::dom::parser parser2;
+  simdjson::dom::element denied = Parse(parser2, unknown.body);
+  EXPECT_FALSE(bool(denied["status"]["authenticated"]));
+  EXPECT_FALSE(Field(denied["status"]["error"]).empty());
+
+  // The endpoints authorize their caller: alice may not create reviews.
+  EXPECT_EQ(
+      Send(api, methods::POST, token_reviews, "alice-token", R"({"spec":{"token":"x"}})").code,
+      403);
+  EXPECT_EQ(Send(api, methods::POST, token_reviews, "", R"({"spec":{"token":"x"}})").code, 401);
+  EXPECT_EQ(Send(api, methods::GET, token_reviews, "admin-token").code, 405);
+  Answer huge = Send(api, methods::POST, access_reviews, "agg-token",
+                     "{\"spec\":{\"user\":\"" + std::string(70000, 'a') + "\"}}");
+  EXPECT_EQ(huge.code, 413);
+  EXPECT_NE(huge.body.find("\"RequestEntityTooLarge\""), std::string::npos);
+
+  auto sar = [&](const std::string& spec) {
+    Answer a = Send(api, methods::POST, access_reviews, "agg-token",
+                    R"({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview",)"
+                    R"("spec":)" +
+                        spec + "}");
+    EXPECT_EQ(a.code, 201) << a.body;
+    simdjson::dom::parser p;
+    simdjson::dom::element e;
+    if (p.parse(a.body).get(e) != simdjson::SUCCESS) return false;
+    return bool(e["status"]["allowed"]);
+  };
+  const std::string pods_in =
+      R"({"user":"alice","groups":["team-a"],"resourceAttributes":{"verb":"list",)"
+      R"("group":"metrics.k8s.io","version":"v1beta1","resource":"pods","namespace":")";
+  EXPECT_TRUE(sar(pods_in + "team-a\"}}"));
+  EXPECT_FALSE(sar(pods_in + "team-b\"}}"));
+  EXPECT_FALSE(sar(
+      R"({"user":"alice","resourceAttributes":{"verb":"list","group":"metrics.k8s.io","resource":"nodes"}})"));
+  EXPECT_TRUE(sar(
+      R"({"user":"alice","groups":["system:authenticated"],"nonResourceAttributes":{"path":"/apis/metrics.k8s.io/v1beta1","verb":"get"}})"));
+  EXPECT_FALSE(
+      sar(R"({"user":"alice","nonResourceAttributes":{"path":"/sim/v1/faults","verb":"get"}})"));
+  Answer invalid =
+      Send(api, methods::POST, access_reviews, "agg-token", R"({"spec":{"user":"x"}})");
+  EXPECT_EQ(invalid.code, 422);
+  sim.Stop();
+}
+
+// ---- an HTTPS metrics backend that asks for client certificates ----------------------
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+
+struct SeenRequest {
+  std::string target;
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool client_cert = false;
+  long verify_result = -1;
+  std::string client_cn;
+
+  std::vector<std::string> Values(std::string_view name) const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : headers) {
+      if (beast::iequals(k, beast::string_view(name.data(), name.size()))) out.push_back(v);
+    }
+    return out;
+  }
+};
+
+// Writes a self-signed EC certificate for IP 127.0.0.1 (usable as its own CA).
+void WriteSelfSignedCert(const std::string& cert_path, const std::string& key_path) {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 7);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 86400);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("metrics-backend"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  for (const auto& [nid, value] : std::vector<std::pair<int, const char*>>{
+           {NID_basic_constraints, "critical,CA:TRUE"},
+           {NID_key_usage, "critical,digitalSignature,keyCertSign"},
+           {NID_ext_key_usage, "serverAuth"},
+           {NID_subject_alt_name, "IP:127.0.0.1"}}) {
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
+    X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+  }
+  X509_sign(cert, key, EVP_sha256());
+  FILE* f = std::fopen(cert_path.c_str(), "w");
+  PEM_write_X509(f, cert);
+  std::fclose(f);
+  f = std::fopen(key_path.c_str(), "w");
+  PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(f);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+}
+
+// Answers every request on its own thread, one connection at a time, recording what it
+// saw. Paths ending in "/gzip" get a gzip body; others a JSON body of `body_bytes`.
+class TlsBackend {
+ public:
+  TlsBackend(const ScratchDir& dir, size_t body_bytes)
+      : cert_(dir.File("backend.crt")), key_(dir.File("backend.key")), body_bytes_(body_bytes) {
+    WriteSelfSignedCert(cert_, key_);
+    acceptor_.open(boost::asio::ip::tcp::v4());
+    acceptor_.bind({boost::asio::ip::make_address("127.0.0.1"), 0});
+    acceptor_.listen();
+    port_ = acceptor_.local_endpoint().port();
+  }
+  ~TlsBackend() { Stop(); }
+
+  // Starts serving; client certificates are verified against `client_ca`.
+  void Serve(const std::string& client_ca) {
+    client_ca_ = client_ca;
+    Accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void Stop() {
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  const std::string& cert() const { return cert_; }
+  std::vector<SeenRequest> seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+  static std::string GzipBody() { return GzipCompress("{\"kind\":\"PodMetricsList\"}"); }
+
+ private:
+  void Accept() {
+    acceptor_.async_accept([this](beast::error_code ec, boost::asio::ip::tcp::socket socket) {
+      if (ec) return;
+      Handle(std::move(socket));
+      Accept();
+    });
+  }
+
+  void Handle(boost::asio::ip::tcp::socket socket) {
+    boost::asio::ssl::context ctx(boost::asio::ssl::context::tls_server);
+    ctx.use_certificate_chain_file(cert_);
+    ctx.use_private_key_file(key_, boost::asio::ssl::context::pem);
+    ctx.load_verify_file(client_ca_);
+    // Ask for a certificate, accept the handshake either way, and record the outcome.
+    ctx.set_verify_mode(boost::asio::ssl::verify_peer);
+    ctx.set_verify_callback([](bool, boost::asio::ssl::verify_context&) { return true; });
+    beast::ssl_stream<boost::asio::ip::tcp::socket> stream(std::move(socket), ctx);
+    beast::error_code ec;
+    stream.handshake(boost::asio::ssl::stream_base::server, ec);
+    if (ec) return;
+    SeenRequest seen;
+    if (X509* peer = SSL_get1_peer_certificate(stream.native_handle())) {
+      seen.client_cert = true;
+      seen.verify_result = SSL_get_verify_result(stream.native_handle());
+      char cn[256] = {};
+      X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof(cn));
+      seen.client_cn = cn;
+      X509_free(peer);
+    }
+    beast::flat_buffer buffer;
+    bhttp::request<bhttp::string_body> req;
+    bhttp::read(stream, buffer, req, ec);
+    if (ec) return;
+    seen.target = std::string(req.target());
+    for (const auto& field : req) {
+      seen.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      seen_.push_back(seen);
+    }
+    bhttp::response<bhttp::string_body> resp(bhttp::status::ok, 11);
+    resp.set(bhttp::field::content_type, "application/json");
+    if (seen.target.ends_with("/gzip")) {
+      resp.set(bhttp::field::content_encoding, "gzip");
+      resp.body() = GzipBody();
+    } else {
+      std::string body = "{\"kind\":\"PodMetricsList\",\"pad\":\"";
+      body.resize(body_bytes_ - 2, 'x');
+      resp.body() = body + "\"}";
+    }
+    resp.prepare_payload();
+    bhttp::write(stream, resp, ec);
+    stream.shutdown(ec);
+  }
+
+  std::string cert_;
+  std::string key_;
+  size_t body_bytes_;
+  std::string client_ca_;
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_{io_};
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<SeenRequest> seen_;
+};
+
+TEST(SimulatorProxyTest, ForwardsOverHttpsWithTheFrontProxyCertificateAndUserHeaders) {
+  ScratchDir dir("kubestat-sim-proxy");
+  constexpr size_t kBodyBytes = 3 << 20;  // several reads and writes on the way through
+  TlsBackend backend(dir, kBodyBytes);
+  FakeClock clock(kT0);
+  SimulatorOptions options = WithUsers(dir);
+  options.metrics_backend = backend.url();
+  // The backend's certificate appears there only later; the proxy reads it when it changes.
+  options.metrics_backend_ca_file = dir.File("backend-ca.crt");
+  options.tls_dir = dir.File("tls");
+  Simulator sim(options, clock);
+  ASSERT_TRUE(sim.Start().ok());
+  const std::string api = sim.apiserver_url();
+  ASSERT_EQ(sim.front_proxy_ca_path(), dir.File("tls") + "/front-proxy-ca.crt");
+  ASSERT_TRUE(std::filesystem::exists(sim.front_proxy_ca_path()));
+  backend.Serve(sim.front_proxy_ca_path());
+  const std::string team_a = "/apis/metrics.k8s.io/v1beta1/namespaces/team-a/pods?limit=5";
+
+  Answer no_ca = Send(api, methods::GET, team_a, "alice-token");
+  EXPECT_EQ(no_ca.code, 503);
+  EXPECT_NE(no_ca.body.find("\"ServiceUnavailable\""), std::string::npos);
+  EXPECT_NE(no_ca.body.find("--metrics-backend-ca-file"), std::string::npos) << no_ca.body;
+
+  std::filesystem::copy_file(backend.cert(), dir.File("backend-ca.crt"));
+  Answer ok = Send(api, methods::GET, team_a, "alice-token", "",
+                   {{"X-Remote-User", "admin"},
+                    {"X-Remote-Group", "system:masters"},
+                    {"x-remote-extra-scopes", "everything"}});
+  ASSERT_EQ(ok.code, 200) << ok.body.substr(0, 300);
+  EXPECT_EQ(ok.body.size(), kBodyBytes);
+  EXPECT_TRUE(ok.body.ends_with("xx\"}"));
+  EXPECT_EQ(ok.headers.content_type(), "application/json");
+
+  std::vector<SeenRequest> seen = backend.seen();
+  ASSERT_EQ(seen.size(), 1u);
+  const SeenRequest& r = seen[0];
+  EXPECT_EQ(r.target, team_a);
+  EXPECT_TRUE(r.client_cert);
+  EXPECT_EQ(r.verify_result, X509_V_OK);  // chains to front-proxy-ca.crt, clientAuth
+  EXPECT_EQ(r.client_cn, "front-proxy-client");
+  EXPECT_EQ(r.Values("X-Remote-User"), std::vector<std::string>{"alice"});
+  EXPECT_EQ(r.Values("X-Remote-Group"),
+            (std::vector<std::string>{"team-a", "system:authenticated"}));
+  EXPECT_EQ(r.Values("X-Remote-Extra-scopes"), (std::vector<std::string>{"read", "write"}));
+  EXPECT_TRUE(r.Values("Authorization").empty());
+
+  // Content-Encoding passes through with the bytes unchanged.
+  Answer gz = Send(api, methods::GET, "/apis/metrics/v1alpha1/namespaces/team-a/pods/gzip",
+                   "alice-token", "", {{"Accept-Encoding", "gzip"}});
+  EXPECT_EQ(gz.code, 200);
+  EXPECT_EQ(gz.headers["Content-Encoding"], "gzip");
+
+  // Authorized before proxying: alice may not read node metrics, and the backend never
+  // hears of it.
+  Answer nodes = Send(api, methods::GET, "/apis/metrics.k8s.io/v1beta1/nodes", "alice-token");
+  EXPECT_EQ(nodes.code, 403);
+  EXPECT_NE(nodes.body.find("nodes.metrics.k8s.io is forbidden: User \\\"alice\\\" cannot list "
+                            "resource \\\"nodes\\\" in API group \\\"metrics.k8s.io\\\""),
+            std::string::npos)
+      << nodes.body;
+  EXPECT_EQ(Send(api, methods::GET, team_a, "").code, 401);
+  EXPECT_EQ(backend.seen().size(), 2u);
+  sim.Stop();
+
+  // With authorize_proxied_requests off, the backend decides: it now sees alice's request
+  // for node metrics. Its new certificate replaces the CA file, which the proxy re-reads.
+  backend.Stop();
+  TlsBackend backend2(dir, 64);
+  std::filesystem::copy_file(backend2.cert(), dir.File("backend-ca.crt"),
+                             std::filesystem::copy_options::overwrite_existing);
+  options.metrics_backend = backend2.url();
+  options.authorize_proxied_requests = false;
+  options.tls_dir = dir.File("tls2");
+  Simulator lenient(options, clock);
+  ASSERT_TRUE(lenient.Start().ok());
+  backend2.Serve(lenient.front_proxy_ca_path());
+  Answer passed = Send(lenient.apiserver_url(), methods::GET, "/apis/metrics.k8s.io/v1beta1/nodes",
+                       "alice-token");
+  EXPECT_EQ(passed.code, 200) << passed.body;
+  ASSERT_EQ(backend2.seen().size(), 1u);
+  EXPECT_EQ(backend2.seen()[0].Values("X-Remote-User"), std::vector<std::string>{"alice"});
+  EXPECT_EQ(backend2.seen()[0].client_cn, "front-proxy-client");
+  EXPECT_EQ(
+      Send(lenient.apiserver_url(), methods::GET, "/apis/metrics.k8s.io/v1beta1/nodes", "").code,
+      401);
+  lenient.Stop();
+  backend2.Stop();
+}
+
+TEST(SimulatorProxyTest, UnreachableOrUntrustedBackendsGive503) {
+  ScratchDir dir("kubestat-sim-proxy-down");
+  TlsBackend backend(dir, 64);
+  FakeClock clock(kT0);
+  SimulatorOptions options = WithUsers(dir);
+  // Verified with the system roots, which do not know the backend's certificate.
+  options.metrics_backend = backend.url();
+  Simulator sim(options, clock);
+  ASSERT_TRUE(sim.Start().ok());
+  backend.Serve(sim.front_proxy_ca_path());
+  const std::string front_proxy_ca = sim.front_proxy_ca_path();
+  Answer untrusted =
+      Send(sim.apiserver_url(), methods::GET, "/apis/metrics.k8s.io/v1beta1/nodes", "admin-token");
+  EXPECT_EQ(untrusted.code, 503);
+  EXPECT_NE(untrusted.body.find("TLS handshake"), std::string::npos) << untrusted.body;
+  sim.Stop();
+  backend.Stop();
+  // A temporary certificate directory is removed with the simulator.
+  EXPECT_FALSE(std::filesystem::exists(front_proxy_ca));
+
+  options.metrics_backend = "https://127.0.0.1:" + std::to_string(FreePort());
+  options.metrics_backend_insecure_skip_tls_verify = true;
+  Simulator orphan(options, clock);
+  ASSERT_TRUE(orphan.Start().ok());
+  Answer down =
+      Send(orphan.apiserver_url(), methods::GET, "/apis/metrics/v1alpha1/nodes", "admin-token");
+  EXPECT_EQ(down.code, 503);
+  simdjson::dom::parser parser;
+  simdjson::dom::element status = Parse(parser, down.body);
+  EXPECT_EQ(Field(status["reason"]), "ServiceUnavailable");
+  EXPECT_NE(Field(status["message"]).find("error trying to reach service"), std::string::npos);
+  orphan.Stop();
+}
+
+TEST(SimulatorKubeconfigTest, KubeconfigsCarryEachUsersToken) {
+  ScratchDir dir("kubestat-sim-kubeconfig");
+  FakeClock clock(kT0);
+  SimulatorOptions options = WithUsers(dir);
+  options.apiserver_tls = true;
+  options.tls_dir = dir.File("tls");
+  options.kubeconfig_out = dir.File("kubeconfig");
+  options.kubeconfig_user = "kubestat-aggregator";
+  options.kubeconfig_dir = dir.File("users");
+  Simulator sim(options, clock);
+  ASSERT_TRUE(sim.Start().ok());
+  EXPECT_EQ(sim.apiserver_url().rfind("https://127.0.0.1:", 0), 0u);
+  ASSERT_EQ(sim.apiserver_ca_path(), dir.File("tls") + "/apiserver-ca.crt");
+
+  const std::string main = ReadFile(options.kubeconfig_out);
+  EXPECT_NE(main.find("token: \"agg-token\""), std::string::npos) << main;
+  EXPECT_NE(main.find("server: " + sim.apiserver_url()), std::string::npos);
+  EXPECT_NE(main.find("certificate-authority-data: "), std::string::npos);
+  for (const auto& [user, token] :
+       std::vector<std::pair<std::string, std::string>>{{"admin", "admin-token"},
+                                                        {"kubestat-aggregator", "agg-token"},
+                                                        {"alice", "alice-token"}}) {
+    const std::string path = dir.File("users") + "/" + user + ".kubeconfig";
+    EXPECT_EQ(sim.user_kubeconfig_path(user), path);
+    const std::string text = ReadFile(path);
+    EXPECT_NE(text.find("token: \"" + token + "\""), std::string::npos) << user;
+    EXPECT_NE(text.find("name: " + user), std::string::npos) << user;
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << user;
+  }
+  // The generated CA verifies the apiserver.
+  EXPECT_EQ(Send(sim.apiserver_url(), methods::GET, "/api/v1/nodes", "agg-token", "", {},
+                 sim.apiserver_ca_path())
+                .code,
+            200);
+
+  // kubectl, a client nobody here wrote, reads them (it sends tokens only over HTTPS).
+  if (std::system("kubectl version --client >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "kubectl is not on PATH: skipping the kubectl part";
+  }
+  auto kubectl = [](const std::string& kubeconfig, const std::string& args) {
+    std::string out;
+    FILE* p = ::popen(("kubectl --kubeconfig=" + kubeconfig + " " + args + " 2>&1").c_str(), "r");
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+    const int rc = ::pclose(p);
+    return std::make_pair(rc, out);
+  };
+  const std::string alice = sim.user_kubeconfig_path("alice");
+  auto [rc, api] = kubectl(alice, "get --raw /api");
+  EXPECT_EQ(rc, 0) << api;
+  EXPECT_NE(api.find("\"APIVersions\""), std::string::npos) << api;
+  auto [rc2, nodes] = kubectl(alice, "get --raw /api/v1/nodes");
+  EXPECT_NE(rc2, 0);
+  EXPECT_NE(nodes.find("cannot list resource \"nodes\""), std::string::npos) << nodes;
+  auto [rc3, listed] = kubectl(options.kubeconfig_out, "get nodes -o name");
+  EXPECT_EQ(rc3, 0) << listed;
+  EXPECT_NE(listed.find("node/node-0002"), std::string::npos) << listed;
+  sim.Stop();
 }
 
 }  // namespace

@@ -43,9 +43,6 @@ void AppendPodJson(std::string& out, const ClusterModel& model, const PodInfo& p
 // {"type":"ADDED","object":{…}}\n  (type is ADDED, MODIFIED, DELETED or ERROR).
 std::string RenderWatchEvent(std::string_view type, std::string_view object_json);
 
-// A metav1 Status (kind Status, apiVersion v1, status Failure, message, reason, code).
-std::string RenderStatus(int code, std::string_view reason, std::string_view message);
-
 }  // namespace kubestat::sim
 
 #endif  // KUBESTAT_SIM_RENDER_H_

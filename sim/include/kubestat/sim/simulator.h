@@ -8,8 +8,37 @@
 // ticker every tick_interval of real time (reading the injected clock), or by calling
 // Tick() directly in tests.
 //
+// Without users_file the apiserver asks nobody who they are (as before). With it (format:
+// kubestat/sim/users.h):
+//  - every request but /healthz, /livez, /readyz (and their subpaths) and /version
+//    (always open, as kube-apiserver's system:public-info-viewer role opens them) needs
+//    "Authorization: Bearer <token>" of a listed user, else 401 Status Unauthorized;
+//  - the request, described as kube-apiserver's RequestInfo does (request_info.h), must be
+//    allowed by a rule, else 403 Status Forbidden with kube-apiserver's message
+//    (`nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at
+//    the cluster scope`). The fault-control API /sim/v1/... is a non-resource URL like
+//    any other: system:masters, or a rule with nonResourceURLs [/sim/*], may use it;
+//  - POST /apis/authentication.k8s.io/v1/tokenreviews and
+//    /apis/authorization.k8s.io/v1/subjectaccessreviews are served (access_review.h),
+//    each needing "create" on its resource; bodies over 64 KiB get 413. Their groups are
+//    listed in discovery.
+//
+// The aggregation proxy (metrics_backend): requests for the metrics groups are
+// authenticated, authorized unless authorize_proxied_requests is false, and forwarded
+// without the client's Authorization header and without any X-Remote-* header, carrying
+// X-Remote-User, one X-Remote-Group per group and X-Remote-Extra-<key> of the
+// authenticated user (no identity headers without users_file). Over https the proxy
+// presents a generated front-proxy client certificate (CN front-proxy-client, clientAuth)
+// whose CA is written to <tls dir>/front-proxy-ca.crt (front_proxy_ca_path()) for the
+// backend's --requestheader-client-ca-file; the backend's certificate is verified with
+// metrics_backend_ca_file, else the system roots, unless
+// metrics_backend_insecure_skip_tls_verify. Status codes and headers (Content-Type,
+// Content-Encoding: gzip bodies pass unchanged) pass through; bodies stream, up to 256 MiB.
+// A backend that cannot be reached gives 503 Status ServiceUnavailable.
+//
 // Lifetime: construct, Start() once, Stop() (or destroy). The clock must outlive the
-// Simulator. Accessors are valid after a successful Start(). Thread-safe.
+// Simulator. Accessors are valid after a successful Start(). Thread-safe. Tokens are never
+// logged.
 #ifndef KUBESTAT_SIM_SIMULATOR_H_
 #define KUBESTAT_SIM_SIMULATOR_H_
 
@@ -37,6 +66,10 @@ struct SimulatorOptions {
   std::string apiserver_address = "127.0.0.1";
   // Its port; 0 picks a free one (see apiserver_url()). Default: 0
   int apiserver_port = 0;
+  // Serve the fake kube-apiserver over HTTPS with a generated CA and serving certificate
+  // (SANs localhost, 127.0.0.1, ::1 and apiserver_address); kubeconfigs then carry the CA
+  // as certificate-authority-data. kubectl sends tokens only over HTTPS. Default: false
+  bool apiserver_tls = false;
   // How kubelets are addressed. Default: kLoopback
   KubeletAddressMode kubelet_address_mode = KubeletAddressMode::kLoopback;
   // Kubelet port (loopback mode: on every address; ports mode: node 0's, then +1 per
@@ -45,18 +78,36 @@ struct SimulatorOptions {
   // Serve the kubelets over HTTPS with a generated CA and serving certificate.
   // Default: false
   bool tls = false;
-  // Where the CA and serving certificate go with tls; empty: a new temporary directory.
-  // Default: ""
+  // Where generated certificates go: the kubelets' (with tls), the apiserver's (with
+  // apiserver_tls) and the front-proxy CA and client certificate (with metrics_backend). Empty: a
+  // new temporary directory, removed by Stop(). Default: ""
   std::string tls_dir;
   // When not empty, kubelets require "Authorization: Bearer <token>" (401 otherwise).
   // Default: ""
   std::string kubelet_token;
   // Initial faults by node name. Default: none
   std::map<std::string, Fault> faults;
-  // "http://127.0.0.1:PORT": where the metrics API groups are proxied. Default: ""
+  // "http[s]://HOST:PORT[/PATH]": where the metrics API groups are proxied. Default: ""
   std::string metrics_backend;
-  // When not empty, a kubeconfig for the fake apiserver is written there. Default: ""
+  // PEM certificates the https backend's serving certificate must chain to; read when
+  // proxying and re-read when the file changes. Empty: the system roots. Default: ""
+  std::string metrics_backend_ca_file;
+  // Do not verify the https backend's certificate. Default: false
+  bool metrics_backend_insecure_skip_tls_verify = false;
+  // With users_file, authorize proxied requests as kube-apiserver does before forwarding
+  // them; false leaves authorization to the backend. Default: true
+  bool authorize_proxied_requests = true;
+  // The users file (kubestat/sim/users.h); empty: no authentication. Default: ""
+  std::string users_file;
+  // When not empty, a kubeconfig for the fake apiserver is written there (mode 0600); with
+  // users_file it carries the token of kubeconfig_user. Default: ""
   std::string kubeconfig_out;
+  // The user whose token kubeconfig_out carries; empty: the first user of users_file.
+  // Default: ""
+  std::string kubeconfig_user;
+  // With users_file: DIR/<user>.kubeconfig (mode 0600, "/" in a name written as %2F) is
+  // written for every user. Default: ""
+  std::string kubeconfig_dir;
   // Real-time period of the background ticker; zero disables it (call Tick()).
   // Default: 1s
   Duration tick_interval = std::chrono::seconds(1);
@@ -89,8 +140,10 @@ class Simulator {
 
   const ClusterModel& model() const;
   FaultTable& faults();
-  // "http://127.0.0.1:PORT"
+  // "http://127.0.0.1:PORT" ("https://…" with apiserver_tls)
   std::string apiserver_url() const;
+  // <tls dir>/apiserver-ca.crt with apiserver_tls, else "".
+  std::string apiserver_ca_path() const;
   // The kubelet of node i: host (IP) and port, and its base URL ("https://…" with tls).
   std::string kubelet_host(int node) const;
   int kubelet_port(int node) const;
@@ -99,6 +152,10 @@ class Simulator {
   std::string ca_path() const;
   // The kubeconfig written, or "".
   std::string kubeconfig_path() const;
+  // <tls dir>/front-proxy-ca.crt with metrics_backend, else "".
+  std::string front_proxy_ca_path() const;
+  // The kubeconfig written for `user` into kubeconfig_dir, or "".
+  std::string user_kubeconfig_path(const std::string& user) const;
   // The resourceVersion the pod list currently reports.
   uint64_t resource_version() const;
 

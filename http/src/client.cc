@@ -1,0 +1,440 @@
+#include "kubestat/http/client.h"
+
+#include <cpprest/http_client.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <system_error>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
+#include "client_tls.h"
+#include "kubestat/core/absl_view.h"
+#include "kubestat/core/log.h"
+#include "kubestat/core/time.h"
+
+namespace kubestat::http {
+namespace {
+
+constexpr size_t kChunkBytes = size_t{64} * 1024;
+// How often a waiting request looks at the injected clock (see client.h, Deadline).
+constexpr Duration kClockCheck = std::chrono::milliseconds(50);
+constexpr std::string_view kReasonPayload = "type.kubestat.io/kubestat.http.FailureReason";
+
+absl::Status WithReason(absl::Status status, std::string_view reason) {
+  status.SetPayload(AbslView(kReasonPayload), absl::Cord(AbslView(reason)));
+  return status;
+}
+
+bool IsTokenChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool IsToken(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), IsTokenChar);
+}
+
+// A field value may hold visible bytes, spaces and tabs (and obs-text), no controls.
+bool IsFieldValue(std::string_view s) {
+  return std::none_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\t') || u == 0x7f;
+  });
+}
+
+// A request-target: no controls, spaces or non-ASCII bytes (they must be percent-encoded).
+bool IsTarget(std::string_view s) {
+  return !s.empty() && s.front() == '/' && std::all_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u > 0x20 && u < 0x7f;
+  });
+}
+
+// What one request's waits share with its task continuations and its stop callback.
+struct Wakeup {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t completed = 0;  // tasks of this request that have finished, in order
+  bool stopped = false;
+};
+
+enum class WaitResult { kDone, kDeadline, kStopped };
+
+// One request's deadline, cancellation and waiting. The request's tasks run on cpprestsdk's
+// threads; the caller's thread waits here and gives up at the deadline or on stop without
+// blocking on the task, whose continuation keeps what it writes into alive.
+class Exchange {
+ public:
+  Exchange(const Clock& clock, Timestamp deadline, const std::stop_token& stop)
+      : clock_(clock),
+        deadline_(deadline),
+        // Runs at once when `stop` is already triggered; every member it uses is built.
+        stop_callback_(stop, [this] { Stop(); }) {}
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  pplx::cancellation_token token() const { return cancel_.get_token(); }
+  void Cancel() { cancel_.cancel(); }
+  bool stopped() const {
+    std::lock_guard lock(wakeup_->mu);
+    return wakeup_->stopped;
+  }
+  bool past_deadline() const { return clock_.MonotonicNow() >= deadline_; }
+
+  // Waits until `task` is done, the deadline passes or the request is stopped; cancels the
+  // request in the last two cases. Tasks are waited for one at a time, in order.
+  template <typename T>
+  WaitResult Wait(const pplx::task<T>& task, std::shared_ptr<void> keep_alive) {
+    const uint64_t target = ++issued_;
+    task.then([wakeup = wakeup_, keep_alive = std::move(keep_alive)](pplx::task<T> finished) {
+      try {
+        finished.wait();
+      } catch (...) {
+        // Observed by the waiter through get(), or abandoned after it gave up.
+      }
+      std::lock_guard lock(wakeup->mu);
+      ++wakeup->completed;
+      wakeup->cv.notify_all();
+    });
+    WaitResult result = WaitResult::kDone;
+    {
+      std::unique_lock lock(wakeup_->mu);
+      while (wakeup_->completed < target) {
+        if (wakeup_->stopped) {
+          result = WaitResult::kStopped;
+          break;
+        }
+        const Timestamp now = clock_.MonotonicNow();
+        if (now >= deadline_) {
+          result = WaitResult::kDeadline;
+          break;
+        }
+        wakeup_->cv.wait_for(lock, std::min<Duration>(deadline_ - now, kClockCheck));
+      }
+    }
+    if (result != WaitResult::kDone) Cancel();
+    return result;
+  }
+
+ private:
+  // Marks the request stopped before cancelling it, so whatever the cancellation makes the
+  // request fail with is read as a stop.
+  void Stop() {
+    {
+      std::lock_guard lock(wakeup_->mu);
+      wakeup_->stopped = true;
+      wakeup_->cv.notify_all();
+    }
+    cancel_.cancel();
+  }
+
+  const Clock& clock_;
+  const Timestamp deadline_;
+  uint64_t issued_ = 0;
+  pplx::cancellation_token_source cancel_;
+  std::shared_ptr<Wakeup> wakeup_ = std::make_shared<Wakeup>();
+  std::stop_callback<std::function<void()>> stop_callback_;
+};
+
+// Text from a peer or a library made safe for one log line.
+std::string Printable(std::string_view text) {
+  std::string out(text.substr(0, 300));
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = ' ';
+  }
+  return out;
+}
+
+// An exception from cpprestsdk as a Status. `after_head`: the response had started, so a
+// broken connection means a truncated body.
+absl::Status FromException(const std::string& label, const std::exception& e, bool after_head,
+                           const std::string& verify_failure) {
+  const std::string what = Printable(e.what());
+  if (const auto* http = dynamic_cast<const web::http::http_exception*>(&e);
+      http != nullptr && http->error_code() == std::errc::timed_out) {
+    return WithReason(absl::DeadlineExceededError(absl::StrCat(label, ": timed out: ", what)),
+                      "timeout");
+  }
+  if (absl::StrContains(what, "SSL") || absl::StrContains(what, "ssl") ||
+      absl::StrContains(what, "certificate") || absl::StrContains(what, "handshake")) {
+    if (!verify_failure.empty()) {
+      return WithReason(
+          absl::UnavailableError(absl::StrCat(
+              label, ": TLS: the server's certificate was refused: ", Printable(verify_failure))),
+          "tls");
+    }
+    return WithReason(absl::UnavailableError(absl::StrCat(label, ": TLS: ", what)), "tls");
+  }
+  if (after_head) {
+    return WithReason(
+        absl::UnavailableError(absl::StrCat(label, ": reading the response body: ", what)), "read");
+  }
+  return WithReason(absl::UnavailableError(absl::StrCat(label, ": connecting: ", what)), "connect");
+}
+
+bool MethodSendsLength(std::string_view method) {
+  return method == "POST" || method == "PUT" || method == "PATCH";
+}
+
+}  // namespace
+
+class Client::Impl {
+ public:
+  Impl(ClientOptions options, const Clock& clock,
+       std::unique_ptr<web::http::client::http_client> client,
+       std::shared_ptr<internal::TlsVerifyLog> verify_log)
+      : options_(std::move(options)),
+        clock_(clock),
+        client_(std::move(client)),
+        verify_log_(std::move(verify_log)) {}
+
+  absl::StatusOr<ClientResponse> Do(const ClientRequest& request);
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  // "GET /api/v1/nodes": how every message of a request starts.
+  static std::string Label(const ClientRequest& request) {
+    std::string_view path = request.path_and_query;
+    path = path.substr(0, path.find('?'));
+    return Printable(absl::StrCat(AbslView(request.method), " ", AbslView(path)));
+  }
+
+  // The Authorization value for `request`; "" when none is sent.
+  absl::StatusOr<std::string> Authorization(const ClientRequest& request,
+                                            const std::string& label) const;
+
+  const ClientOptions options_;
+  const Clock& clock_;
+  const std::unique_ptr<web::http::client::http_client> client_;
+  const std::shared_ptr<internal::TlsVerifyLog> verify_log_;
+};
+
+absl::StatusOr<std::string> Client::Impl::Authorization(const ClientRequest& request,
+                                                        const std::string& label) const {
+  for (const auto& [name, value] : request.headers) {
+    if (absl::EqualsIgnoreCase(AbslView(name), "Authorization")) return std::string();
+  }
+  if (!options_.bearer_token.empty()) return absl::StrCat("Bearer ", options_.bearer_token);
+  if (!options_.bearer_token_source) return std::string();
+  absl::StatusOr<std::string> token = options_.bearer_token_source();
+  if (!token.ok()) {
+    return WithReason(
+        absl::Status(token.status().code(),
+                     absl::StrCat(label, ": bearer token: ", token.status().message())),
+        "auth");
+  }
+  if (token->empty() || !IsFieldValue(*token)) {
+    // The token itself is never shown.
+    return WithReason(absl::InvalidArgumentError(absl::StrCat(
+                          label, ": bearer token: empty or holding bytes a header cannot carry")),
+                      "auth");
+  }
+  return absl::StrCat("Bearer ", *token);
+}
+
+absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
+  const std::string label = Label(request);
+  if (!IsToken(request.method)) {
+    return WithReason(absl::InvalidArgumentError(absl::StrCat(label, ": not a method name")),
+                      "request");
+  }
+  if (!IsTarget(request.path_and_query)) {
+    return WithReason(
+        absl::InvalidArgumentError(absl::StrCat(
+            label, ": the path must start with '/' and hold only printable ASCII without spaces")),
+        "request");
+  }
+  for (const auto& [name, value] : request.headers) {
+    if (!IsToken(name) || !IsFieldValue(value)) {
+      return WithReason(absl::InvalidArgumentError(absl::StrCat(label, ": header field ",
+                                                                Printable(name), " is malformed")),
+                        "request");
+    }
+  }
+  if (!request.body.empty() && !IsFieldValue(request.content_type)) {
+    return WithReason(
+        absl::InvalidArgumentError(absl::StrCat(label, ": content_type is malformed")), "request");
+  }
+  absl::StatusOr<std::string> authorization = Authorization(request, label);
+  if (!authorization.ok()) return authorization.status();
+
+  const uint64_t verify_failures_before = verify_log_->failures();
+  const Timestamp deadline = clock_.MonotonicNow() + options_.timeout;
+  Exchange exchange(clock_, deadline, request.stop);
+  // The outcome of a wait that gave up.
+  auto abandoned = [&](WaitResult result) -> absl::Status {
+    exchange.Cancel();
+    if (result == WaitResult::kStopped || exchange.stopped()) {
+      return WithReason(absl::CancelledError(absl::StrCat(label, ": stopped")), "cancelled");
+    }
+    return WithReason(
+        absl::DeadlineExceededError(absl::StrCat(label, ": no complete response within ",
+                                                 FormatDuration(options_.timeout))),
+        "timeout");
+  };
+  bool after_head = false;
+  try {
+    web::http::http_request message(request.method);
+    message.set_request_uri(web::uri(request.path_and_query));
+    web::http::http_headers& headers = message.headers();
+    headers.add("User-Agent", options_.user_agent);
+    for (const auto& [name, value] : request.headers) headers.add(name, value);
+    if (!authorization->empty()) headers.add("Authorization", *authorization);
+    if (!request.body.empty()) {
+      message.set_body(request.body, request.content_type);
+    } else if (MethodSendsLength(request.method)) {
+      headers.set_content_length(0);
+    }
+
+    pplx::task<web::http::http_response> response_task =
+        client_->request(message, exchange.token());
+    if (WaitResult r = exchange.Wait(response_task, nullptr); r != WaitResult::kDone) {
+      return abandoned(r);
+    }
+    web::http::http_response response = response_task.get();
+    after_head = true;
+
+    ClientResponse result;
+    result.code = response.status_code();
+    result.content_type = response.headers().content_type();
+    for (const auto& [name, value] : response.headers()) result.headers.emplace_back(name, value);
+    const uint64_t declared = response.headers().content_length();
+    if (declared > options_.max_response_bytes) {
+      exchange.Cancel();
+      return WithReason(absl::ResourceExhaustedError(absl::StrCat(
+                            label, ": response larger than ", options_.max_response_bytes,
+                            " bytes (", declared, " declared)")),
+                        "too_large");
+    }
+    if (declared > 0) result.body.reserve(declared + request.body_spare_capacity);
+
+    auto stream = response.body().streambuf();
+    auto buffer = std::make_shared<std::vector<uint8_t>>(kChunkBytes);
+    while (true) {
+      pplx::task<size_t> read = stream.getn(buffer->data(), buffer->size());
+      if (WaitResult r = exchange.Wait(read, buffer); r != WaitResult::kDone) return abandoned(r);
+      const size_t n = read.get();
+      if (n == 0) break;
+      if (result.body.size() + n > options_.max_response_bytes) {
+        exchange.Cancel();
+        return WithReason(
+            absl::ResourceExhaustedError(absl::StrCat(label, ": response larger than ",
+                                                      options_.max_response_bytes, " bytes")),
+            "too_large");
+      }
+      result.body.append(reinterpret_cast<const char*>(buffer->data()), n);
+    }
+    if (result.body.capacity() < result.body.size() + request.body_spare_capacity) {
+      result.body.reserve(result.body.size() + request.body_spare_capacity);
+    }
+    return result;
+  } catch (const pplx::task_canceled&) {
+    // Cancelled from outside a wait: by stop, or by the deadline between two waits.
+    return abandoned(exchange.stopped() ? WaitResult::kStopped : WaitResult::kDeadline);
+  } catch (const web::uri_exception& e) {
+    return WithReason(absl::InvalidArgumentError(
+                          absl::StrCat(label, ": the path is not a URI: ", Printable(e.what()))),
+                      "request");
+  } catch (const std::exception& e) {
+    if (exchange.stopped()) return abandoned(WaitResult::kStopped);
+    if (exchange.past_deadline()) return abandoned(WaitResult::kDeadline);
+    return FromException(label, e, after_head, verify_log_->ReasonSince(verify_failures_before));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, const Clock& clock) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  web::http::client::http_client_config config;
+  // A backstop per socket operation; the deadline over the whole exchange is Exchange's.
+  config.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options.timeout));
+  config.set_validate_certificates(!options.insecure_skip_tls_verify);
+  config.set_max_redirects(0);
+  internal::ClientTlsMaterial tls{options.ca_pem, options.client_cert_pem, options.client_key_pem};
+  auto verify_log = std::make_shared<internal::TlsVerifyLog>();
+  config.set_ssl_context_callback(
+      [tls = std::move(tls), verify_log,
+       verify = !options.insecure_skip_tls_verify](boost::asio::ssl::context& context) {
+        if (verify) internal::RecordVerifyFailures(context.native_handle(), verify_log);
+        // Checked by Validate(); should it fail now, the trust store is already replaced and
+        // the certificate not presented, so the handshake fails rather than trusting more.
+        if (absl::Status s = internal::ApplyClientTls(context.native_handle(), tls); !s.ok()) {
+          KLOG(ERROR) << "http client TLS setup: " << s;
+        }
+      });
+  try {
+    auto client =
+        std::make_unique<web::http::client::http_client>(web::uri(options.base_url), config);
+    return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(
+        std::move(options), clock, std::move(client), std::move(verify_log))));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ClientOptions.base_url: ", Printable(e.what())));
+  }
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+absl::StatusOr<ClientResponse> Client::Do(const ClientRequest& request) {
+  return impl_->Do(request);
+}
+
+absl::StatusOr<ClientResponse> Client::Do(std::string_view method, std::string_view path_and_query,
+                                          std::string_view body, std::string_view content_type,
+                                          const HeaderList& headers) {
+  ClientRequest request;
+  request.method = std::string(method);
+  request.path_and_query = std::string(path_and_query);
+  request.body = std::string(body);
+  request.content_type = std::string(content_type);
+  request.headers = headers;
+  return impl_->Do(request);
+}
+
+absl::StatusOr<ClientResponse> Client::Get(std::string_view path_and_query,
+                                           const HeaderList& headers) {
+  return Do("GET", path_and_query, "", "application/json", headers);
+}
+
+absl::StatusOr<ClientResponse> Client::Post(std::string_view path_and_query, std::string_view body,
+                                            std::string_view content_type,
+                                            const HeaderList& headers) {
+  return Do("POST", path_and_query, body, content_type, headers);
+}
+
+absl::StatusOr<ClientResponse> Client::Put(std::string_view path_and_query, std::string_view body,
+                                           std::string_view content_type,
+                                           const HeaderList& headers) {
+  return Do("PUT", path_and_query, body, content_type, headers);
+}
+
+absl::StatusOr<ClientResponse> Client::Delete(std::string_view path_and_query,
+                                              const HeaderList& headers) {
+  return Do("DELETE", path_and_query, "", "application/json", headers);
+}
+
+const ClientOptions& Client::options() const { return impl_->options(); }
+
+std::string ClientResponse::Header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (absl::EqualsIgnoreCase(AbslView(key), AbslView(name))) return value;
+  }
+  return "";
+}
+
+std::string FailureReason(const absl::Status& status) {
+  if (status.ok()) return "";
+  absl::optional<absl::Cord> reason = status.GetPayload(AbslView(kReasonPayload));
+  if (!reason.has_value()) return "other";
+  return std::string(*reason);
+}
+
+}  // namespace kubestat::http

@@ -1,0 +1,198 @@
+// The secure path end to end, with clients nobody here wrote: kubectl talks to kubestat-sim's
+// fake kube-apiserver over HTTPS with a user's token; the fake apiserver authenticates the
+// user and proxies metrics.k8s.io to the aggregator over HTTPS, presenting its front-proxy
+// client certificate and naming the user in X-Remote-User/X-Remote-Group, as the
+// aggregation layer does. The fake apiserver here does not authorize proxied requests
+// itself, so every refusal below is the aggregator's own decision.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace kubestat {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FindOnPath;
+using testing::FreePort;
+using testing::HttpsGetReply;
+using testing::PollUntil;
+using testing::Process;
+using testing::ReadAll;
+using testing::RunResult;
+using testing::TempDir;
+
+constexpr char kUsers[] = R"(users:
+- name: admin
+  token: admin-token
+  groups: [system:masters]
+- name: kubestat-aggregator
+  token: aggregator-token
+  groups: [kubestat:aggregators]
+- name: alice
+  token: alice-token
+  groups: [shop-team]
+rules:
+- groups: [kubestat:aggregators]
+  verbs: [get, list, watch]
+  apiGroups: [""]
+  resources: [nodes, pods]
+- groups: [system:authenticated]
+  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
+  verbs: [get]
+)";
+
+// The aggregator's own grants: node and pod metrics apart, pods per namespace.
+constexpr char kRules[] = R"(rules:
+- groups: [system:masters]
+  verbs: [get, list]
+  apiGroups: [metrics.k8s.io, metrics]
+  resources: [nodes, pods]
+- groups: [shop-team]
+  verbs: [get, list]
+  apiGroups: [metrics.k8s.io, metrics]
+  resources: [pods]
+  namespaces: [shop]
+- groups: [system:authenticated]
+  verbs: [get]
+  nonResourceURLs: [/api, /apis, /apis/*]
+)";
+
+class SecureAccessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::optional<std::string> kubectl = FindOnPath("kubectl");
+    if (!kubectl) GTEST_SKIP() << "kubectl is not installed; skipping";
+    kubectl_ = *kubectl;
+    const fs::path root = dir_.path();
+    port_ = FreePort();
+    ASSERT_GT(port_, 0);
+    std::ofstream(root / "users.yaml") << kUsers;
+    std::ofstream(root / "rules.yaml") << kRules;
+    fs::create_directories(root / "kubeconfigs");
+    sim_ = std::make_unique<Process>(
+        KUBESTAT_SIM_BINARY,
+        std::vector<std::string>{
+            "--nodes=4", "--pods-per-node=6", "--seed=5", "--kubelet-address-mode=ports",
+            "--kubelet-port=0", "--users-file=" + (root / "users.yaml").string(), "--apiserver-tls",
+            "--tls-dir=" + (root / "sim-tls").string(),
+            "--kubeconfig-dir=" + (root / "kubeconfigs").string(),
+            "--metrics-backend=https://127.0.0.1:" + std::to_string(port_),
+            "--metrics-backend-ca-file=" + (root / "aggregator-certs" / "apiserver.crt").string(),
+            "--no-authorize-proxied-requests"},
+        root / "sim.log");
+    ASSERT_TRUE(
+        PollUntil([&] { return ReadAll(root / "sim.log").find("READY") != std::string::npos; },
+                  std::chrono::seconds(60)))
+        << ReadAll(root / "sim.log");
+    aggregator_ = std::make_unique<Process>(
+        KUBESTAT_AGGREGATOR_BINARY,
+        std::vector<std::string>{
+            "--kubeconfig=" + (root / "kubeconfigs" / "kubestat-aggregator.kubeconfig").string(),
+            "--kubelet-scheme=http", "--kubelet-preferred-address-types=InternalIP",
+            "--kubelet-use-node-status-port", "--metric-resolution=2s", "--kubelet-timeout=1s",
+            "--listen-address=127.0.0.1", "--secure-port=" + std::to_string(port_),
+            "--cert-dir=" + (root / "aggregator-certs").string(),
+            "--requestheader-client-ca-file=" + (root / "sim-tls" / "front-proxy-ca.crt").string(),
+            "--requestheader-allowed-names=front-proxy-client",
+            "--authorization-rules-file=" + (root / "rules.yaml").string(), "--grpc-port=0",
+            "--storage-dir=" + (root / "store").string()},
+        root / "aggregator.log");
+    // Ready once the admin sees every node with figures (two scrapes for a cpu rate).
+    ASSERT_TRUE(PollUntil(
+        [&] {
+          RunResult top = Kubectl("admin", {"top", "node", "--no-headers"});
+          return top.exit_code == 0 && Lines(top.output) == 4 &&
+                 top.output.find("<unknown>") == std::string::npos;
+        },
+        std::chrono::seconds(90)))
+        << Kubectl("admin", {"top", "node"}).output << "\naggregator log:\n"
+        << ReadAll(root / "aggregator.log") << "\nsim log:\n"
+        << ReadAll(root / "sim.log");
+  }
+
+  RunResult Kubectl(const std::string& user, std::vector<std::string> args) {
+    args.insert(args.begin(),
+                "--kubeconfig=" + (dir_.path() / "kubeconfigs" / (user + ".kubeconfig")).string());
+    args.push_back("--request-timeout=20s");
+    return testing::Run(kubectl_, args, dir_.path() / ("kubectl-" + user + ".log"),
+                        std::chrono::seconds(60));
+  }
+
+  static int Lines(const std::string& text) {
+    int lines = 0;
+    for (char c : text) lines += c == '\n';
+    return lines;
+  }
+
+  TempDir dir_{"kubestat-secure"};
+  std::string kubectl_;
+  int port_ = 0;
+  std::unique_ptr<Process> sim_;
+  std::unique_ptr<Process> aggregator_;
+};
+
+TEST_F(SecureAccessTest, KubectlTopAsAUserAllowedEverything) {
+  RunResult nodes = Kubectl("admin", {"top", "node"});
+  EXPECT_EQ(nodes.exit_code, 0) << nodes.output;
+  EXPECT_NE(nodes.output.find("node-0003"), std::string::npos) << nodes.output;
+  RunResult pods = Kubectl("admin", {"top", "pod", "-A", "--no-headers"});
+  EXPECT_EQ(pods.exit_code, 0) << pods.output;
+  EXPECT_EQ(Lines(pods.output), 24) << pods.output;
+}
+
+TEST_F(SecureAccessTest, AUserAllowedOneNamespaceSeesItAndIsRefusedTheRest) {
+  RunResult shop = Kubectl("alice", {"top", "pod", "-n", "shop", "--no-headers"});
+  EXPECT_EQ(shop.exit_code, 0) << shop.output;
+  EXPECT_GT(Lines(shop.output), 0) << shop.output;
+  RunResult nodes = Kubectl("alice", {"top", "node"});
+  EXPECT_NE(nodes.exit_code, 0);
+  EXPECT_NE(nodes.output.find("Forbidden"), std::string::npos) << nodes.output;
+  EXPECT_NE(nodes.output.find("User \"alice\" cannot list resource \"nodes\""), std::string::npos)
+      << nodes.output;
+  RunResult payments = Kubectl("alice", {"top", "pod", "-n", "payments"});
+  EXPECT_NE(payments.exit_code, 0);
+  EXPECT_NE(payments.output.find("Forbidden"), std::string::npos) << payments.output;
+}
+
+TEST_F(SecureAccessTest, NoTokenOrAWrongOneIsUnauthorized) {
+  // Through the apiserver, with a token it does not know.
+  RunResult top = Kubectl("alice", {"top", "node", "--token=not-a-token"});
+  EXPECT_NE(top.exit_code, 0);
+  // kubectl words a 401 so.
+  EXPECT_NE(top.output.find("You must be logged in to the server"), std::string::npos)
+      << top.output;
+  // At the apiserver and at the aggregator, without any credentials.
+  const std::string kubeconfig = ReadAll(dir_.path() / "kubeconfigs" / "alice.kubeconfig");
+  const size_t at = kubeconfig.find("https://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << kubeconfig;
+  const int apiserver_port = std::stoi(kubeconfig.substr(at + 18));
+  for (int port : {apiserver_port, port_}) {
+    std::optional<testing::HttpReply> direct =
+        HttpsGetReply(port, "/apis/metrics.k8s.io/v1beta1/nodes");
+    ASSERT_TRUE(direct) << port;
+    EXPECT_EQ(direct->code, 401) << port << ": " << direct->body;
+    EXPECT_NE(direct->body.find("\"reason\":\"Unauthorized\""), std::string::npos) << direct->body;
+  }
+}
+
+TEST_F(SecureAccessTest, AForgedRemoteUserWithoutTheProxyCertificateIsNotBelieved) {
+  std::optional<testing::HttpReply> forged =
+      HttpsGetReply(port_, "/apis/metrics.k8s.io/v1beta1/nodes", "",
+                    {{"X-Remote-User", "admin"}, {"X-Remote-Group", "system:masters"}});
+  ASSERT_TRUE(forged);
+  EXPECT_EQ(forged->code, 401) << forged->body;
+  // A user's token from the apiserver is nothing to the aggregator either: only the proxy,
+  // by its certificate, may say who the user is.
+  std::optional<testing::HttpReply> token = HttpsGetReply(
+      port_, "/apis/metrics.k8s.io/v1beta1/nodes", "admin-token", {{"X-Remote-User", "admin"}});
+  ASSERT_TRUE(token);
+  EXPECT_EQ(token->code, 401) << token->body;
+}
+
+}  // namespace
+}  // namespace kubestat
