@@ -21,8 +21,10 @@
 #include "kubestat/aggregator/self_metrics.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/core/absl_view.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/time.h"
+#include "kubestat/kube/api_review_transport.h"
 #include "kubestat/kube/kubeconfig.h"
 #include "kubestat/scrapers/discovery.h"
 #include "kubestat/scrapers/kubelet_client.h"
@@ -55,6 +57,8 @@ struct Aggregator::Parts {
   std::mutex unresolved_mu;
   std::map<std::string, std::string> unresolved;  // node → why it has no address (logged once)
   std::unique_ptr<scrapers::ScrapeScheduler> scheduler;
+  std::unique_ptr<kube::ApiReviewTransport> authentication_transport;
+  std::unique_ptr<kube::ApiReviewTransport> authorization_transport;
   std::unique_ptr<kube::Authenticator> authenticator;
   std::unique_ptr<kube::Authorizer> authorizer;
   std::unique_ptr<RestServer> rest;
@@ -186,12 +190,36 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
       clock, *p->registry);
 
   // Who may read what, then REST, /metrics and health on --secure-port (and --port).
+  // Delegated reviews go to the API server each kubeconfig names ("in-cluster": the service
+  // account's).
+  auto review_transport =
+      [&clock](const std::string& kubeconfig,
+               std::string_view flag) -> absl::StatusOr<std::unique_ptr<kube::ApiReviewTransport>> {
+    absl::StatusOr<kube::KubeApiConfig> api =
+        kubeconfig == "in-cluster" ? kube::InClusterConfig() : kube::LoadKubeconfig(kubeconfig);
+    if (!api.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(AbslView(flag), ": ", api.status().message()));
+    }
+    return kube::ApiReviewTransport::Create(*api, clock);
+  };
+  if (!options.authentication_kubeconfig.empty()) {
+    absl::StatusOr<std::unique_ptr<kube::ApiReviewTransport>> transport =
+        review_transport(options.authentication_kubeconfig, "--authentication-kubeconfig");
+    if (!transport.ok()) return transport.status();
+    p->authentication_transport = *std::move(transport);
+  }
+  if (!options.authorization_kubeconfig.empty()) {
+    absl::StatusOr<std::unique_ptr<kube::ApiReviewTransport>> transport =
+        review_transport(options.authorization_kubeconfig, "--authorization-kubeconfig");
+    if (!transport.ok()) return transport.status();
+    p->authorization_transport = *std::move(transport);
+  }
   absl::StatusOr<std::unique_ptr<kube::Authenticator>> authenticator = kube::Authenticator::Create(
-      options.AuthenticationOptions(), clock, /*transport=*/nullptr, p->registry.get());
+      options.AuthenticationOptions(), clock, p->authentication_transport.get(), p->registry.get());
   if (!authenticator.ok()) return authenticator.status();
   p->authenticator = *std::move(authenticator);
   absl::StatusOr<std::unique_ptr<kube::Authorizer>> authorizer = kube::Authorizer::Create(
-      options.AuthorizationOptions(), clock, /*transport=*/nullptr, p->registry.get());
+      options.AuthorizationOptions(), clock, p->authorization_transport.get(), p->registry.get());
   if (!authorizer.ok()) return authorizer.status();
   p->authorizer = *std::move(authorizer);
   ScrapePublisher* publisher = p->publisher.get();

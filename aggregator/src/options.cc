@@ -92,8 +92,24 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
                   "static bearer tokens, CSV token,user,uid,\"group1,group2\" (re-read on change)");
   flags.AddBool("anonymous-auth", &anonymous_auth,
                 "requests without credentials are system:anonymous (then authorized as such)");
+  flags.AddString("authentication-kubeconfig", &authentication_kubeconfig,
+                  "kubeconfig of the Kubernetes API that reviews unknown bearer tokens "
+                  "(TokenReview); in-cluster: the service account; empty: none");
+  flags.AddDuration("authentication-token-webhook-cache-ttl",
+                    &authentication_token_webhook_cache_ttl,
+                    "how long TokenReview answers are cached");
   flags.AddString("authorization-rules-file", &authorization_rules_file,
-                  "rules granting verbs on nodes, pods and non-resource URLs to users and groups");
+                  "rules granting verbs on nodes, pods and non-resource URLs to users and groups "
+                  "(asked first)");
+  flags.AddString("authorization-kubeconfig", &authorization_kubeconfig,
+                  "kubeconfig of the Kubernetes API asked with SubjectAccessReview when the rules "
+                  "grant nothing; in-cluster: the service account; empty: none");
+  flags.AddDuration("authorization-webhook-cache-authorized-ttl",
+                    &authorization_webhook_cache_authorized_ttl,
+                    "how long allowed SubjectAccessReview answers are cached");
+  flags.AddDuration("authorization-webhook-cache-unauthorized-ttl",
+                    &authorization_webhook_cache_unauthorized_ttl,
+                    "how long denied SubjectAccessReview answers are cached");
   flags.AddStringList("authorization-always-allow-paths", &authorization_always_allow_paths,
                       "paths answered without authentication or authorization");
   flags.AddBool("gzip-responses", &gzip_responses,
@@ -139,14 +155,16 @@ absl::Status AggregatorOptions::Validate() const {
   if (absl::Status s = AuthenticationOptions().Validate(); !s.ok()) return s;
   if (absl::Status s = AuthorizationOptions().Validate(); !s.ok()) return s;
   if (!anonymous_auth && client_ca_file.empty() && requestheader_client_ca_file.empty() &&
-      token_auth_file.empty()) {
+      token_auth_file.empty() && authentication_kubeconfig.empty()) {
     return absl::InvalidArgumentError(
-        "--client-ca-file, --requestheader-client-ca-file, --token-auth-file: none given, so no "
-        "request could be authenticated (give one, or --anonymous-auth for a test cluster)");
+        "--client-ca-file, --requestheader-client-ca-file, --token-auth-file, "
+        "--authentication-kubeconfig: none given, so no request could be authenticated (give "
+        "one, or --anonymous-auth for a test cluster)");
   }
-  if (authorization_rules_file.empty()) {
+  if (authorization_rules_file.empty() && authorization_kubeconfig.empty()) {
     return absl::InvalidArgumentError(
-        "--authorization-rules-file: required: it says who may read node and pod metrics");
+        "--authorization-rules-file, --authorization-kubeconfig: neither given, so nobody "
+        "could be allowed to read node or pod metrics");
   }
   if (grpc_port < 0 || grpc_port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("--grpc-port: ", grpc_port, " is not a port"));
@@ -291,6 +309,9 @@ kube::AuthenticatorOptions AggregatorOptions::AuthenticationOptions() const {
   options.front_proxy.extra_headers_prefixes = requestheader_extra_headers_prefix;
   options.client_certificates = !client_ca_file.empty();
   options.token_auth_file = token_auth_file;
+  options.token_review = !authentication_kubeconfig.empty();
+  options.token_review_options.success_ttl = authentication_token_webhook_cache_ttl;
+  options.token_review_options.failure_ttl = authentication_token_webhook_cache_ttl;
   options.anonymous = anonymous_auth;
   return options;
 }
@@ -299,6 +320,9 @@ kube::AuthorizerOptions AggregatorOptions::AuthorizationOptions() const {
   kube::AuthorizerOptions options;
   options.always_allow_paths = authorization_always_allow_paths;
   options.rules_file = authorization_rules_file;
+  options.subject_access_review = !authorization_kubeconfig.empty();
+  options.subject_access_review_options.allowed_ttl = authorization_webhook_cache_authorized_ttl;
+  options.subject_access_review_options.denied_ttl = authorization_webhook_cache_unauthorized_ttl;
   return options;
 }
 

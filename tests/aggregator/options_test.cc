@@ -45,7 +45,8 @@ TEST(AggregatorOptionsTest, ThereIsNoDefaultWithoutAuthenticationOrAuthorization
             "--client-ca-file, --requestheader-client-ca-file, --");
   options.anonymous_auth = true;
   options.authorization_rules_file = "";
-  EXPECT_EQ(options.Validate().message().substr(0, 29), "--authorization-rules-file: r");
+  EXPECT_EQ(options.Validate().message().substr(0, 55),
+            "--authorization-rules-file, --authorization-kubeconfig:");
   options.authorization_rules_file = "/tmp/rules.yaml";
   EXPECT_TRUE(options.Validate().ok());
 }

@@ -3,7 +3,9 @@
 // user and proxies metrics.k8s.io to the aggregator over HTTPS, presenting its front-proxy
 // client certificate and naming the user in X-Remote-User/X-Remote-Group, as the
 // aggregation layer does. The fake apiserver here does not authorize proxied requests
-// itself, so every refusal below is the aggregator's own decision.
+// itself, so every refusal below is the aggregator's own decision, which it asks of the
+// cluster with SubjectAccessReview (and bearer tokens sent to it directly, with
+// TokenReview), as a delegating extension API server does.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -41,25 +43,18 @@ rules:
   verbs: [get, list, watch]
   apiGroups: [""]
   resources: [nodes, pods]
-- groups: [system:authenticated]
-  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
-  verbs: [get]
-)";
-
-// The aggregator's own grants: node and pod metrics apart, pods per namespace.
-constexpr char kRules[] = R"(rules:
-- groups: [system:masters]
-  verbs: [get, list]
-  apiGroups: [metrics.k8s.io, metrics]
-  resources: [nodes, pods]
+- groups: [kubestat:aggregators]
+  verbs: [create]
+  apiGroups: [authentication.k8s.io, authorization.k8s.io]
+  resources: [tokenreviews, subjectaccessreviews]
 - groups: [shop-team]
   verbs: [get, list]
   apiGroups: [metrics.k8s.io, metrics]
   resources: [pods]
   namespaces: [shop]
 - groups: [system:authenticated]
+  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
   verbs: [get]
-  nonResourceURLs: [/api, /apis, /apis/*]
 )";
 
 class SecureAccessTest : public ::testing::Test {
@@ -72,7 +67,6 @@ class SecureAccessTest : public ::testing::Test {
     port_ = FreePort();
     ASSERT_GT(port_, 0);
     std::ofstream(root / "users.yaml") << kUsers;
-    std::ofstream(root / "rules.yaml") << kRules;
     fs::create_directories(root / "kubeconfigs");
     sim_ = std::make_unique<Process>(
         KUBESTAT_SIM_BINARY,
@@ -89,17 +83,21 @@ class SecureAccessTest : public ::testing::Test {
         PollUntil([&] { return ReadAll(root / "sim.log").find("READY") != std::string::npos; },
                   std::chrono::seconds(60)))
         << ReadAll(root / "sim.log");
+    const std::string aggregator_kubeconfig =
+        (root / "kubeconfigs" / "kubestat-aggregator.kubeconfig").string();
     aggregator_ = std::make_unique<Process>(
         KUBESTAT_AGGREGATOR_BINARY,
         std::vector<std::string>{
-            "--kubeconfig=" + (root / "kubeconfigs" / "kubestat-aggregator.kubeconfig").string(),
-            "--kubelet-scheme=http", "--kubelet-preferred-address-types=InternalIP",
-            "--kubelet-use-node-status-port", "--metric-resolution=2s", "--kubelet-timeout=1s",
-            "--listen-address=127.0.0.1", "--secure-port=" + std::to_string(port_),
+            "--kubeconfig=" + aggregator_kubeconfig, "--kubelet-scheme=http",
+            "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
+            "--metric-resolution=2s", "--kubelet-timeout=1s", "--listen-address=127.0.0.1",
+            "--secure-port=" + std::to_string(port_),
             "--cert-dir=" + (root / "aggregator-certs").string(),
             "--requestheader-client-ca-file=" + (root / "sim-tls" / "front-proxy-ca.crt").string(),
             "--requestheader-allowed-names=front-proxy-client",
-            "--authorization-rules-file=" + (root / "rules.yaml").string(), "--grpc-port=0",
+            // Tokens and permissions are the cluster's: TokenReview and SubjectAccessReview.
+            "--authentication-kubeconfig=" + aggregator_kubeconfig,
+            "--authorization-kubeconfig=" + aggregator_kubeconfig, "--grpc-port=0",
             "--storage-dir=" + (root / "store").string()},
         root / "aggregator.log");
     // Ready once the admin sees every node with figures (two scrapes for a cpu rate).
@@ -159,6 +157,26 @@ TEST_F(SecureAccessTest, AUserAllowedOneNamespaceSeesItAndIsRefusedTheRest) {
   EXPECT_NE(payments.output.find("Forbidden"), std::string::npos) << payments.output;
 }
 
+TEST_F(SecureAccessTest, TokensSentStraightToTheAggregatorAreReviewedByTheCluster) {
+  std::optional<testing::HttpReply> shop =
+      HttpsGetReply(port_, "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods", "alice-token");
+  ASSERT_TRUE(shop);
+  EXPECT_EQ(shop->code, 200) << shop->body;
+  EXPECT_NE(shop->body.find("\"kind\":\"PodMetricsList\""), std::string::npos) << shop->body;
+  std::optional<testing::HttpReply> nodes =
+      HttpsGetReply(port_, "/apis/metrics.k8s.io/v1beta1/nodes", "alice-token");
+  ASSERT_TRUE(nodes);
+  EXPECT_EQ(nodes->code, 403) << nodes->body;
+  std::optional<testing::HttpReply> unknown =
+      HttpsGetReply(port_, "/apis/metrics.k8s.io/v1beta1/nodes", "not-a-token");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->code, 401) << unknown->body;
+  std::optional<testing::HttpReply> admin =
+      HttpsGetReply(port_, "/apis/metrics.k8s.io/v1beta1/nodes", "admin-token");
+  ASSERT_TRUE(admin);
+  EXPECT_EQ(admin->code, 200) << admin->body;
+}
+
 TEST_F(SecureAccessTest, NoTokenOrAWrongOneIsUnauthorized) {
   // Through the apiserver, with a token it does not know.
   RunResult top = Kubectl("alice", {"top", "node", "--token=not-a-token"});
@@ -186,12 +204,12 @@ TEST_F(SecureAccessTest, AForgedRemoteUserWithoutTheProxyCertificateIsNotBelieve
                     {{"X-Remote-User", "admin"}, {"X-Remote-Group", "system:masters"}});
   ASSERT_TRUE(forged);
   EXPECT_EQ(forged->code, 401) << forged->body;
-  // A user's token from the apiserver is nothing to the aggregator either: only the proxy,
-  // by its certificate, may say who the user is.
-  std::optional<testing::HttpReply> token = HttpsGetReply(
-      port_, "/apis/metrics.k8s.io/v1beta1/nodes", "admin-token", {{"X-Remote-User", "admin"}});
+  // With a token, the token's user is the user, whatever the headers say.
+  std::optional<testing::HttpReply> token =
+      HttpsGetReply(port_, "/apis/metrics.k8s.io/v1beta1/nodes", "alice-token",
+                    {{"X-Remote-User", "admin"}, {"X-Remote-Group", "system:masters"}});
   ASSERT_TRUE(token);
-  EXPECT_EQ(token->code, 401) << token->body;
+  EXPECT_EQ(token->code, 403) << token->body;
 }
 
 }  // namespace

@@ -111,9 +111,20 @@ struct AggregatorOptions {
   // Requests without credentials are system:anonymous (and then authorized as such).
   // Default: false
   bool anonymous_auth = false;
+  // kubeconfig of the Kubernetes API that reviews bearer tokens nobody else knows
+  // (TokenReview); "in-cluster" for the service account. Default: "" (none)
+  std::string authentication_kubeconfig;
+  // How long TokenReview answers are cached. Default: 10s
+  Duration authentication_token_webhook_cache_ttl = std::chrono::seconds(10);
   // A local rules file granting verbs on nodes, pods and non-resource URLs
-  // (kube/access_rules.h). Default: ""
+  // (kube/access_rules.h), asked first. Default: ""
   std::string authorization_rules_file;
+  // kubeconfig of the Kubernetes API asked with SubjectAccessReview when the rules file
+  // grants nothing; "in-cluster" for the service account. Default: "" (none)
+  std::string authorization_kubeconfig;
+  // How long allowed and denied SubjectAccessReview answers are cached. Default: 10s, 10s
+  Duration authorization_webhook_cache_authorized_ttl = std::chrono::seconds(10);
+  Duration authorization_webhook_cache_unauthorized_ttl = std::chrono::seconds(10);
   // Paths answered without authentication or authorization. Default: /healthz,/livez,/readyz
   std::vector<std::string> authorization_always_allow_paths = {"/healthz", "/livez", "/readyz"};
   // gzip answers for clients that accept them, from this many bytes. Default: true, 131072
