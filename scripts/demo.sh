@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs kubestat on a simulated cluster on this machine: installs what is missing, builds
-# kubestat-sim and kubestat-aggregator, starts both on loopback (the simulated
+# kubestat-sim and kubestat-aggregator, starts both on loopback over HTTPS (the simulated
 # kube-apiserver proxies the metrics APIs to the aggregator, as the aggregation layer does,
 # so kubectl top works), waits until the aggregator is ready, prints the URLs and commands
 # to try, then each scrape round's summary. Ctrl-C stops everything.
 #
 #   scripts/demo.sh [--nodes N] [--pods-per-node N] [--faults node-0003=timeout,...]
-#                   [--resolution 10s] [--kubelet-timeout 5s] [--port 8080] [--grpc-port 8081]
+#                   [--resolution 10s] [--kubelet-timeout 5s] [--port 8443] [--grpc-port 8081]
 # (the kubelet timeout must be shorter than the resolution)
 set -euo pipefail
 
@@ -17,7 +17,7 @@ pods=30
 faults="node-0003=timeout,node-0007=http500"
 resolution=10s
 timeout=5s
-port=8080
+port=8443
 grpc_port=8081
 while (($#)); do
   case "$1" in
@@ -41,7 +41,9 @@ while (($#)); do
 done
 
 "$root/scripts/install-deps.sh"
-cmake -S "$root" -B "$build" -G Ninja -DKUBESTAT_BENCH=OFF >/dev/null
+# The test script shares this build directory: configure it as it does, so neither undoes
+# the other's cache (only the targets built differ).
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target kubestat-sim kubestat-aggregator
 
 work="$(mktemp -d -t kubestat-demo-XXXXXX)"
@@ -63,10 +65,55 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
+# Who is who in the simulated cluster: an admin, the aggregator's service account, and a
+# viewer allowed pod metrics in one namespace only (for a 403 to see). Tokens are made here
+# and stay in $work (mode 0600); commands below read them from there.
+umask 077
+admin_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+aggregator_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+viewer_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+printf '%s\n' "$admin_token" >"$work/admin.token"
+cat >"$work/users.yaml" <<EOF
+users:
+- name: admin
+  token: $admin_token
+  groups: [system:masters]
+- name: kubestat-aggregator
+  token: $aggregator_token
+  groups: [kubestat:aggregators]
+- name: viewer
+  token: $viewer_token
+  groups: [shop-viewers]
+rules:
+- groups: [kubestat:aggregators]
+  verbs: [get, list, watch]
+  apiGroups: [""]
+  resources: [nodes, pods]
+- groups: [kubestat:aggregators]
+  verbs: [create]
+  apiGroups: [authentication.k8s.io, authorization.k8s.io]
+  resources: [tokenreviews, subjectaccessreviews]
+- groups: [shop-viewers]
+  verbs: [get, list]
+  apiGroups: [metrics.k8s.io, metrics]
+  resources: [pods]
+  namespaces: [shop]
+- groups: [system:authenticated]
+  verbs: [get]
+  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
+EOF
+umask 022
+mkdir -p "$work/kubeconfigs"
+
+# The fake kube-apiserver serves HTTPS, authenticates every request by its token, and
+# proxies the metrics groups to the aggregator over HTTPS with its front-proxy client
+# certificate, as the aggregation layer does.
 "$build/sim/kubestat-sim" --nodes="$nodes" --pods-per-node="$pods" \
   --kubelet-address-mode=ports --kubelet-port=0 --faults="$faults" \
-  --metrics-backend="http://127.0.0.1:$port" \
-  --kubeconfig-out="$work/kubeconfig" >"$work/sim.log" 2>&1 &
+  --users-file="$work/users.yaml" --apiserver-tls --tls-dir="$work/sim-tls" \
+  --kubeconfig-dir="$work/kubeconfigs" --kubeconfig-out="$work/kubeconfig" \
+  --metrics-backend="https://127.0.0.1:$port" \
+  --metrics-backend-ca-file="$work/aggregator-certs/apiserver.crt" >"$work/sim.log" 2>&1 &
 sim_pid=$!
 for _ in $(seq 600); do
   grep -q READY "$work/sim.log" 2>/dev/null && break
@@ -75,17 +122,25 @@ for _ in $(seq 600); do
 done
 grep -q READY "$work/sim.log" || { echo "demo: kubestat-sim did not start" >&2; exit 1; }
 
-"$build/aggregator/kubestat-aggregator" --kubeconfig="$work/kubeconfig" \
+# The aggregator: HTTPS with a self-signed pair, the proxy believed by its certificate,
+# tokens and permissions reviewed by the cluster (TokenReview, SubjectAccessReview).
+agg_kubeconfig="$work/kubeconfigs/kubestat-aggregator.kubeconfig"
+"$build/aggregator/kubestat-aggregator" --kubeconfig="$agg_kubeconfig" \
   --kubelet-scheme=http --kubelet-preferred-address-types=InternalIP \
   --kubelet-use-node-status-port --metric-resolution="$resolution" --kubelet-timeout="$timeout" \
-  --listen-address=127.0.0.1 --port="$port" --scrape-dump="$work/scrapes.jsonl" \
+  --listen-address=127.0.0.1 --secure-port="$port" --cert-dir="$work/aggregator-certs" \
+  --requestheader-client-ca-file="$work/sim-tls/front-proxy-ca.crt" \
+  --requestheader-allowed-names=front-proxy-client \
+  --authentication-kubeconfig="$agg_kubeconfig" --authorization-kubeconfig="$agg_kubeconfig" \
+  --scrape-dump="$work/scrapes.jsonl" \
   --grpc-address=127.0.0.1 --grpc-port="$grpc_port" --storage-dir="$work/store" \
   >"$work/aggregator.log" 2>&1 &
 agg_pid=$!
 ready=0
 for _ in $(seq 600); do
   kill -0 "$agg_pid" 2>/dev/null || break
-  if curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 &&
+  if curl -fs --cacert "$work/aggregator-certs/apiserver.crt" "https://127.0.0.1:$port/readyz" \
+    >/dev/null 2>&1 &&
     grep -q "round 2:" "$work/aggregator.log"; then
     ready=1
     break
@@ -99,8 +154,10 @@ if ((!ready)); then
 fi
 # A namespace, app and tier to suggest, from the first pod served (cpu needs two scrapes, so
 # pods are served from round 2 on).
-first_pod=$( (curl -fs "http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods" || true) |
-  head -c 4096)
+ca="--cacert $work/aggregator-certs/apiserver.crt"
+bearer="Authorization: Bearer \$(cat $work/admin.token)"
+first_pod=$( (curl -fs $ca -H "Authorization: Bearer $admin_token" \
+  "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods" || true) | head -c 4096)
 label() { grep -o "\"$1\":\"[^\"]*\"" <<<"$first_pod" | sed -n '1s/.*:"\(.*\)"/\1/p' || true; }
 ns=$(label namespace)
 ns=${ns:-shop}
@@ -113,20 +170,24 @@ kc="kubectl --kubeconfig=$work/kubeconfig"
 echo
 echo "simulated cluster: $nodes nodes x $pods pods, faults: ${faults:-none}"
 sed 's/^/  sim: /' "$work/sim.log"
-echo "aggregator (REST on :$port, gRPC kubestat.v1.Aggregator on 127.0.0.1:$grpc_port):"
-echo "  metrics    http://127.0.0.1:$port/metrics"
-echo "  health     http://127.0.0.1:$port/healthz  /livez  /readyz"
+echo "aggregator (HTTPS REST on :$port, gRPC kubestat.v1.Aggregator on 127.0.0.1:$grpc_port):"
+echo "  metrics    https://127.0.0.1:$port/metrics (needs a user allowed to get /metrics)"
+echo "  health     https://127.0.0.1:$port/healthz  /livez  /readyz (open to probes)"
 echo "  store      $work/store"
 echo "  scrapes    $work/scrapes.jsonl (one JSON line per node scrape)"
+echo "  users      $work/users.yaml (admin, kubestat-aggregator, viewer: pods in shop only)"
 echo
 echo "Try (in another terminal):"
-echo "  curl 'http://127.0.0.1:$port/apis/metrics/v1alpha1/namespaces/$ns/pods?pretty=true'"
-echo "  curl 'http://127.0.0.1:$port/apis/metrics/v1alpha1/nodes/node-0000?pretty=true'"
-echo "  curl 'http://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods?labelSelector=tier%3D$tier'"
 echo "  $kc top node"
 echo "  $kc top pod -A"
 echo "  $kc top pod -n $ns -l app=$app"
 echo "  $kc get --raw /apis/metrics.k8s.io/v1beta1/nodes"
+echo "  kubectl --kubeconfig=$work/kubeconfigs/viewer.kubeconfig top pod -n shop   # allowed"
+echo "  kubectl --kubeconfig=$work/kubeconfigs/viewer.kubeconfig top node         # Forbidden"
+echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/namespaces/$ns/pods?pretty=true'"
+echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/nodes/node-0000?pretty=true'"
+echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods?labelSelector=tier%3D$tier'"
+echo "  curl $ca 'https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes'   # 401: no token"
 echo
 echo "Ctrl-C stops everything. Scrape rounds:"
 tail -n +1 -F "$work/aggregator.log" &
