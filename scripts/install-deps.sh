@@ -10,7 +10,7 @@ packages=(
   libcpprest-dev libboost-system-dev librocksdb-dev libprotobuf-dev protobuf-compiler
   libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev libssl-dev libabsl-dev libyaml-cpp-dev zlib1g-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev prometheus wrk openssl curl procps
+  libgtest-dev libgmock-dev libbenchmark-dev prometheus wrk openssl curl procps sslscan
 )
 
 missing=()

@@ -384,6 +384,12 @@ absl::StatusOr<std::shared_ptr<const TlsServing>> TlsContextSource::Build() cons
     return absl::InternalError(StrCat("--tls-cipher-suites: OpenSSL refused ",
                                       ciphers->tls13_ciphersuites, ": ", OpenSslError()));
   }
+  // Key exchange by elliptic-curve Diffie-Hellman only: OpenSSL also offers finite-field
+  // groups (ffdhe*) for TLS 1.3 unless told otherwise.
+  if (SSL_CTX_set1_groups_list(ctx, "X25519:P-256:X448:P-384:P-521") != 1) {
+    return absl::InternalError(absl::StrCat("TLS: cannot set the key exchange groups: ",
+                                            OpenSslError()));
+  }
   SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
 
   absl::StatusOr<std::string> cert_pem = ReadFile(cert_file_);
