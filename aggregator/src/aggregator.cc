@@ -22,10 +22,13 @@
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/core/absl_view.h"
+#include "kubestat/core/file.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/time.h"
 #include "kubestat/kube/api_review_transport.h"
 #include "kubestat/kube/kubeconfig.h"
+#include "kubestat/kube/request_attributes.h"
+#include "kubestat/kube/request_credentials.h"
 #include "kubestat/scrapers/discovery.h"
 #include "kubestat/scrapers/kubelet_client.h"
 #include "kubestat/scrapers/node_address.h"
@@ -245,13 +248,67 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   // gRPC on --grpc-port.
   AggregatorServiceOptions grpc_options;
   grpc_options.windows = ingest_options.engine.windows;
+  // gRPC callers present a bearer token in the call's metadata; what they read is authorized
+  // as a list or watch of node or pod metrics.
+  kube::Authenticator* grpc_authenticator = p->authenticator.get();
+  kube::Authorizer* grpc_authorizer = p->authorizer.get();
+  grpc_options.access_check = [grpc_authenticator, grpc_authorizer](
+                                  const grpc::ServerContext& context,
+                                  const GrpcAccessRequest& call) -> grpc::Status {
+    kube::HeaderList headers;
+    const auto& metadata = context.client_metadata();
+    for (auto it = metadata.find("authorization");
+         it != metadata.end() && it->first == "authorization"; ++it) {
+      headers.Add("Authorization", std::string(it->second.data(), it->second.size()));
+    }
+    const kube::AuthenticationResult identity =
+        grpc_authenticator->Authenticate(kube::RequestCredentials{headers, nullptr});
+    if (!identity.authenticated()) {
+      KVLOG(1) << "gRPC " << context.peer() << ": unauthenticated ("
+               << kube::AuthenticationOutcomeName(identity.outcome) << ": " << identity.reason
+               << ")";
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "Unauthorized");
+    }
+    kube::RequestAttributes attributes;
+    attributes.resource_request = true;
+    attributes.verb = std::string(call.verb);
+    attributes.api_group = "metrics.k8s.io";
+    attributes.api_version = "v1beta1";
+    attributes.resource = std::string(call.resource);
+    attributes.namespace_name = std::string(call.namespace_name);
+    attributes.path = absl::StrCat("/apis/metrics.k8s.io/v1beta1/",
+                                   call.namespace_name.empty() ? "" : "namespaces/",
+                                   AbslView(call.namespace_name),
+                                   call.namespace_name.empty() ? "" : "/", AbslView(call.resource));
+    const kube::AuthorizationResult decision =
+        grpc_authorizer->Authorize(identity.user, attributes);
+    if (!decision.allowed) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          kube::ForbiddenError(identity.user, attributes, decision.reason).message());
+    }
+    return grpc::Status::OK;
+  };
   p->grpc_service = std::make_unique<AggregatorService>(p->snapshot.get(), p->hub.get(),
                                                         p->registry.get(), grpc_options, &clock);
   if (options.grpc_port > 0) {
     grpc::ServerBuilder builder;
     int selected_port = 0;
     const std::string grpc_target = absl::StrCat(options.grpc_address, ":", options.grpc_port);
-    builder.AddListeningPort(grpc_target, grpc::InsecureServerCredentials(), &selected_port);
+    std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+    if (!options.grpc_tls_cert_file.empty()) {
+      absl::StatusOr<std::string> cert = ReadFile(options.grpc_tls_cert_file);
+      absl::StatusOr<std::string> key = ReadFile(options.grpc_tls_private_key_file);
+      if (!cert.ok() || !key.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--grpc-tls-cert-file/--grpc-tls-private-key-file: ",
+                         (cert.ok() ? key.status() : cert.status()).message()));
+      }
+      grpc::SslServerCredentialsOptions ssl;
+      ssl.pem_key_cert_pairs.push_back({*key, *cert});
+      credentials = grpc::SslServerCredentials(ssl);
+    }
+    builder.AddListeningPort(grpc_target, credentials, &selected_port);
     builder.RegisterService(p->grpc_service.get());
     p->grpc_server = builder.BuildAndStart();
     if (!p->grpc_server || selected_port == 0) {

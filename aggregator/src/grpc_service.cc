@@ -228,18 +228,28 @@ void AggregatorService::Record(int method, const grpc::Status& status, Timestamp
   metrics_->durations[method]->Observe(elapsed.count());
 }
 
-grpc::Status AggregatorService::ListNodes(grpc::ServerContext*, const v1::ListNodesRequest* request,
+grpc::Status AggregatorService::Check(const grpc::ServerContext* context,
+                                      const GrpcAccessRequest& request) const {
+  if (!options_.access_check || context == nullptr) return grpc::Status::OK;
+  return options_.access_check(*context, request);
+}
+
+grpc::Status AggregatorService::ListNodes(grpc::ServerContext* context,
+                                          const v1::ListNodesRequest* request,
                                           v1::ListNodesResponse* response) {
   Timestamp start = clock_->MonotonicNow();
-  grpc::Status status = DoListNodes(*request, response);
+  grpc::Status status = Check(context, {"nodes", "", "list"});
+  if (status.ok()) status = DoListNodes(*request, response);
   Record(kListNodes, status, start);
   return status;
 }
 
-grpc::Status AggregatorService::ListPods(grpc::ServerContext*, const v1::ListPodsRequest* request,
+grpc::Status AggregatorService::ListPods(grpc::ServerContext* context,
+                                         const v1::ListPodsRequest* request,
                                          v1::ListPodsResponse* response) {
   Timestamp start = clock_->MonotonicNow();
-  grpc::Status status = DoListPods(*request, response);
+  grpc::Status status = Check(context, {"pods", request->namespace_(), "list"});
+  if (status.ok()) status = DoListPods(*request, response);
   Record(kListPods, status, start);
   return status;
 }
@@ -247,7 +257,12 @@ grpc::Status AggregatorService::ListPods(grpc::ServerContext*, const v1::ListPod
 grpc::Status AggregatorService::Watch(grpc::ServerContext* context, const v1::WatchRequest* request,
                                       grpc::ServerWriter<v1::WatchEvent>* writer) {
   Timestamp start = clock_->MonotonicNow();
-  grpc::Status status = DoWatch(context, *request, writer);
+  grpc::Status status = grpc::Status::OK;
+  if (request->has_nodes()) status = Check(context, {"nodes", "", "watch"});
+  if (status.ok() && request->has_pods()) {
+    status = Check(context, {"pods", request->pods().namespace_(), "watch"});
+  }
+  if (status.ok()) status = DoWatch(context, *request, writer);
   Record(kWatch, status, start);
   return status;
 }

@@ -119,6 +119,11 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
   flags.AddString("grpc-address", &grpc_address,
                   "address of the gRPC server (kubestat.v1.Aggregator)");
   flags.AddInt64("grpc-port", &grpc_port, "port of the gRPC server; 0 turns it off");
+  flags.AddString("grpc-tls-cert-file", &grpc_tls_cert_file,
+                  "serving certificate of the gRPC server (PEM); empty: plain text, allowed only "
+                  "on a loopback --grpc-address");
+  flags.AddString("grpc-tls-private-key-file", &grpc_tls_private_key_file,
+                  "key of --grpc-tls-cert-file");
   flags.AddString("storage-dir", &storage_dir,
                   "RocksDB directory holding a day of samples and rollups (required; a "
                   "PersistentVolume in a cluster)");
@@ -145,6 +150,16 @@ absl::Status AggregatorOptions::Validate() const {
       return absl::InvalidArgumentError(
           absl::StrCat(AbslView(flag), ": ", value, " is not a port"));
     }
+  }
+  if (grpc_tls_cert_file.empty() != grpc_tls_private_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--grpc-tls-cert-file, --grpc-tls-private-key-file: give both or neither");
+  }
+  if (grpc_port > 0 && grpc_tls_cert_file.empty() && grpc_address != "localhost" &&
+      grpc_address != "::1" && grpc_address.rfind("127.", 0) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grpc-address: ", grpc_address,
+                     " is not a loopback address, so the gRPC server needs --grpc-tls-cert-file"));
   }
   if (max_connections < 1) {
     return absl::InvalidArgumentError("--max-connections: must be at least 1");

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kubestat/core/file.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/str_cat.h"
 #include "kubestat/http/tls_config.h"
@@ -49,14 +50,6 @@ std::string OpenSslError() {
   char text[256];
   ERR_error_string_n(code, text, sizeof(text));
   return text;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InternalError(StrCat("cannot read ", path, ": ", strerror(errno)));
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
 }
 
 std::vector<Cert> ParseCerts(const std::string& pem) {
@@ -387,8 +380,8 @@ absl::StatusOr<std::shared_ptr<const TlsServing>> TlsContextSource::Build() cons
   // Key exchange by elliptic-curve Diffie-Hellman only: OpenSSL also offers finite-field
   // groups (ffdhe*) for TLS 1.3 unless told otherwise.
   if (SSL_CTX_set1_groups_list(ctx, "X25519:P-256:X448:P-384:P-521") != 1) {
-    return absl::InternalError(absl::StrCat("TLS: cannot set the key exchange groups: ",
-                                            OpenSslError()));
+    return absl::InternalError(
+        absl::StrCat("TLS: cannot set the key exchange groups: ", OpenSslError()));
   }
   SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
 

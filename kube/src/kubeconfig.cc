@@ -12,18 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "kubestat/core/absl_view.h"
+#include "kubestat/core/file.h"
 
 namespace kubestat::kube {
 namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat(AbslView(what), ": cannot read ", path));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
 
 std::string Resolve(const std::string& base_dir, const std::string& path) {
   if (path.empty() || std::filesystem::path(path).is_absolute() || base_dir.empty()) return path;
@@ -72,7 +64,7 @@ absl::StatusOr<std::string> Pem(const YAML::Node& node, const std::string& key,
   }
   const std::string file = Scalar(node, key.c_str());
   if (file.empty()) return std::string();
-  return ReadFile(Resolve(base_dir, file), absl::StrCat("kubeconfig ", key));
+  return ReadFile(Resolve(base_dir, file), StdView(absl::StrCat("kubeconfig ", key)));
 }
 
 }  // namespace

@@ -67,8 +67,7 @@ std::vector<PodInfo> Discovery::Pods() const {
 
 std::optional<PodInfo> Discovery::Pod(std::string_view namespace_name,
                                       std::string_view name) const {
-  const std::string key =
-      absl::StrCat(AbslView(namespace_name), "/", AbslView(name));
+  const std::string key = absl::StrCat(AbslView(namespace_name), "/", AbslView(name));
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pods_.find(key);
   if (it == pods_.end()) return std::nullopt;
@@ -221,12 +220,11 @@ void Discovery::MarkListed(int resource, int resources) {
 absl::StatusOr<std::vector<NodeInfo>> ParseStaticNodes(std::string_view spec) {
   std::vector<NodeInfo> nodes;
   std::set<std::string> names;
-  for (absl::string_view raw :
-       absl::StrSplit(AbslView(spec), ',', absl::SkipWhitespace())) {
+  for (absl::string_view raw : absl::StrSplit(AbslView(spec), ',', absl::SkipWhitespace())) {
     std::string_view entry = StdView(absl::StripAsciiWhitespace(raw));
     auto bad = [&](std::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--static-nodes: entry \"", AbslView(entry), "\": ", AbslView(why)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--static-nodes: entry \"", AbslView(entry), "\": ", AbslView(why)));
     };
     size_t eq = entry.find('=');
     if (eq == std::string_view::npos || eq == 0) return bad("want name=host[:port]");

@@ -165,9 +165,8 @@ absl::Status ValidateTlsMaterial(const TlsMaterial& tls, std::string_view what) 
     }
     if (!tls.client_cert_pem.empty() || !tls.client_key_pem.empty()) {
       if (tls.client_cert_pem.empty() || tls.client_key_pem.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(AbslView(what),
-                         ": a client certificate needs both the certificate and the key"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            AbslView(what), ": a client certificate needs both the certificate and the key"));
       }
       context.use_certificate_chain(boost::asio::buffer(tls.client_cert_pem));
       context.use_private_key(boost::asio::buffer(tls.client_key_pem),
@@ -197,15 +196,6 @@ web::http::client::http_client_config MakeClientConfig(const TlsMaterial& tls, D
     }
   });
   return config;
-}
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat(AbslView(what), ": cannot read ", path));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
 }
 
 absl::StatusOr<FetchResult> Fetch(web::http::client::http_client& client,

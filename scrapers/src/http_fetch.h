@@ -51,10 +51,6 @@ struct FetchResult {
     size_t max_bytes, size_t reserve_extra = 0,
     pplx::cancellation_token stop = pplx::cancellation_token::none());
 
-// Reads a whole file (for PEM material). NotFound naming the file and `what`.
-[[nodiscard]] absl::StatusOr<std::string> ReadWholeFile(const std::string& path,
-                                                        std::string_view what);
-
 // A streaming GET: calls `on_chunk` with each piece of the body as it arrives, until the
 // body ends (OK), `on_chunk` returns false (OK), `cancel` is triggered (Cancelled), or an
 // error. The response headers must arrive within `header_timeout`. Used for watches.

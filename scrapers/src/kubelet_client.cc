@@ -5,8 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "kubestat/core/absl_view.h"
 #include "http_fetch.h"
+#include "kubestat/core/absl_view.h"
+#include "kubestat/core/file.h"
 #include "kubestat/scrapers/fetch_error.h"
 #include "kubestat/scrapers/resource_metrics_decoder.h"
 #include "kubestat/scrapers/summary_decoder.h"
@@ -23,8 +24,8 @@ struct KubeletClient::Impl {
 absl::StatusOr<KubeletEndpoint> ParseKubeletEndpoint(std::string_view name) {
   if (name == "summary") return KubeletEndpoint::kSummary;
   if (name == "resource") return KubeletEndpoint::kResourceMetrics;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown kubelet endpoint \"", AbslView(name), "\" (want summary or resource)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown kubelet endpoint \"", AbslView(name), "\" (want summary or resource)"));
 }
 
 absl::Status KubeletClientOptions::Validate() const {
@@ -57,17 +58,14 @@ absl::StatusOr<std::unique_ptr<KubeletClient>> KubeletClient::Create(KubeletClie
   internal::TlsMaterial& tls = client->impl_->tls;
   tls.insecure_skip_verify = o.insecure_skip_tls_verify;
   if (!o.ca_file.empty()) {
-    absl::StatusOr<std::string> pem =
-        internal::ReadWholeFile(o.ca_file, "--kubelet-certificate-authority");
+    absl::StatusOr<std::string> pem = ReadFile(o.ca_file, "--kubelet-certificate-authority");
     if (!pem.ok()) return absl::InvalidArgumentError(pem.status().message());
     tls.ca_pem = *std::move(pem);
   }
   if (!o.client_cert_file.empty()) {
-    absl::StatusOr<std::string> cert =
-        internal::ReadWholeFile(o.client_cert_file, "--kubelet-client-certificate");
+    absl::StatusOr<std::string> cert = ReadFile(o.client_cert_file, "--kubelet-client-certificate");
     if (!cert.ok()) return absl::InvalidArgumentError(cert.status().message());
-    absl::StatusOr<std::string> key =
-        internal::ReadWholeFile(o.client_key_file, "--kubelet-client-key");
+    absl::StatusOr<std::string> key = ReadFile(o.client_key_file, "--kubelet-client-key");
     if (!key.ok()) return absl::InvalidArgumentError(key.status().message());
     tls.client_cert_pem = *std::move(cert);
     tls.client_key_pem = *std::move(key);

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -325,6 +326,86 @@ TEST(AggregatorServiceOptionsTest, ValidateRejectsUnsortedOrEmptyWindows) {
   options = {};
   options.watch_poll_interval = Duration::zero();
   EXPECT_FALSE(options.Validate().ok());
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator
+
+namespace kubestat::aggregator {
+namespace {
+
+// The access check sees what each call reads and the caller's metadata, and its refusal ends
+// the call before anything is read.
+TEST(GrpcAccessTest, EveryCallIsCheckedWithWhatItReadsAndRefusalsEndIt) {
+  FakeMetricsSource source;
+  source.PutNode(MakeNode("node-a", {}, BaseTime(), 1000));
+  source.PutPod(MakePod("shop", "web-1", "node-a", {}, BaseTime(), 100));
+  WatchHub hub(&source);
+  prometheus::Registry registry;
+  std::mutex mu;
+  std::vector<std::string> asked;
+  AggregatorServiceOptions options;
+  options.access_check = [&](const grpc::ServerContext& context, const GrpcAccessRequest& call) {
+    std::string token;
+    auto it = context.client_metadata().find("authorization");
+    if (it != context.client_metadata().end()) token.assign(it->second.data(), it->second.size());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      asked.push_back(std::string(call.verb) + " " + std::string(call.resource) + " " +
+                      std::string(call.namespace_name) + " " + token);
+    }
+    if (token.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "Unauthorized");
+    if (call.resource == "nodes") return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no");
+    return grpc::Status::OK;
+  };
+  AggregatorService service(&source, &hub, &registry, options);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Aggregator::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext context;
+    v1::ListNodesResponse response;
+    EXPECT_EQ(stub->ListNodes(&context, v1::ListNodesRequest(), &response).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(response.items_size(), 0);
+  }
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer t");
+    v1::ListNodesResponse response;
+    EXPECT_EQ(stub->ListNodes(&context, v1::ListNodesRequest(), &response).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(response.items_size(), 0);
+  }
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer t");
+    v1::ListPodsRequest request;
+    request.set_namespace_("shop");
+    v1::ListPodsResponse response;
+    EXPECT_TRUE(stub->ListPods(&context, request, &response).ok());
+    EXPECT_EQ(response.items_size(), 1);
+  }
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer t");
+    v1::WatchRequest request;
+    request.mutable_nodes();
+    request.mutable_pods()->set_namespace_("shop");
+    std::unique_ptr<grpc::ClientReader<v1::WatchEvent>> reader = stub->Watch(&context, request);
+    v1::WatchEvent event;
+    EXPECT_FALSE(reader->Read(&event));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  }
+  service.Shutdown();
+  server->Shutdown();
+  EXPECT_EQ(asked, (std::vector<std::string>{"list nodes  ", "list nodes  Bearer t",
+                                             "list pods shop Bearer t", "watch nodes  Bearer t"}));
 }
 
 }  // namespace

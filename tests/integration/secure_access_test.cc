@@ -6,6 +6,7 @@
 // itself, so every refusal below is the aggregator's own decision, which it asks of the
 // cluster with SubjectAccessReview (and bearer tokens sent to it directly, with
 // TokenReview), as a delegating extension API server does.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "kubestat/v1/aggregator.grpc.pb.h"
 
 namespace kubestat {
 namespace {
@@ -66,6 +68,8 @@ class SecureAccessTest : public ::testing::Test {
     const fs::path root = dir_.path();
     port_ = FreePort();
     ASSERT_GT(port_, 0);
+    grpc_port_ = FreePort();
+    ASSERT_GT(grpc_port_, 0);
     std::ofstream(root / "users.yaml") << kUsers;
     fs::create_directories(root / "kubeconfigs");
     sim_ = std::make_unique<Process>(
@@ -97,7 +101,8 @@ class SecureAccessTest : public ::testing::Test {
             "--requestheader-allowed-names=front-proxy-client",
             // Tokens and permissions are the cluster's: TokenReview and SubjectAccessReview.
             "--authentication-kubeconfig=" + aggregator_kubeconfig,
-            "--authorization-kubeconfig=" + aggregator_kubeconfig, "--grpc-port=0",
+            "--authorization-kubeconfig=" + aggregator_kubeconfig, "--grpc-address=127.0.0.1",
+            "--grpc-port=" + std::to_string(grpc_port_),
             "--storage-dir=" + (root / "store").string()},
         root / "aggregator.log");
     // Ready once the admin sees every node with figures (two scrapes for a cpu rate).
@@ -130,6 +135,7 @@ class SecureAccessTest : public ::testing::Test {
   TempDir dir_{"kubestat-secure"};
   std::string kubectl_;
   int port_ = 0;
+  int grpc_port_ = 0;
   std::unique_ptr<Process> sim_;
   std::unique_ptr<Process> aggregator_;
 };
@@ -210,6 +216,34 @@ TEST_F(SecureAccessTest, AForgedRemoteUserWithoutTheProxyCertificateIsNotBelieve
                     {{"X-Remote-User", "admin"}, {"X-Remote-Group", "system:masters"}});
   ASSERT_TRUE(token);
   EXPECT_EQ(token->code, 403) << token->body;
+}
+
+TEST_F(SecureAccessTest, GrpcCallersAreAuthenticatedAndAuthorizedByTheCluster) {
+  auto stub = v1::Aggregator::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_),
+                                                          grpc::InsecureChannelCredentials()));
+  auto list_pods = [&](const std::string& token, const std::string& ns,
+                       v1::ListPodsResponse* response) {
+    grpc::ClientContext context;
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    v1::ListPodsRequest request;
+    request.set_namespace_(ns);
+    return stub->ListPods(&context, request, response);
+  };
+  v1::ListPodsResponse shop;
+  grpc::Status allowed = list_pods("alice-token", "shop", &shop);
+  EXPECT_TRUE(allowed.ok()) << allowed.error_message();
+  EXPECT_GT(shop.items_size(), 0);
+  v1::ListPodsResponse all;
+  EXPECT_EQ(list_pods("alice-token", "", &all).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(all.items_size(), 0);
+  EXPECT_EQ(list_pods("", "shop", &all).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(list_pods("not-a-token", "shop", &all).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer admin-token");
+  v1::ListNodesResponse nodes;
+  grpc::Status admin = stub->ListNodes(&context, v1::ListNodesRequest(), &nodes);
+  EXPECT_TRUE(admin.ok()) << admin.error_message();
+  EXPECT_EQ(nodes.items_size(), 4);
 }
 
 }  // namespace

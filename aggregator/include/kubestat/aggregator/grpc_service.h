@@ -12,6 +12,7 @@
 // overflows ends with RESOURCE_EXHAUSTED and a message; Shutdown() ends every stream with
 // UNAVAILABLE; a client cancellation ends it at once.
 //
+// Access: options.access_check is asked before a call reads anything (see GrpcAccessCheck).
 // Errors: INVALID_ARGUMENT for a bad selector or window name (the parser's message), or a
 // watch choosing neither nodes nor pods; UNAVAILABLE while the source is not Ready() and
 // after Shutdown(). Every call is counted in the registry passed in:
@@ -31,7 +32,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -46,6 +49,19 @@ class Registry;
 
 namespace kubestat::aggregator {
 
+// What a call reads, for the access check: resource "nodes" or "pods", the namespace of a pod
+// call ("" for all namespaces and for nodes), and the verb ("list" or "watch").
+struct GrpcAccessRequest {
+  std::string_view resource;
+  std::string_view namespace_name;
+  std::string_view verb;
+};
+// Asked before each call reads anything (a Watch choosing nodes and pods asks twice); a
+// non-OK answer (UNAUTHENTICATED, PERMISSION_DENIED) ends the call with it. `context` gives
+// the call's metadata (the bearer token). Called concurrently.
+using GrpcAccessCheck =
+    std::function<grpc::Status(const grpc::ServerContext& context, const GrpcAccessRequest&)>;
+
 struct AggregatorServiceOptions {
   // The configured window lengths, ascending (their names are what requests may ask for).
   // Must match the engine's. Default: {10s, 1m, 1h, 24h}
@@ -54,6 +70,9 @@ struct AggregatorServiceOptions {
   // How long a Watch handler waits for a batch before checking for cancellation and
   // shutdown. Bounds how long a cancelled stream holds its thread. Default: 200ms
   Duration watch_poll_interval = std::chrono::milliseconds(200);
+  // Who may call what. Empty: every call is allowed (the binary always sets one).
+  // Default: empty
+  GrpcAccessCheck access_check;
 
   // InvalidArgument naming the field (empty or unsorted windows, a non-positive interval).
   [[nodiscard]] absl::Status Validate() const;
@@ -79,6 +98,7 @@ class AggregatorService final : public v1::Aggregator::Service {
 
  private:
   struct Metrics;
+  grpc::Status Check(const grpc::ServerContext* context, const GrpcAccessRequest& request) const;
   grpc::Status DoListNodes(const v1::ListNodesRequest& request, v1::ListNodesResponse* response);
   grpc::Status DoListPods(const v1::ListPodsRequest& request, v1::ListPodsResponse* response);
   grpc::Status DoWatch(grpc::ServerContext* context, const v1::WatchRequest& request,

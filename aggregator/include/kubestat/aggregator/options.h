@@ -144,9 +144,16 @@ struct AggregatorOptions {
   int64_t storage_cache_mib = 64;
   // Statistical windows kept for every series. Default: 10s,1m,1h,1d
   std::vector<std::string> windows = {"10s", "1m", "1h", "1d"};
-  // Address and port of the gRPC server; port 0 turns it off. Default: 127.0.0.1:8081
+  // Address and port of the gRPC server; port 0 turns it off. Its callers authenticate with
+  // a bearer token (as the REST API checks tokens) and need list/watch on nodes and pods.
+  // Default: 127.0.0.1:8081
   std::string grpc_address = "127.0.0.1";
   int64_t grpc_port = 8081;
+  // Serving certificate and key of the gRPC server; without them it serves plain text, which
+  // only a loopback grpc_address allows (its client is a sidecar in the same pod).
+  // Default: "", ""
+  std::string grpc_tls_cert_file;
+  std::string grpc_tls_private_key_file;
 
   // Binds every field above to its flag.
   void RegisterFlags(FlagSet& flags);
