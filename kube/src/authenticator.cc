@@ -13,6 +13,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "kubestat/core/absl_view.h"
 #include "kubestat/core/str_cat.h"
 #include "kubestat/kube/token_file.h"
 #include "review_json.h"
@@ -35,15 +37,9 @@ constexpr std::array kOutcomes = {
     AuthenticationOutcome::kError,
 };
 
+// ASCII case-insensitive equality (header names, auth schemes).
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
+  return absl::EqualsIgnoreCase(AbslView(a), AbslView(b));
 }
 
 // What the Authorization header holds.
