@@ -385,10 +385,11 @@ absl::StatusOr<std::shared_ptr<const TlsServing>> TlsContextSource::Build() cons
   }
   SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
 
-  absl::StatusOr<std::string> cert_pem = ReadFile(cert_file_);
-  if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ReadFile(key_file_);
-  if (!key_pem.ok()) return key_pem.status();
+  // Unreadable TLS material is Internal, as server.h promises, whatever the reason.
+  absl::StatusOr<std::string> cert_pem = ReadFile(cert_file_, "--tls-cert-file");
+  if (!cert_pem.ok()) return absl::InternalError(cert_pem.status().message());
+  absl::StatusOr<std::string> key_pem = ReadFile(key_file_, "--tls-private-key-file");
+  if (!key_pem.ok()) return absl::InternalError(key_pem.status().message());
   boost::system::error_code ec;
   serving->context_->use_certificate_chain(boost::asio::buffer(*cert_pem), ec);
   if (ec) {
@@ -408,10 +409,10 @@ absl::StatusOr<std::shared_ptr<const TlsServing>> TlsContextSource::Build() cons
   if (!options_.client_cas.empty()) {
     STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
     for (const ClientCaBundle& bundle : options_.client_cas) {
-      absl::StatusOr<std::string> pem = ReadFile(bundle.file);
+      absl::StatusOr<std::string> pem = ReadFile(bundle.file, bundle.name);
       if (!pem.ok()) {
         sk_X509_NAME_pop_free(names, X509_NAME_free);
-        return pem.status();
+        return absl::InternalError(pem.status().message());
       }
       std::vector<Cert> certs = ParseCerts(*pem);
       if (certs.empty()) {
