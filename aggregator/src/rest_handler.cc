@@ -1,8 +1,10 @@
 #include "kubestat/aggregator/rest_handler.h"
 
 #include <algorithm>
+#include <cassert>
 #include <exception>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +31,16 @@ struct ApiRoutes {
   std::string_view namespace_pod;
 };
 
+constexpr ApiRoutes kV1Routes = {
+    "/apis/metrics.k8s.io",
+    "/apis/metrics.k8s.io/v1",
+    "/apis/metrics.k8s.io/v1/nodes",
+    "/apis/metrics.k8s.io/v1/nodes/{node}",
+    "/apis/metrics.k8s.io/v1/pods",
+    "/apis/metrics.k8s.io/v1/namespaces/{namespace}/pods",
+    "/apis/metrics.k8s.io/v1/namespaces/{namespace}/pods/{pod}",
+};
+
 constexpr ApiRoutes kV1beta1Routes = {
     "/apis/metrics.k8s.io",
     "/apis/metrics.k8s.io/v1beta1",
@@ -50,7 +62,16 @@ constexpr ApiRoutes kV1alpha1Routes = {
 };
 
 const ApiRoutes& RoutesOf(MetricsApi api) {
-  return api == MetricsApi::kV1alpha1 ? kV1alpha1Routes : kV1beta1Routes;
+  switch (api) {
+    case MetricsApi::kV1alpha1:
+      return kV1alpha1Routes;
+    case MetricsApi::kV1beta1:
+      return kV1beta1Routes;
+    case MetricsApi::kV1:
+      return kV1Routes;
+  }
+  assert(false && "unknown MetricsApi");
+  return kV1alpha1Routes;
 }
 
 int HexValue(char c) {
@@ -371,19 +392,24 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   }
   if (segments.size() < 2 || segments[0] != "apis") return NotFoundPath();
 
+  // The group's preferred version, until the path names one.
   MetricsApi api;
   if (segments[1] == kGroupMetricsK8sIo) {
-    api = MetricsApi::kV1beta1;
+    api = MetricsApi::kV1;
   } else if (segments[1] == kGroupMetrics) {
     api = MetricsApi::kV1alpha1;
   } else {
     return NotFoundPath();
   }
-  const ApiRoutes& routes = RoutesOf(api);
   if (segments.size() == 2) {
-    return document(routes.group, [api](int indent) { return RenderApiGroup(api, indent); });
+    return document(RoutesOf(api).group, [api](int indent) { return RenderApiGroup(api, indent); });
   }
-  if (segments[2] != ApiVersionName(api)) return NotFoundPath();
+  const std::span<const MetricsApi> versions = GroupVersions(api);
+  const auto version = std::find_if(versions.begin(), versions.end(),
+                                    [&](MetricsApi v) { return segments[2] == ApiVersionName(v); });
+  if (version == versions.end()) return NotFoundPath();
+  api = *version;
+  const ApiRoutes& routes = RoutesOf(api);
   if (segments.size() == 3) {
     return document(routes.resource_list,
                     [api](int indent) { return RenderApiResourceList(api, indent); });

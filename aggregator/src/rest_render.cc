@@ -149,7 +149,7 @@ void WriteMetadata(JsonWriter& w, std::string_view name, std::string_view namesp
   w.Key("metadata").BeginObject();
   w.Key("name").String(name);
   if (!namespace_name.empty()) w.Key("namespace").String(namespace_name);
-  if (ctx.api == MetricsApi::kV1beta1) w.Key("creationTimestamp").String(CachedRfc3339(ctx.now));
+  if (IsMetricsK8sIo(ctx.api)) w.Key("creationTimestamp").String(CachedRfc3339(ctx.now));
   WriteLabels(w, labels);
   w.EndObject();
 }
@@ -183,7 +183,7 @@ void WriteNodeObject(JsonWriter& w, const NodeView& node, const RenderContext& c
   w.BeginObject();
   if (with_type) WriteTypeMeta(w, "NodeMetrics", ctx.api);
   WriteMetadata(w, node.name, {}, node.labels, ctx);
-  if (ctx.api == MetricsApi::kV1beta1) {
+  if (IsMetricsK8sIo(ctx.api)) {
     WriteTimestampAndWindow(w, UsageTimestamp(node.machine),
                             node.machine.cpu->windows.front().window);
     WriteUsage(w, node.machine);
@@ -207,7 +207,7 @@ void WritePodObject(JsonWriter& w, const PodView& pod, const RenderContext& ctx,
   w.BeginObject();
   if (with_type) WriteTypeMeta(w, "PodMetrics", ctx.api);
   WriteMetadata(w, pod.name, pod.namespace_name, pod.labels, ctx);
-  if (ctx.api == MetricsApi::kV1beta1) {
+  if (IsMetricsK8sIo(ctx.api)) {
     Timestamp timestamp = UsageTimestamp(pod.containers.front().windows);
     for (const ContainerView& container : pod.containers) {
       timestamp = std::max(timestamp, UsageTimestamp(container.windows));
@@ -248,7 +248,7 @@ void BeginList(JsonWriter& w, std::string_view kind, MetricsApi api) {
 void EndList(JsonWriter& w) { w.EndArray().EndObject(); }
 
 // A rough size of one rendered object, so the output grows without many reallocations.
-size_t EstimatedObjectBytes(MetricsApi api) { return api == MetricsApi::kV1beta1 ? 320 : 4096; }
+size_t EstimatedObjectBytes(MetricsApi api) { return IsMetricsK8sIo(api) ? 320 : 4096; }
 
 void WriteGroupVersion(JsonWriter& w, MetricsApi api) {
   w.BeginObject();
@@ -264,11 +264,12 @@ void WriteGroup(JsonWriter& w, MetricsApi api, bool with_type) {
     w.Key("apiVersion").String("v1");
   }
   w.Key("name").String(ApiGroupName(api));
+  const std::span<const MetricsApi> versions = GroupVersions(api);
   w.Key("versions").BeginArray();
-  WriteGroupVersion(w, api);
+  for (MetricsApi version : versions) WriteGroupVersion(w, version);
   w.EndArray();
   w.Key("preferredVersion");
-  WriteGroupVersion(w, api);
+  WriteGroupVersion(w, versions.front());
   w.EndObject();
 }
 
@@ -285,15 +286,43 @@ void WriteResource(JsonWriter& w, std::string_view name, bool namespaced, std::s
 }  // namespace
 
 std::string_view ApiGroupName(MetricsApi api) {
-  return api == MetricsApi::kV1alpha1 ? kGroupMetrics : kGroupMetricsK8sIo;
+  return IsMetricsK8sIo(api) ? kGroupMetricsK8sIo : kGroupMetrics;
 }
 
 std::string_view ApiVersionName(MetricsApi api) {
-  return api == MetricsApi::kV1alpha1 ? "v1alpha1" : "v1beta1";
+  switch (api) {
+    case MetricsApi::kV1alpha1:
+      return "v1alpha1";
+    case MetricsApi::kV1beta1:
+      return "v1beta1";
+    case MetricsApi::kV1:
+      return "v1";
+  }
+  assert(false && "unknown MetricsApi");
+  return "";
 }
 
 std::string_view ApiGroupVersion(MetricsApi api) {
-  return api == MetricsApi::kV1alpha1 ? "metrics/v1alpha1" : "metrics.k8s.io/v1beta1";
+  switch (api) {
+    case MetricsApi::kV1alpha1:
+      return "metrics/v1alpha1";
+    case MetricsApi::kV1beta1:
+      return "metrics.k8s.io/v1beta1";
+    case MetricsApi::kV1:
+      return "metrics.k8s.io/v1";
+  }
+  assert(false && "unknown MetricsApi");
+  return "";
+}
+
+bool IsMetricsK8sIo(MetricsApi api) { return api != MetricsApi::kV1alpha1; }
+
+std::span<const MetricsApi> GroupVersions(MetricsApi api) {
+  // The preferred version first, as kube-apiserver lists a group's versions.
+  static constexpr MetricsApi kMetricsK8sIo[] = {MetricsApi::kV1, MetricsApi::kV1beta1};
+  static constexpr MetricsApi kMetrics[] = {MetricsApi::kV1alpha1};
+  if (IsMetricsK8sIo(api)) return kMetricsK8sIo;
+  return kMetrics;
 }
 
 std::string_view MetricsResourceName(MetricsResource resource) {
@@ -371,11 +400,11 @@ bool MatchesQuery(const MetricsQuery& query, const PodView& pod) {
 }
 
 bool Servable(MetricsApi api, const NodeView& node) {
-  return api == MetricsApi::kV1alpha1 || HasUsage(node.machine);
+  return !IsMetricsK8sIo(api) || HasUsage(node.machine);
 }
 
 bool Servable(MetricsApi api, const PodView& pod) {
-  if (api == MetricsApi::kV1alpha1) return true;
+  if (!IsMetricsK8sIo(api)) return true;
   if (pod.containers.empty()) return false;
   return std::all_of(pod.containers.begin(), pod.containers.end(),
                      [](const ContainerView& c) { return HasUsage(c.windows); });
@@ -496,7 +525,7 @@ std::string RenderApiGroupList(int indent) {
   w.Key("kind").String("APIGroupList");
   w.Key("apiVersion").String("v1");
   w.Key("groups").BeginArray();
-  WriteGroup(w, MetricsApi::kV1beta1, /*with_type=*/false);
+  WriteGroup(w, MetricsApi::kV1, /*with_type=*/false);
   WriteGroup(w, MetricsApi::kV1alpha1, /*with_type=*/false);
   w.EndArray();
   w.EndObject();

@@ -83,12 +83,15 @@ TEST_F(RestHandlerSnapshotTest, V1alpha1NodeListsFromPreRenderedItemsAreTheDirec
 TEST_F(RestHandlerSnapshotTest, AnswersComeFromTheLastRefresh) {
   const std::string before = Get("/apis/metrics/v1alpha1/nodes").body;
   const std::string beta_before = Get("/apis/metrics.k8s.io/v1beta1/nodes").body;
+  const std::string v1_before = Get("/apis/metrics.k8s.io/v1/nodes").body;
   EXPECT_NE(before.find("node-1"), std::string::npos);
   live_.nodes.erase(live_.nodes.begin());  // node-1 leaves the live source
   live_.pods.pop_back();                   // shop/web-2 too
   EXPECT_EQ(Get("/apis/metrics/v1alpha1/nodes").body, before);
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1beta1/nodes").body, beta_before);
+  EXPECT_EQ(Get("/apis/metrics.k8s.io/v1/nodes").body, v1_before);
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-2").code, 200);
+  EXPECT_EQ(Get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/web-2").code, 200);
 
   snapshot_.Refresh();
   const std::string after = Get("/apis/metrics/v1alpha1/nodes").body;
@@ -97,7 +100,10 @@ TEST_F(RestHandlerSnapshotTest, AnswersComeFromTheLastRefresh) {
   EXPECT_EQ(after, RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1beta1/nodes").body,
             RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1beta1)));
+  EXPECT_EQ(Get("/apis/metrics.k8s.io/v1/nodes").body,
+            RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1)));
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-2").code, 404);
+  EXPECT_EQ(Get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/web-2").code, 404);
 }
 
 TEST_F(RestHandlerSnapshotTest, PodListsNarrowedByNamespaceAndNodeAreTheDirectRender) {
@@ -118,12 +124,19 @@ TEST_F(RestHandlerSnapshotTest, PodListsNarrowedByNamespaceAndNodeAreTheDirectRe
       {"/apis/metrics.k8s.io/v1beta1/pods",
        "fieldSelector=metadata.namespace%3Dshop,spec.nodeName%3Dnode-1&labelSelector=app%3Dweb",
        ""},
+      {"/apis/metrics.k8s.io/v1/pods", "", ""},
+      {"/apis/metrics.k8s.io/v1/namespaces/shop/pods", "fieldSelector=spec.nodeName%3Dnode-2",
+       "shop"},
+      {"/apis/metrics.k8s.io/v1/pods",
+       "fieldSelector=metadata.namespace%3Dshop,spec.nodeName%3Dnode-1&labelSelector=app%3Dweb",
+       ""},
       {"/apis/metrics/v1alpha1/pods", "fieldSelector=spec.nodeName%3Dnode-9", ""},
       {"/apis/metrics/v1alpha1/pods", "fieldSelector=spec.nodeName!%3Dnode-1", ""},
   };
   for (const Case& c : cases) {
-    const MetricsApi api =
-        c.path.find("v1alpha1") != std::string::npos ? MetricsApi::kV1alpha1 : MetricsApi::kV1beta1;
+    MetricsApi api = MetricsApi::kV1;
+    if (c.path.find("/v1alpha1/") != std::string::npos) api = MetricsApi::kV1alpha1;
+    if (c.path.find("/v1beta1/") != std::string::npos) api = MetricsApi::kV1beta1;
     const RestResponse response = Get(c.path, c.query);
     ASSERT_EQ(response.code, 200) << c.path << "?" << c.query;
     EXPECT_EQ(response.body,
@@ -137,6 +150,109 @@ TEST_F(RestHandlerSnapshotTest, PodListsNarrowedByNamespaceAndNodeAreTheDirectRe
   EXPECT_NE(on_node_1.find("\"web-1\""), std::string::npos);
   EXPECT_EQ(on_node_1.find("\"web-2\""), std::string::npos);
   EXPECT_EQ(on_node_1.find("coredns"), std::string::npos);
+}
+
+// `text` with every "metrics.k8s.io/v1beta1" made "metrics.k8s.io/v1".
+std::string BetaToV1(std::string text) {
+  const std::string beta = "metrics.k8s.io/v1beta1";
+  for (size_t at = text.find(beta); at != std::string::npos; at = text.find(beta, at)) {
+    text.replace(at, beta.size(), "metrics.k8s.io/v1");
+  }
+  return text;
+}
+
+TEST_F(RestHandlerSnapshotTest, V1AnswersEveryV1beta1RequestAlikeUnderItsOwnVersionAndRoute) {
+  const struct {
+    std::string method;
+    std::string path;  // under /apis/metrics.k8s.io/<version>
+    std::string query;
+    std::string route;  // under /apis/metrics.k8s.io/<version>, or kRouteOther
+    int code;
+  } cases[] = {
+      {"GET", "", "", "", 200},
+      {"GET", "/", "pretty=true", "", 200},
+      {"GET", "/nodes", "", "/nodes", 200},
+      {"GET", "/nodes/", "labelSelector=zone%3Da&pretty", "/nodes", 200},
+      {"GET", "/nodes", "fieldSelector=metadata.name%3Dnode-2", "/nodes", 200},
+      {"GET", "/nodes/node-1", "", "/nodes/{node}", 200},
+      {"GET", "/nodes/node-1", "pretty=1", "/nodes/{node}", 200},
+      {"GET", "/nodes/node-3", "", "/nodes/{node}", 404},
+      {"GET", "/nodes/ghost", "pretty=true", "/nodes/{node}", 404},
+      {"GET", "/pods", "", "/pods", 200},
+      {"GET", "/pods", "labelSelector=app+in+(web,db),!tier", "/pods", 200},
+      {"GET", "/pods", "fieldSelector=spec.nodeName%3Dnode-2", "/pods", 200},
+      {"GET", "/pods", "labelSelector=app%20in%20(web", "/pods", 400},
+      {"GET", "/pods", "fieldSelector=status.phase%3DRunning", "/pods", 400},
+      {"GET", "/namespaces/shop/pods", "", "/namespaces/{namespace}/pods", 200},
+      {"GET", "/namespaces/sh%6Fp/pods", "pretty", "/namespaces/{namespace}/pods", 200},
+      {"GET", "/namespaces/shop/pods/web-1", "", "/namespaces/{namespace}/pods/{pod}", 200},
+      {"GET", "/namespaces/kube-system/pods/web-1", "", "/namespaces/{namespace}/pods/{pod}", 404},
+      {"POST", "/nodes", "", "/nodes", 405},
+      {"DELETE", "/namespaces/shop/pods/web-1", "", "/namespaces/{namespace}/pods/{pod}", 405},
+      {"GET", "/namespaces", "", "other", 404},
+      {"GET", "/namespaces/shop", "", "other", 404},
+      {"GET", "/namespaces/shop/pods/web-1/extra", "", "other", 404},
+      {"GET", "/deployments", "", "other", 404},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.method + " " + c.path + "?" + c.query);
+    const RestResponse beta =
+        handler_.Handle({c.method, "/apis/metrics.k8s.io/v1beta1" + c.path, c.query});
+    const RestResponse v1 =
+        handler_.Handle({c.method, "/apis/metrics.k8s.io/v1" + c.path, c.query});
+    EXPECT_EQ(v1.code, c.code);
+    EXPECT_EQ(beta.code, c.code);
+    EXPECT_EQ(v1.content_type, beta.content_type);
+    EXPECT_EQ(v1.body, BetaToV1(beta.body));
+    if (c.route == kRouteOther) {
+      EXPECT_EQ(v1.route, kRouteOther);
+      EXPECT_EQ(beta.route, kRouteOther);
+    } else {
+      EXPECT_EQ(v1.route, "/apis/metrics.k8s.io/v1" + c.route);
+      EXPECT_EQ(beta.route, "/apis/metrics.k8s.io/v1beta1" + c.route);
+    }
+    // And v1's answer is its own, not v1beta1's.
+    if (beta.body.find("metrics.k8s.io/v1beta1") != std::string::npos) {
+      EXPECT_NE(v1.body, beta.body);
+    }
+    // Compressed for a client that accepts gzip, as v1beta1 is.
+    const RestResponse packed =
+        gzip_handler_.Handle({c.method, "/apis/metrics.k8s.io/v1" + c.path, c.query, true});
+    EXPECT_EQ(packed.code, v1.code);
+    if (v1.body.size() >= 64) {
+      EXPECT_EQ(Gunzip(packed), v1.body);
+    }
+  }
+}
+
+TEST_F(RestHandlerSnapshotTest, V1RouteTemplatesAreStaticAndNameNoObject) {
+  const struct {
+    std::string path;
+    std::string_view route;
+  } cases[] = {
+      {"/apis/metrics.k8s.io", "/apis/metrics.k8s.io"},
+      {"/apis/metrics.k8s.io/v1", "/apis/metrics.k8s.io/v1"},
+      {"/apis/metrics.k8s.io/v1/nodes", "/apis/metrics.k8s.io/v1/nodes"},
+      {"/apis/metrics.k8s.io/v1/nodes/node-1", "/apis/metrics.k8s.io/v1/nodes/{node}"},
+      {"/apis/metrics.k8s.io/v1/pods", "/apis/metrics.k8s.io/v1/pods"},
+      {"/apis/metrics.k8s.io/v1/namespaces/shop/pods",
+       "/apis/metrics.k8s.io/v1/namespaces/{namespace}/pods"},
+      {"/apis/metrics.k8s.io/v1/namespaces/shop/pods/web-1",
+       "/apis/metrics.k8s.io/v1/namespaces/{namespace}/pods/{pod}"},
+      {"/apis/metrics.k8s.io/v2/nodes", kRouteOther},
+      {"/apis/metrics.k8s.io/v1alpha1/nodes", kRouteOther},
+      {"/apis/metrics/v1/nodes", kRouteOther},
+  };
+  for (const auto& c : cases) {
+    const RestResponse first = Get(c.path);
+    const RestResponse second = Get(c.path);
+    EXPECT_EQ(first.route, c.route) << c.path;
+    // The same static storage for every request (the label set is bounded).
+    EXPECT_EQ(first.route.data(), second.route.data()) << c.path;
+    if (c.route == kRouteOther) {
+      EXPECT_EQ(first.code, 404) << c.path;
+    }
+  }
 }
 
 TEST_F(RestHandlerSnapshotTest, WholeV1alpha1ListsAreGzippedOncePerSnapshotAndFollowRefreshes) {
@@ -172,6 +288,9 @@ TEST_F(RestHandlerSnapshotTest, SelectedNamespacedAndV1beta1AnswersAreGzippedPer
       {"/apis/metrics.k8s.io/v1beta1/nodes", ""},
       {"/apis/metrics.k8s.io/v1beta1/pods", ""},
       {"/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-1", ""},
+      {"/apis/metrics.k8s.io/v1/nodes", ""},
+      {"/apis/metrics.k8s.io/v1/pods", "labelSelector=app%3Dweb"},
+      {"/apis/metrics.k8s.io/v1/namespaces/shop/pods/web-1", ""},
   };
   for (const auto& c : cases) {
     const RestResponse identity = Get(c.path, c.query);

@@ -27,13 +27,24 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 Timestamp Now() { return EndTime() + seconds(20); }  // 2026-11-21T10:00:30Z
 
 RenderContext Beta(int indent = 0) { return RenderContext{MetricsApi::kV1beta1, Now(), indent}; }
+RenderContext V1(int indent = 0) { return RenderContext{MetricsApi::kV1, Now(), indent}; }
 RenderContext Alpha(int indent = 0) { return RenderContext{MetricsApi::kV1alpha1, Now(), indent}; }
 
 web::json::value Parse(const std::string& text) { return web::json::value::parse(text); }
+
+// `text` with every "metrics.k8s.io/v1beta1" made "metrics.k8s.io/v1".
+std::string BetaToV1(std::string text) {
+  const std::string beta = "\"metrics.k8s.io/v1beta1\"";
+  for (size_t at = text.find(beta); at != std::string::npos; at = text.find(beta, at)) {
+    text.replace(at, beta.size(), "\"metrics.k8s.io/v1\"");
+  }
+  return text;
+}
 
 // "namespace/name" (or "name") of every item of a rendered list.
 std::vector<std::string> ItemNames(const std::string& list) {
@@ -82,11 +93,69 @@ TEST_F(RestRenderTest, V1beta1NodeIsExactlyMetricsServerShapeWithCanonicalQuanti
                    R"("usage":{"cpu":"120m","memory":"302Mi"}})");
 }
 
+TEST_F(RestRenderTest, V1NodeIsTheV1beta1NodeUnderV1) {
+  std::optional<std::string> json = RenderNode(source_.nodes[0], V1());
+  ASSERT_TRUE(json.has_value());
+  EXPECT_EQ(*json, R"({"kind":"NodeMetrics","apiVersion":"metrics.k8s.io/v1",)"
+                   R"("metadata":{"name":"node-1","creationTimestamp":"2026-11-21T10:00:30Z",)"
+                   R"("labels":{"role":"worker","zone":"a"}},)"
+                   R"("timestamp":"2026-11-21T10:00:10Z","window":"10s",)"
+                   R"("usage":{"cpu":"120m","memory":"302Mi"}})");
+  EXPECT_EQ(*json, BetaToV1(*RenderNode(source_.nodes[0], Beta())));
+  EXPECT_EQ(*RenderNode(source_.nodes[1], V1(2)), BetaToV1(*RenderNode(source_.nodes[1], Beta(2))));
+}
+
+TEST_F(RestRenderTest, V1PodIsTheV1beta1PodUnderV1) {
+  std::optional<std::string> json = RenderPod(source_.pods[2], V1());
+  ASSERT_TRUE(json.has_value());
+  EXPECT_EQ(*json, R"({"kind":"PodMetrics","apiVersion":"metrics.k8s.io/v1",)"
+                   R"("metadata":{"name":"web-1","namespace":"shop",)"
+                   R"("creationTimestamp":"2026-11-21T10:00:30Z",)"
+                   R"("labels":{"app":"web","tier":"frontend"}},)"
+                   R"("timestamp":"2026-11-21T10:00:10Z","window":"10s",)"
+                   R"("containers":[{"name":"app","usage":{"cpu":"120m","memory":"302Mi"}}]})");
+  for (const PodView& pod : source_.pods) {
+    EXPECT_EQ(*RenderPod(pod, V1()), BetaToV1(*RenderPod(pod, Beta()))) << pod.name;
+  }
+}
+
+TEST_F(RestRenderTest, V1ListsAreTheV1beta1ListsUnderV1) {
+  const std::string nodes = RenderNodeList(source_.ListNodes(), MetricsQuery{}, V1());
+  EXPECT_EQ(nodes, BetaToV1(RenderNodeList(source_.ListNodes(), MetricsQuery{}, Beta())));
+  EXPECT_THAT(nodes, StartsWith(R"({"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1",)"
+                                R"("metadata":{},"items":[{"metadata":{"name":"node-1",)"));
+  EXPECT_THAT(ItemNames(nodes), ElementsAre("node-1", "node-2"));  // node-3 has no memory
+  const MetricsQuery web = Query("labelSelector=app%3Dweb", MetricsResource::kPods);
+  const std::string pods = RenderPodList(source_.ListPods(""), web, V1(2));
+  EXPECT_EQ(pods, BetaToV1(RenderPodList(source_.ListPods(""), web, Beta(2))));
+  EXPECT_EQ(Parse(pods).at("apiVersion").as_string(), "metrics.k8s.io/v1");
+  EXPECT_THAT(ItemNames(pods), ElementsAre("shop/web-1", "shop/web-2"));
+}
+
+TEST_F(RestRenderTest, VersionNamesOfEachApi) {
+  EXPECT_EQ(ApiGroupName(MetricsApi::kV1), "metrics.k8s.io");
+  EXPECT_EQ(ApiVersionName(MetricsApi::kV1), "v1");
+  EXPECT_EQ(ApiGroupVersion(MetricsApi::kV1), "metrics.k8s.io/v1");
+  EXPECT_EQ(ApiGroupName(MetricsApi::kV1beta1), "metrics.k8s.io");
+  EXPECT_EQ(ApiVersionName(MetricsApi::kV1beta1), "v1beta1");
+  EXPECT_EQ(ApiGroupVersion(MetricsApi::kV1beta1), "metrics.k8s.io/v1beta1");
+  EXPECT_EQ(ApiGroupName(MetricsApi::kV1alpha1), "metrics");
+  EXPECT_EQ(ApiVersionName(MetricsApi::kV1alpha1), "v1alpha1");
+  EXPECT_EQ(ApiGroupVersion(MetricsApi::kV1alpha1), "metrics/v1alpha1");
+  EXPECT_TRUE(IsMetricsK8sIo(MetricsApi::kV1));
+  EXPECT_TRUE(IsMetricsK8sIo(MetricsApi::kV1beta1));
+  EXPECT_FALSE(IsMetricsK8sIo(MetricsApi::kV1alpha1));
+  EXPECT_THAT(GroupVersions(MetricsApi::kV1beta1),
+              ElementsAre(MetricsApi::kV1, MetricsApi::kV1beta1));
+  EXPECT_THAT(GroupVersions(MetricsApi::kV1), ElementsAre(MetricsApi::kV1, MetricsApi::kV1beta1));
+  EXPECT_THAT(GroupVersions(MetricsApi::kV1alpha1), ElementsAre(MetricsApi::kV1alpha1));
+}
+
 TEST_F(RestRenderTest, ListsOverSharedViewsRenderTheSameBytesAsOverValues) {
   // The REST handler renders a snapshot's shared views; tests elsewhere render values.
   const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
   ASSERT_EQ(cut->nodes.size(), source_.nodes.size());
-  for (MetricsApi api : {MetricsApi::kV1beta1, MetricsApi::kV1alpha1}) {
+  for (MetricsApi api : {MetricsApi::kV1, MetricsApi::kV1beta1, MetricsApi::kV1alpha1}) {
     const RenderContext ctx{api, Now(), 2};
     for (const char* q : {"", "labelSelector=zone%3Da", "fieldSelector=metadata.name%3Dnode-2"}) {
       const MetricsQuery nodes = Query(q, MetricsResource::kNodes);
@@ -255,6 +324,7 @@ TEST_F(RestRenderTest, ListsHaveKindApiVersionEmptyMetadataAndItemsWithoutKind) 
 TEST_F(RestRenderTest, V1alpha1ServesANodeWithOneResourceLeavingTheOtherOut) {
   EXPECT_THAT(NodeNames(""), ElementsAre("node-1", "node-2", "node-3"));
   EXPECT_FALSE(RenderNode(source_.nodes[2], Beta()).has_value());
+  EXPECT_FALSE(RenderNode(source_.nodes[2], V1()).has_value());
   web::json::value node = Parse(*RenderNode(source_.nodes[2], Alpha()));
   EXPECT_EQ(node.at("machine").at("10s").at("mean").serialize(), R"({"cpu":"5m"})");
 }
@@ -264,6 +334,8 @@ TEST_F(RestRenderTest, V1beta1LeavesOutPodsWithoutContainerUsage) {
   source_.pods[1].containers[0].windows.cpu.reset();
   EXPECT_FALSE(RenderPod(source_.pods[0], Beta()).has_value());
   EXPECT_FALSE(RenderPod(source_.pods[1], Beta()).has_value());
+  EXPECT_FALSE(RenderPod(source_.pods[0], V1()).has_value());
+  EXPECT_FALSE(RenderPod(source_.pods[1], V1()).has_value());
   EXPECT_THAT(PodNames(""), ElementsAre("shop/web-1", "shop/web-2"));
 }
 
@@ -390,21 +462,39 @@ TEST_F(RestRenderTest, ApiResourceListMatchesTheCapturedDiscoveryDocument) {
       EXPECT_EQ(actual.at(i).at(key), value) << "resources[" << i << "]." << key;
     }
   }
-  // v1alpha1 is the same list under its own group version.
+  // v1 and v1alpha1 are the same list under their own group versions.
+  EXPECT_EQ(RenderApiResourceList(MetricsApi::kV1, 0),
+            R"({"kind":"APIResourceList","apiVersion":"v1","groupVersion":"metrics.k8s.io/v1",)"
+            R"("resources":[{"name":"nodes","singularName":"","namespaced":false,)"
+            R"("kind":"NodeMetrics","verbs":["get","list"]},)"
+            R"({"name":"pods","singularName":"","namespaced":true,"kind":"PodMetrics",)"
+            R"("verbs":["get","list"]}]})");
+  web::json::value v1 = Parse(RenderApiResourceList(MetricsApi::kV1, 0));
+  v1["groupVersion"] = fixture.at("groupVersion");
+  EXPECT_EQ(v1, fixture);
   web::json::value alpha = Parse(RenderApiResourceList(MetricsApi::kV1alpha1, 0));
   EXPECT_EQ(alpha.at("groupVersion").as_string(), "metrics/v1alpha1");
   EXPECT_EQ(alpha.at("resources"), fixture.at("resources"));
 }
 
-TEST_F(RestRenderTest, GroupDocumentsNameBothGroups) {
+TEST_F(RestRenderTest, GroupDocumentsNameBothGroupsWithV1Preferred) {
   EXPECT_EQ(RenderApiGroupList(0),
             R"({"kind":"APIGroupList","apiVersion":"v1","groups":[)"
-            R"({"name":"metrics.k8s.io","versions":[{"groupVersion":"metrics.k8s.io/v1beta1",)"
-            R"("version":"v1beta1"}],"preferredVersion":{"groupVersion":"metrics.k8s.io/v1beta1",)"
-            R"("version":"v1beta1"}},)"
+            R"({"name":"metrics.k8s.io","versions":[)"
+            R"({"groupVersion":"metrics.k8s.io/v1","version":"v1"},)"
+            R"({"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}],)"
+            R"("preferredVersion":{"groupVersion":"metrics.k8s.io/v1","version":"v1"}},)"
             R"({"name":"metrics","versions":[{"groupVersion":"metrics/v1alpha1",)"
             R"("version":"v1alpha1"}],"preferredVersion":{"groupVersion":"metrics/v1alpha1",)"
             R"("version":"v1alpha1"}}]})");
+  // The group's document is the same whichever of its versions names it.
+  const std::string metrics_k8s_io =
+      R"({"kind":"APIGroup","apiVersion":"v1","name":"metrics.k8s.io","versions":[)"
+      R"({"groupVersion":"metrics.k8s.io/v1","version":"v1"},)"
+      R"({"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}],)"
+      R"("preferredVersion":{"groupVersion":"metrics.k8s.io/v1","version":"v1"}})";
+  EXPECT_EQ(RenderApiGroup(MetricsApi::kV1, 0), metrics_k8s_io);
+  EXPECT_EQ(RenderApiGroup(MetricsApi::kV1beta1, 0), metrics_k8s_io);
   web::json::value group = Parse(RenderApiGroup(MetricsApi::kV1alpha1, 0));
   EXPECT_EQ(group.at("kind").as_string(), "APIGroup");
   EXPECT_EQ(group.at("name").as_string(), "metrics");

@@ -35,6 +35,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
+constexpr char kV1[] = "/apis/metrics.k8s.io/v1";
 constexpr char kV1beta1[] = "/apis/metrics.k8s.io/v1beta1";
 constexpr char kV1alpha1[] = "/apis/metrics/v1alpha1";
 
@@ -155,17 +156,38 @@ TEST_F(RestServerTest, V1beta1NodeOverHttpIsExactJson) {
                         R"("usage":{"cpu":"120m","memory":"302Mi"}})");
 }
 
+TEST_F(RestServerTest, V1NodeOverHttpIsExactJson) {
+  Reply reply = Get(std::string(kV1) + "/nodes/node-1");
+  EXPECT_EQ(reply.code, 200);
+  EXPECT_EQ(reply.content_type, "application/json");
+  EXPECT_EQ(reply.body, R"({"kind":"NodeMetrics","apiVersion":"metrics.k8s.io/v1",)"
+                        R"("metadata":{"name":"node-1","creationTimestamp":"2026-11-21T10:00:30Z",)"
+                        R"("labels":{"role":"worker","zone":"a"}},)"
+                        R"("timestamp":"2026-11-21T10:00:10Z","window":"10s",)"
+                        R"("usage":{"cpu":"120m","memory":"302Mi"}})");
+}
+
 TEST_F(RestServerTest, EveryListPathServesItsObjects) {
-  web::json::value nodes = Get(std::string(kV1beta1) + "/nodes").Json();
-  EXPECT_EQ(nodes.at("kind").as_string(), "NodeMetricsList");
-  EXPECT_EQ(nodes.at("items").size(), 2u);
-  web::json::value pods = Get(std::string(kV1beta1) + "/pods").Json();
-  EXPECT_EQ(pods.at("items").size(), 4u);
-  web::json::value shop = Get(std::string(kV1beta1) + "/namespaces/shop/pods").Json();
-  EXPECT_EQ(shop.at("kind").as_string(), "PodMetricsList");
-  EXPECT_EQ(shop.at("items").size(), 3u);
-  web::json::value pod = Get(std::string(kV1beta1) + "/namespaces/shop/pods/web-2").Json();
-  EXPECT_EQ(pod.at("containers").at(0).at("usage").at("memory").as_string(), "100Mi");
+  for (const std::string version : {kV1, kV1beta1}) {
+    SCOPED_TRACE(version);
+    const std::string api_version = version.substr(std::string("/apis/").size());
+    web::json::value nodes = Get(version + "/nodes").Json();
+    EXPECT_EQ(nodes.at("kind").as_string(), "NodeMetricsList");
+    EXPECT_EQ(nodes.at("apiVersion").as_string(), api_version);
+    EXPECT_EQ(nodes.at("items").size(), 2u);
+    web::json::value pods = Get(version + "/pods").Json();
+    EXPECT_EQ(pods.at("apiVersion").as_string(), api_version);
+    EXPECT_EQ(pods.at("items").size(), 4u);
+    web::json::value shop = Get(version + "/namespaces/shop/pods").Json();
+    EXPECT_EQ(shop.at("kind").as_string(), "PodMetricsList");
+    EXPECT_EQ(shop.at("items").size(), 3u);
+    web::json::value pod = Get(version + "/namespaces/shop/pods/web-2").Json();
+    EXPECT_EQ(pod.at("apiVersion").as_string(), api_version);
+    EXPECT_EQ(pod.at("containers").at(0).at("usage").at("memory").as_string(), "100Mi");
+    web::json::value node = Get(version + "/nodes/node-2/").Json();
+    EXPECT_EQ(node.at("apiVersion").as_string(), api_version);
+    EXPECT_EQ(node.at("usage").at("cpu").as_string(), "1500m");
+  }
 
   web::json::value alpha_nodes = Get(std::string(kV1alpha1) + "/nodes/").Json();
   EXPECT_EQ(alpha_nodes.at("apiVersion").as_string(), "metrics/v1alpha1");
@@ -184,21 +206,28 @@ TEST_F(RestServerTest, EveryListPathServesItsObjects) {
 }
 
 TEST_F(RestServerTest, SelectorsInTheQueryString) {
-  web::json::value pods =
-      Get(std::string(kV1beta1) + "/pods?labelSelector=app%20in%20(web)&fieldSelector=spec." +
-          "nodeName%3Dnode-2")
-          .Json();
-  ASSERT_EQ(pods.at("items").size(), 1u);
-  EXPECT_EQ(pods.at("items").at(0).at("metadata").at("name").as_string(), "web-2");
+  for (const std::string version : {kV1, kV1beta1}) {
+    web::json::value pods =
+        Get(version + "/pods?labelSelector=app%20in%20(web)&fieldSelector=spec.nodeName%3Dnode-2")
+            .Json();
+    ASSERT_EQ(pods.at("items").size(), 1u) << version;
+    EXPECT_EQ(pods.at("items").at(0).at("metadata").at("name").as_string(), "web-2") << version;
+    web::json::value nodes = Get(version + "/nodes?labelSelector=role%3Dworker").Json();
+    ASSERT_EQ(nodes.at("items").size(), 1u) << version;  // node-3 has no memory
+    EXPECT_EQ(nodes.at("items").at(0).at("metadata").at("name").as_string(), "node-1") << version;
+  }
   web::json::value nodes = Get(std::string(kV1alpha1) + "/nodes?labelSelector=!zone").Json();
   ASSERT_EQ(nodes.at("items").size(), 1u);
   EXPECT_EQ(nodes.at("items").at(0).at("metadata").at("name").as_string(), "node-3");
 }
 
 TEST_F(RestServerTest, BadLabelSelectorIs400WithTheParsersMessage) {
-  const std::string message = ExpectStatus(
-      Get(std::string(kV1beta1) + "/pods?labelSelector=app%20in%20(web"), 400, "BadRequest");
-  EXPECT_EQ(message, std::string(LabelSelector::Parse("app in (web").status().message()));
+  for (const std::string version : {kV1, kV1beta1}) {
+    const std::string message =
+        ExpectStatus(Get(version + "/pods?labelSelector=app%20in%20(web"), 400, "BadRequest");
+    EXPECT_EQ(message, std::string(LabelSelector::Parse("app in (web").status().message()))
+        << version;
+  }
 }
 
 TEST_F(RestServerTest, BadFieldSelectorIs400) {
@@ -206,9 +235,11 @@ TEST_F(RestServerTest, BadFieldSelectorIs400) {
 }
 
 TEST_F(RestServerTest, UnsupportedFieldLabelIs400) {
-  const std::string message = ExpectStatus(
-      Get(std::string(kV1beta1) + "/pods?fieldSelector=status.phase%3DRunning"), 400, "BadRequest");
-  EXPECT_EQ(message, "field label not supported: status.phase");
+  for (const std::string version : {kV1, kV1beta1}) {
+    const std::string message = ExpectStatus(
+        Get(version + "/pods?fieldSelector=status.phase%3DRunning"), 400, "BadRequest");
+    EXPECT_EQ(message, "field label not supported: status.phase") << version;
+  }
 }
 
 TEST_F(RestServerTest, UnknownPathsAre404Status) {
@@ -216,7 +247,10 @@ TEST_F(RestServerTest, UnknownPathsAre404Status) {
        {std::string(kV1beta1) + "/namespaces/", std::string(kV1beta1) + "/namespaces/shop",
         std::string(kV1alpha1) + "/namespaces/", std::string(kV1alpha1) + "/namespaces/shop",
         std::string(kV1beta1) + "/namespaces/shop/pods/web-1/extra",
-        std::string(kV1beta1) + "/deployments", std::string("/apis/metrics.k8s.io/v1"),
+        std::string(kV1beta1) + "/deployments", std::string(kV1) + "/namespaces/",
+        std::string(kV1) + "/namespaces/shop", std::string(kV1) + "/deployments",
+        std::string("/apis/metrics.k8s.io/v2"), std::string("/apis/metrics.k8s.io/v1alpha1/nodes"),
+        std::string("/apis/metrics/v1"), std::string("/apis/metrics/v1beta1/nodes"),
         std::string("/apis/other.io"), std::string("/nope"), std::string("/")}) {
     SCOPED_TRACE(path);
     EXPECT_EQ(ExpectStatus(Get(path), 404, "NotFound"),
@@ -230,6 +264,12 @@ TEST_F(RestServerTest, UnknownObjectsAre404WithTheirQualifiedResource) {
   EXPECT_EQ(
       ExpectStatus(Get(std::string(kV1beta1) + "/namespaces/shop/pods/nope"), 404, "NotFound"),
       "pods.metrics.k8s.io \"nope\" not found");
+  EXPECT_EQ(ExpectStatus(Get(std::string(kV1) + "/nodes/x"), 404, "NotFound"),
+            "nodes.metrics.k8s.io \"x\" not found");
+  EXPECT_EQ(ExpectStatus(Get(std::string(kV1) + "/namespaces/shop/pods/nope"), 404, "NotFound"),
+            "pods.metrics.k8s.io \"nope\" not found");
+  ExpectStatus(Get(std::string(kV1) + "/nodes/node-3"), 404, "NotFound");
+  EXPECT_EQ(Get(std::string(kV1) + "/nodes/x").body, Get(std::string(kV1beta1) + "/nodes/x").body);
   EXPECT_EQ(ExpectStatus(Get(std::string(kV1alpha1) + "/nodes/x"), 404, "NotFound"),
             "nodes.metrics \"x\" not found");
   // A pod of another namespace is not found in this one.
@@ -249,6 +289,12 @@ TEST_F(RestServerTest, MethodsOtherThanGetAre405) {
   EXPECT_EQ(ExpectStatus(Request("DELETE", std::string(kV1beta1) + "/namespaces/shop/pods/web-1"),
                          405, "MethodNotAllowed"),
             "delete is not supported on resources of kind \"pods.metrics.k8s.io\"");
+  EXPECT_EQ(ExpectStatus(Request("POST", std::string(kV1) + "/nodes"), 405, "MethodNotAllowed"),
+            "create is not supported on resources of kind \"nodes.metrics.k8s.io\"");
+  EXPECT_EQ(ExpectStatus(Request("DELETE", std::string(kV1) + "/namespaces/shop/pods/web-1"), 405,
+                         "MethodNotAllowed"),
+            "delete is not supported on resources of kind \"pods.metrics.k8s.io\"");
+  ExpectStatus(Request("PUT", std::string(kV1) + "/nodes/node-1"), 405, "MethodNotAllowed");
   ExpectStatus(Request("PUT", std::string(kV1alpha1) + "/nodes/node-1"), 405, "MethodNotAllowed");
   ExpectStatus(Request("PATCH", "/apis"), 405, "MethodNotAllowed");
   ExpectStatus(Request("POST", "/metrics"), 405, "MethodNotAllowed");
@@ -279,12 +325,15 @@ TEST_F(RestServerTest, MetricPathsAre503UntilTheSourceIsReady) {
   source_.ready = false;
   for (const std::string& path :
        {std::string(kV1beta1) + "/nodes", std::string(kV1beta1) + "/nodes/node-1",
-        std::string(kV1beta1) + "/namespaces/shop/pods", std::string(kV1alpha1) + "/pods"}) {
+        std::string(kV1beta1) + "/namespaces/shop/pods", std::string(kV1alpha1) + "/pods",
+        std::string(kV1) + "/nodes", std::string(kV1) + "/namespaces/shop/pods/web-1"}) {
     SCOPED_TRACE(path);
     ExpectStatus(Get(path), 503, "ServiceUnavailable");
   }
   // Discovery and health answer.
   EXPECT_EQ(Get(kV1beta1).code, 200);
+  EXPECT_EQ(Get(kV1).code, 200);
+  EXPECT_EQ(Get("/apis/metrics.k8s.io").code, 200);
   EXPECT_EQ(Get("/apis").code, 200);
   EXPECT_EQ(Get("/healthz").code, 200);
   Reply readyz = Get("/readyz");
@@ -293,6 +342,7 @@ TEST_F(RestServerTest, MetricPathsAre503UntilTheSourceIsReady) {
 
   source_.ready = true;
   EXPECT_EQ(Get(std::string(kV1beta1) + "/nodes").code, 200);
+  EXPECT_EQ(Get(std::string(kV1) + "/nodes").code, 200);
   EXPECT_EQ(Get("/readyz").body, "ok");
 }
 
@@ -310,7 +360,10 @@ TEST_F(RestServerTest, PrettyIndentsObjectsListsDiscoveryAndErrors) {
   for (const std::string& path :
        {std::string(kV1beta1) + "/nodes/node-1?pretty=true",
         std::string(kV1beta1) + "/pods?pretty=1", std::string(kV1beta1) + "?pretty=true",
-        std::string(kV1beta1) + "/nodes/x?pretty=true"}) {
+        std::string(kV1beta1) + "/nodes/x?pretty=true",
+        std::string(kV1) + "/nodes/node-1?pretty=true", std::string(kV1) + "/pods?pretty=1",
+        std::string(kV1) + "?pretty=true", std::string(kV1) + "/nodes/x?pretty=true",
+        std::string("/apis/metrics.k8s.io?pretty=true"), std::string("/apis?pretty")}) {
     SCOPED_TRACE(path);
     Reply reply = Get(path);
     EXPECT_THAT(reply.body, StartsWith("{\n  \"kind\": "));
@@ -318,6 +371,7 @@ TEST_F(RestServerTest, PrettyIndentsObjectsListsDiscoveryAndErrors) {
     EXPECT_EQ(reply.Json(), Get(compact_path).Json());
   }
   EXPECT_THAT(Get(std::string(kV1beta1) + "/nodes?pretty=false").body, StartsWith("{\"kind\":"));
+  EXPECT_THAT(Get(std::string(kV1) + "/nodes?pretty=false").body, StartsWith("{\"kind\":"));
 }
 
 TEST_F(RestServerTest, ProtobufAcceptGetsJson) {
@@ -346,14 +400,33 @@ TEST_F(RestServerTest, AggregatedDiscoveryAcceptGetsThePlainForm) {
 }
 
 TEST_F(RestServerTest, DiscoveryDocuments) {
-  web::json::value apis = Get("/apis").Json();
+  const Reply apis_reply = Get("/apis");
+  EXPECT_EQ(apis_reply.body,
+            R"({"kind":"APIGroupList","apiVersion":"v1","groups":[)"
+            R"({"name":"metrics.k8s.io","versions":[)"
+            R"({"groupVersion":"metrics.k8s.io/v1","version":"v1"},)"
+            R"({"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}],)"
+            R"("preferredVersion":{"groupVersion":"metrics.k8s.io/v1","version":"v1"}},)"
+            R"({"name":"metrics","versions":[{"groupVersion":"metrics/v1alpha1",)"
+            R"("version":"v1alpha1"}],"preferredVersion":{"groupVersion":"metrics/v1alpha1",)"
+            R"("version":"v1alpha1"}}]})");
+  web::json::value apis = apis_reply.Json();
   ASSERT_EQ(apis.at("groups").size(), 2u);
   EXPECT_EQ(apis.at("groups").at(0).at("name").as_string(), "metrics.k8s.io");
   EXPECT_EQ(apis.at("groups").at(1).at("preferredVersion").at("groupVersion").as_string(),
             "metrics/v1alpha1");
-  web::json::value group = Get("/apis/metrics.k8s.io").Json();
+  const Reply group_reply = Get("/apis/metrics.k8s.io");
+  EXPECT_EQ(group_reply.body,
+            R"({"kind":"APIGroup","apiVersion":"v1","name":"metrics.k8s.io","versions":[)"
+            R"({"groupVersion":"metrics.k8s.io/v1","version":"v1"},)"
+            R"({"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}],)"
+            R"("preferredVersion":{"groupVersion":"metrics.k8s.io/v1","version":"v1"}})");
+  EXPECT_EQ(Get("/apis/metrics.k8s.io/").body, group_reply.body);
+  web::json::value group = group_reply.Json();
   EXPECT_EQ(group.at("kind").as_string(), "APIGroup");
-  EXPECT_EQ(group.at("versions").at(0).at("version").as_string(), "v1beta1");
+  EXPECT_EQ(group.at("versions").at(0).at("version").as_string(), "v1");
+  EXPECT_EQ(group.at("versions").at(1).at("version").as_string(), "v1beta1");
+  EXPECT_EQ(group.at("preferredVersion").at("version").as_string(), "v1");
   EXPECT_EQ(Get("/apis/metrics/").Json().at("name").as_string(), "metrics");
   EXPECT_EQ(Get("/api").Json().at("kind").as_string(), "APIVersions");
   web::json::value alpha = Get(std::string(kV1alpha1) + "/").Json();
@@ -368,6 +441,11 @@ TEST_F(RestServerTest, DiscoveryDocuments) {
     EXPECT_EQ(beta.at(key), value) << key;
   }
   EXPECT_EQ(beta, fixture);
+  // v1's APIResourceList is v1beta1's under its own group version.
+  web::json::value v1 = Get(std::string(kV1) + "/").Json();
+  EXPECT_EQ(v1.at("groupVersion").as_string(), "metrics.k8s.io/v1");
+  v1["groupVersion"] = fixture.at("groupVersion");
+  EXPECT_EQ(v1, fixture);
 }
 
 TEST_F(RestServerTest, HealthzIsOk) {
@@ -401,6 +479,12 @@ TEST_F(RestServerTest, MetricsExposesHttpCountersByRouteTemplate) {
   ASSERT_EQ(Get(std::string(kV1beta1) + "/namespaces/shop/pods").code, 200);
   ASSERT_EQ(Get(std::string(kV1beta1) + "/namespaces/shop/pods").code, 200);
   ASSERT_EQ(Get(std::string(kV1beta1) + "/namespaces/shop/pods/nope").code, 404);
+  ASSERT_EQ(Get(std::string(kV1) + "/namespaces/shop/pods").code, 200);
+  ASSERT_EQ(Get(std::string(kV1) + "/nodes/node-1").code, 200);
+  ASSERT_EQ(Get(std::string(kV1) + "/nodes/node-1").code, 200);
+  ASSERT_EQ(Get(std::string(kV1) + "/nodes/node-2").code, 200);
+  ASSERT_EQ(Get(std::string(kV1) + "/namespaces/kube-system/pods/nope").code, 404);
+  ASSERT_EQ(Get(std::string(kV1)).code, 200);
   ASSERT_EQ(Get("/definitely/unknown").code, 404);
   ASSERT_EQ(Request("POST", std::string(kV1beta1) + "/nodes").code, 405);
   ASSERT_EQ(Request("BREW", "/healthz").code, 405);
@@ -415,6 +499,17 @@ TEST_F(RestServerTest, MetricsExposesHttpCountersByRouteTemplate) {
   EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"404\",method=\"GET\","
                               "route=\"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/"
                               "pods/{pod}\",server=\"secure\"} 1"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"200\",method=\"GET\","
+                              "route=\"/apis/metrics.k8s.io/v1/namespaces/{namespace}/"
+                              "pods\",server=\"secure\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("kubestat_http_requests_total{code=\"200\",method=\"GET\","
+                        "route=\"/apis/metrics.k8s.io/v1/nodes/{node}\",server=\"secure\"} 3"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"404\",method=\"GET\","
+                              "route=\"/apis/metrics.k8s.io/v1/namespaces/{namespace}/"
+                              "pods/{pod}\",server=\"secure\"} 1"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"200\",method=\"GET\","
+                              "route=\"/apis/metrics.k8s.io/v1\",server=\"secure\"} 1"));
   EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"404\",method=\"GET\","
                               "route=\"other\",server=\"secure\"} 1"));
   EXPECT_THAT(text, HasSubstr("kubestat_http_requests_total{code=\"405\",method=\"POST\","
@@ -428,6 +523,8 @@ TEST_F(RestServerTest, MetricsExposesHttpCountersByRouteTemplate) {
                       "metrics.k8s.io/v1beta1/namespaces/{namespace}/pods\",server=\"secure\"} 2"));
   // Raw paths never become label values.
   EXPECT_THAT(text, Not(HasSubstr("/namespaces/shop")));
+  EXPECT_THAT(text, Not(HasSubstr("/nodes/node-")));
+  EXPECT_THAT(text, Not(HasSubstr("/kube-system")));
   EXPECT_THAT(text, Not(HasSubstr("definitely")));
 }
 
@@ -479,6 +576,17 @@ TEST_F(RestServerTest, GzipOverHttpForClientsThatAcceptIt) {
   ASSERT_TRUE(unpacked.ok()) << unpacked.status();
   EXPECT_EQ(*unpacked, identity.body);
   EXPECT_EQ(GetRaw(client, path, "gzip;q=0").content_encoding, "");
+  // metrics.k8s.io/v1 too, with the identity bytes inside.
+  const std::string v1_path = std::string(kV1) + "/pods";
+  const RawReply v1_identity = GetRaw(client, v1_path, "");
+  const RawReply v1_packed = GetRaw(client, v1_path, "gzip");
+  ASSERT_EQ(v1_packed.code, 200);
+  EXPECT_EQ(v1_packed.content_encoding, "gzip");
+  EXPECT_EQ(v1_packed.vary, "Accept-Encoding");
+  absl::StatusOr<std::string> v1_unpacked = GzipDecompress(v1_packed.body, 1 << 24);
+  ASSERT_TRUE(v1_unpacked.ok()) << v1_unpacked.status();
+  EXPECT_EQ(*v1_unpacked, v1_identity.body);
+  EXPECT_THAT(*v1_unpacked, HasSubstr("\"apiVersion\":\"metrics.k8s.io/v1\""));
   // Bodies under the threshold go as they are.
   const RawReply ok = GetRaw(client, "/healthz", "gzip");
   EXPECT_EQ(ok.content_encoding, "");

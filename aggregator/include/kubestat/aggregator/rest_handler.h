@@ -6,7 +6,8 @@
 //
 // Paths served (a trailing '/' is ignored; {x} is one path segment, percent-decoded):
 //   /api                                APIVersions (no core versions)
-//   /apis                               APIGroupList: metrics.k8s.io/v1beta1, metrics/v1alpha1
+//   /apis                               APIGroupList: metrics.k8s.io (v1 preferred, v1beta1),
+//                                       metrics (v1alpha1)
 //   /apis/{group}                       APIGroup (group: metrics.k8s.io or metrics)
 //   /apis/{group}/{version}             APIResourceList: nodes, pods
 //   /apis/{group}/{version}/nodes                          NodeMetricsList
@@ -18,6 +19,8 @@
 //   /livez     200 "ok"; 500 with the reason when the last scrape round started more than
 //              1.5 resolutions ago (measured from construction until the first round)
 //   /readyz    200 "ok" when MetricsSource::Ready(), else 503 with the reason
+// {group}/{version} is metrics.k8s.io/v1, metrics.k8s.io/v1beta1 (the same objects and
+// answers, each under its own apiVersion and route) or metrics/v1alpha1.
 // Documents are rendered by rest_render.h; JSON is always the answer (a client asking for
 // protobuf, or for aggregated discovery, gets the plain JSON form, as metrics-server does).
 //

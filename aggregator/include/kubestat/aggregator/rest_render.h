@@ -3,7 +3,7 @@
 // No transport here (RestHandler routes, RestServer moves bytes), so every document the
 // REST front end serves can be produced and checked without a socket.
 //
-// Two APIs are rendered:
+// Two groups are rendered, metrics.k8s.io in two versions:
 //
 // metrics/v1alpha1 (kubestat's own, every window of every object):
 //   NodeMetrics {kind, apiVersion, metadata{name, labels}, machine: <windows>,
@@ -21,7 +21,8 @@
 //   count the larger of their sample counts (cpu, a rate, has one sample fewer than memory
 //   after a series starts).
 //
-// metrics.k8s.io/v1beta1 (what metrics-server serves, for kubectl top and the HPA):
+// metrics.k8s.io/v1 and metrics.k8s.io/v1beta1 (what metrics-server serves, for kubectl top
+// and the HPA; the two versions hold the same objects, only apiVersion differs):
 //   NodeMetrics {kind, apiVersion, metadata{name, creationTimestamp, labels}, timestamp,
 //                window, usage{cpu, memory}}
 //   PodMetrics  {kind, apiVersion, metadata{name, namespace, creationTimestamp, labels},
@@ -57,17 +58,24 @@ namespace kubestat::aggregator {
 enum class MetricsApi {
   kV1alpha1,  // metrics/v1alpha1
   kV1beta1,   // metrics.k8s.io/v1beta1
+  kV1,        // metrics.k8s.io/v1
 };
 
 inline constexpr std::string_view kGroupMetrics = "metrics";
 inline constexpr std::string_view kGroupMetricsK8sIo = "metrics.k8s.io";
 
-// "metrics" / "metrics.k8s.io".
+// "metrics" / "metrics.k8s.io" / "metrics.k8s.io".
 std::string_view ApiGroupName(MetricsApi api);
-// "v1alpha1" / "v1beta1".
+// "v1alpha1" / "v1beta1" / "v1".
 std::string_view ApiVersionName(MetricsApi api);
-// "metrics/v1alpha1" / "metrics.k8s.io/v1beta1".
+// "metrics/v1alpha1" / "metrics.k8s.io/v1beta1" / "metrics.k8s.io/v1".
 std::string_view ApiGroupVersion(MetricsApi api);
+// Whether `api` is a version of metrics.k8s.io (metrics-server's shape: timestamp, window,
+// usage) rather than metrics/v1alpha1.
+bool IsMetricsK8sIo(MetricsApi api);
+// The versions served of `api`'s group, the preferred one first: {kV1, kV1beta1} for
+// metrics.k8s.io, {kV1alpha1} for metrics. Points at static storage.
+std::span<const MetricsApi> GroupVersions(MetricsApi api);
 
 enum class MetricsResource { kNodes, kPods };
 
@@ -107,11 +115,12 @@ bool MatchesQuery(const MetricsQuery& query, const PodView& pod);
 // How one response is rendered.
 struct RenderContext {
   MetricsApi api = MetricsApi::kV1beta1;
-  Timestamp now;   // creationTimestamp of v1beta1 objects
+  Timestamp now;   // creationTimestamp of metrics.k8s.io objects
   int indent = 0;  // 0 compact, else spaces per level
 };
 
-// Whether `api` serves this object (always for v1alpha1; see the file comment for v1beta1).
+// Whether `api` serves this object (always for v1alpha1; see the file comment for
+// metrics.k8s.io).
 bool Servable(MetricsApi api, const NodeView& node);
 bool Servable(MetricsApi api, const PodView& pod);
 
@@ -133,9 +142,9 @@ std::string RenderPodList(std::span<const std::shared_ptr<const PodView>> pods,
 
 // Pre-rendered items: the compact JSON of one node as a list item (no kind, apiVersion), and
 // a list made of such items, one per node of `nodes` in the same order. A metrics/v1alpha1
-// object does not depend on the request (v1beta1's creationTimestamp does), so the items of
-// a snapshot can be rendered once and listed by many requests. `ctx.api` must be kV1alpha1
-// and ctx.indent 0; the output is byte for byte RenderNodeList's.
+// object does not depend on the request (metrics.k8s.io's creationTimestamp does), so the
+// items of a snapshot can be rendered once and listed by many requests. `ctx.api` must be
+// kV1alpha1 and ctx.indent 0; the output is byte for byte RenderNodeList's.
 std::string RenderNodeListItem(const NodeView& node, const RenderContext& ctx);
 std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> nodes,
                            std::span<const std::string> items, const MetricsQuery& query,
@@ -145,9 +154,10 @@ std::string RenderNodeList(std::span<const std::shared_ptr<const NodeView>> node
 // APIResourceList of one group version: nodes (NodeMetrics, cluster-scoped) and pods
 // (PodMetrics, namespaced), verbs get and list.
 std::string RenderApiResourceList(MetricsApi api, int indent);
-// APIGroup of the group of `api` with its one version, preferred.
+// APIGroup of the group of `api` with its GroupVersions(), in that order, the first one
+// preferred (for metrics.k8s.io: v1 then v1beta1, v1 preferred, whichever of them `api` is).
 std::string RenderApiGroup(MetricsApi api, int indent);
-// APIGroupList with metrics.k8s.io (v1beta1) and metrics (v1alpha1).
+// APIGroupList with metrics.k8s.io (v1 preferred, v1beta1) and metrics (v1alpha1).
 std::string RenderApiGroupList(int indent);
 // APIVersions of the legacy /api path: no core versions are served here.
 std::string RenderApiVersions(int indent);
