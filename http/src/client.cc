@@ -3,8 +3,10 @@
 #include <cpprest/http_client.h>
 
 #include <algorithm>
+#include <cassert>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <system_error>
@@ -23,6 +25,8 @@ namespace kubestat::http {
 namespace {
 
 constexpr size_t kChunkBytes = size_t{64} * 1024;
+// How much of a non-2xx streamed body is kept (see client.h, Stream).
+constexpr size_t kErrorBodyBytes = size_t{64} * 1024;
 // How often a waiting request looks at the injected clock (see client.h, Deadline).
 constexpr Duration kClockCheck = std::chrono::milliseconds(50);
 constexpr std::string_view kReasonPayload = "type.kubestat.io/kubestat.http.FailureReason";
@@ -87,6 +91,8 @@ class Exchange {
     return wakeup_->stopped;
   }
   bool past_deadline() const { return clock_.MonotonicNow() >= deadline_; }
+  // Replaces the deadline for the waits that follow (a stream's body has none).
+  void set_deadline(Timestamp deadline) { deadline_ = deadline; }
 
   // Waits until `task` is done, the deadline passes or the request is stopped; cancels the
   // request in the last two cases. Tasks are waited for one at a time, in order.
@@ -136,7 +142,7 @@ class Exchange {
   }
 
   const Clock& clock_;
-  const Timestamp deadline_;
+  Timestamp deadline_;
   uint64_t issued_ = 0;
   pplx::cancellation_token_source cancel_;
   std::shared_ptr<Wakeup> wakeup_ = std::make_shared<Wakeup>();
@@ -184,6 +190,22 @@ bool MethodSendsLength(std::string_view method) {
   return method == "POST" || method == "PUT" || method == "PATCH";
 }
 
+// Moves what `stream` holds now (at most `room` bytes) to `out` without waiting, under the
+// buffer's lock (in_avail() reads the producer's count without it). Returns the count.
+size_t TakeAvailable(concurrency::streams::streambuf<uint8_t>& stream, uint8_t* out, size_t room) {
+  size_t taken = 0;
+  while (taken < room) {
+    uint8_t* block = nullptr;
+    size_t available = 0;
+    if (!stream.acquire(block, available) || block == nullptr || available == 0) break;
+    const size_t n = std::min(available, room - taken);
+    std::memcpy(out + taken, block, n);
+    stream.release(block, n);
+    taken += n;
+  }
+  return taken;
+}
+
 }  // namespace
 
 class Client::Impl {
@@ -197,6 +219,9 @@ class Client::Impl {
         verify_log_(std::move(verify_log)) {}
 
   absl::StatusOr<ClientResponse> Do(const ClientRequest& request);
+  absl::Status Stream(const ClientRequest& request, Duration header_timeout,
+                      const std::function<bool(std::string_view)>& on_chunk, int* status_code,
+                      std::string* error_body);
   const ClientOptions& options() const { return options_; }
 
  private:
@@ -210,6 +235,22 @@ class Client::Impl {
   // The Authorization value for `request`; "" when none is sent.
   absl::StatusOr<std::string> Authorization(const ClientRequest& request,
                                             const std::string& label) const;
+
+  // Checks `request` and builds the message to send: InvalidArgument ("request") when it is
+  // malformed, the token source's error ("auth").
+  absl::StatusOr<web::http::http_request> Prepare(const ClientRequest& request,
+                                                  const std::string& label) const;
+
+  // The outcome of a wait that gave up: Cancelled when stopped, else DeadlineExceeded.
+  static absl::Status Abandoned(Exchange& exchange, WaitResult result, const std::string& label,
+                                std::string_view what) {
+    exchange.Cancel();
+    if (result == WaitResult::kStopped || exchange.stopped()) {
+      return WithReason(absl::CancelledError(absl::StrCat(label, ": stopped")), "cancelled");
+    }
+    return WithReason(absl::DeadlineExceededError(absl::StrCat(label, ": ", AbslView(what))),
+                      "timeout");
+  }
 
   const ClientOptions options_;
   const Clock& clock_;
@@ -240,8 +281,8 @@ absl::StatusOr<std::string> Client::Impl::Authorization(const ClientRequest& req
   return absl::StrCat("Bearer ", *token);
 }
 
-absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
-  const std::string label = Label(request);
+absl::StatusOr<web::http::http_request> Client::Impl::Prepare(const ClientRequest& request,
+                                                              const std::string& label) const {
   if (!IsToken(request.method)) {
     return WithReason(absl::InvalidArgumentError(absl::StrCat(label, ": not a method name")),
                       "request");
@@ -265,22 +306,6 @@ absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
   }
   absl::StatusOr<std::string> authorization = Authorization(request, label);
   if (!authorization.ok()) return authorization.status();
-
-  const uint64_t verify_failures_before = verify_log_->failures();
-  const Timestamp deadline = clock_.MonotonicNow() + options_.timeout;
-  Exchange exchange(clock_, deadline, request.stop);
-  // The outcome of a wait that gave up.
-  auto abandoned = [&](WaitResult result) -> absl::Status {
-    exchange.Cancel();
-    if (result == WaitResult::kStopped || exchange.stopped()) {
-      return WithReason(absl::CancelledError(absl::StrCat(label, ": stopped")), "cancelled");
-    }
-    return WithReason(
-        absl::DeadlineExceededError(absl::StrCat(label, ": no complete response within ",
-                                                 FormatDuration(options_.timeout))),
-        "timeout");
-  };
-  bool after_head = false;
   try {
     web::http::http_request message(request.method);
     message.set_request_uri(web::uri(request.path_and_query));
@@ -293,9 +318,29 @@ absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
     } else if (MethodSendsLength(request.method)) {
       headers.set_content_length(0);
     }
+    return message;
+  } catch (const web::uri_exception& e) {
+    return WithReason(absl::InvalidArgumentError(
+                          absl::StrCat(label, ": the path is not a URI: ", Printable(e.what()))),
+                      "request");
+  }
+}
 
+absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
+  const std::string label = Label(request);
+  absl::StatusOr<web::http::http_request> message = Prepare(request, label);
+  if (!message.ok()) return message.status();
+
+  const uint64_t verify_failures_before = verify_log_->failures();
+  const Timestamp deadline = clock_.MonotonicNow() + options_.timeout;
+  Exchange exchange(clock_, deadline, request.stop);
+  const std::string timed_out =
+      absl::StrCat("no complete response within ", FormatDuration(options_.timeout));
+  auto abandoned = [&](WaitResult result) { return Abandoned(exchange, result, label, timed_out); };
+  bool after_head = false;
+  try {
     pplx::task<web::http::http_response> response_task =
-        client_->request(message, exchange.token());
+        client_->request(*message, exchange.token());
     if (WaitResult r = exchange.Wait(response_task, nullptr); r != WaitResult::kDone) {
       return abandoned(r);
     }
@@ -339,13 +384,72 @@ absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
   } catch (const pplx::task_canceled&) {
     // Cancelled from outside a wait: by stop, or by the deadline between two waits.
     return abandoned(exchange.stopped() ? WaitResult::kStopped : WaitResult::kDeadline);
-  } catch (const web::uri_exception& e) {
-    return WithReason(absl::InvalidArgumentError(
-                          absl::StrCat(label, ": the path is not a URI: ", Printable(e.what()))),
-                      "request");
   } catch (const std::exception& e) {
     if (exchange.stopped()) return abandoned(WaitResult::kStopped);
     if (exchange.past_deadline()) return abandoned(WaitResult::kDeadline);
+    return FromException(label, e, after_head, verify_log_->ReasonSince(verify_failures_before));
+  }
+}
+
+absl::Status Client::Impl::Stream(const ClientRequest& request, Duration header_timeout,
+                                  const std::function<bool(std::string_view)>& on_chunk,
+                                  int* status_code, std::string* error_body) {
+  assert(status_code != nullptr && error_body != nullptr);
+  *status_code = 0;
+  error_body->clear();
+  const std::string label = Label(request);
+  if (header_timeout <= Duration::zero()) {
+    return WithReason(
+        absl::InvalidArgumentError(absl::StrCat(label, ": header_timeout must be positive")),
+        "request");
+  }
+  absl::StatusOr<web::http::http_request> message = Prepare(request, label);
+  if (!message.ok()) return message.status();
+
+  const uint64_t verify_failures_before = verify_log_->failures();
+  Exchange exchange(clock_, clock_.MonotonicNow() + header_timeout, request.stop);
+  const std::string timed_out =
+      absl::StrCat("no response head within ", FormatDuration(header_timeout));
+  auto abandoned = [&](WaitResult result) { return Abandoned(exchange, result, label, timed_out); };
+  bool after_head = false;
+  try {
+    pplx::task<web::http::http_response> response_task =
+        client_->request(*message, exchange.token());
+    if (WaitResult r = exchange.Wait(response_task, nullptr); r != WaitResult::kDone) {
+      return abandoned(r);
+    }
+    web::http::http_response response = response_task.get();
+    after_head = true;
+    *status_code = response.status_code();
+    const bool success = *status_code >= 200 && *status_code <= 299;
+    // The body is waited for without a deadline; only stop (or the backstop) ends a wait.
+    exchange.set_deadline(Timestamp::max());
+
+    auto stream = response.body().streambuf();
+    auto buffer = std::make_shared<std::vector<uint8_t>>(kChunkBytes);
+    while (true) {
+      // Events are small: wait for one byte, then take whatever else is already there (a
+      // read of a whole buffer would wait until the buffer is full).
+      pplx::task<size_t> read = stream.getn(buffer->data(), 1);
+      if (WaitResult r = exchange.Wait(read, buffer); r != WaitResult::kDone) return abandoned(r);
+      size_t n = read.get();
+      if (n == 0) return absl::OkStatus();
+      n += TakeAvailable(stream, buffer->data() + 1, buffer->size() - 1);
+      const std::string_view chunk(reinterpret_cast<const char*>(buffer->data()), n);
+      if (!success) {
+        error_body->append(chunk.substr(0, kErrorBodyBytes - error_body->size()));
+        if (error_body->size() >= kErrorBodyBytes) break;
+        continue;
+      }
+      if (!on_chunk(chunk)) break;
+    }
+    exchange.Cancel();  // the rest of the body is not wanted: close the connection
+    return absl::OkStatus();
+  } catch (const pplx::task_canceled&) {
+    return abandoned(exchange.stopped() ? WaitResult::kStopped : WaitResult::kDeadline);
+  } catch (const std::exception& e) {
+    if (exchange.stopped()) return abandoned(WaitResult::kStopped);
+    if (!after_head && exchange.past_deadline()) return abandoned(WaitResult::kDeadline);
     return FromException(label, e, after_head, verify_log_->ReasonSince(verify_failures_before));
   }
 }
@@ -385,6 +489,12 @@ Client::~Client() = default;
 
 absl::StatusOr<ClientResponse> Client::Do(const ClientRequest& request) {
   return impl_->Do(request);
+}
+
+absl::Status Client::Stream(const ClientRequest& request, Duration header_timeout,
+                            const std::function<bool(std::string_view chunk)>& on_chunk,
+                            int* status_code, std::string* error_body) {
+  return impl_->Stream(request, header_timeout, on_chunk, status_code, error_body);
 }
 
 absl::StatusOr<ClientResponse> Client::Do(std::string_view method, std::string_view path_and_query,

@@ -171,6 +171,9 @@ class Server::Impl {
     }
     // Running handlers finish; queued requests are dropped.
     core_.workers().Stop();
+    // Producers may hold stream writers past this point: they stop posting to the strands
+    // before the io_context goes away.
+    core_.CloseStreams();
     work_.reset();
     io_->stop();
     for (std::thread& thread : threads_) thread.join();

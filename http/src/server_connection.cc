@@ -5,6 +5,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/status.hpp>
+#include <cstdio>
 #include <ctime>
 #include <exception>
 #include <utility>
@@ -115,8 +116,9 @@ Response ServerCore::Run(const Request& request) {
     response =
         ErrorResponse(ApiError::InternalError("the handler returned an invalid response"), route);
   }
+  if (response.stream) response.body.clear();
   if (options_.compression.enabled && request.accepts_gzip && response.content_encoding.empty() &&
-      response.body.size() >= options_.compression.min_bytes) {
+      !response.stream && response.body.size() >= options_.compression.min_bytes) {
     response.body = GzipCompress(response.body, kGzipLevel);
     response.content_encoding = std::string(kGzip);
   }
@@ -133,6 +135,35 @@ Response ServerCore::Run(const Request& request) {
   metrics_.RecordRequest(response.route, response.code, MethodLabel(request.method), seconds,
                          encoding, sent);
   return response;
+}
+
+std::shared_ptr<StreamChannel> ServerCore::OpenStream(asio::any_io_executor strand,
+                                                      std::function<void()> pump) {
+  auto channel = std::make_shared<StreamChannel>(std::move(strand), std::move(pump));
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    if (!streams_closed_) {
+      if (streams_.size() >= 64 && streams_.size() == streams_.capacity()) {
+        std::erase_if(streams_, [](const std::weak_ptr<StreamChannel>& s) { return s.expired(); });
+      }
+      streams_.push_back(channel);
+      return channel;
+    }
+  }
+  channel->Close();
+  return channel;
+}
+
+void ServerCore::CloseStreams() {
+  std::vector<std::weak_ptr<StreamChannel>> streams;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    streams_closed_ = true;
+    streams.swap(streams_);
+  }
+  for (const std::weak_ptr<StreamChannel>& weak : streams) {
+    if (std::shared_ptr<StreamChannel> channel = weak.lock()) channel->Close();
+  }
 }
 
 // --- Listener ---
@@ -169,6 +200,7 @@ Connection::Connection(ServerCore& core, Listener& listener, asio::ip::tcp::sock
 }
 
 Connection::~Connection() {
+  if (stream_) stream_->Close();
   {
     std::lock_guard<std::mutex> lock(listener_.mu);
     listener_.live.erase(this);
@@ -352,14 +384,18 @@ void Connection::Dispatch() {
   }
   if (health) {
     // On the strand: health answers never wait behind the worker queue.
-    return Respond(core_.Run(request), keep_alive_);
+    Response response = core_.Run(request);
+    std::shared_ptr<StreamChannel> stream = StartStream(response);
+    return Respond(std::move(response), keep_alive_, std::move(stream));
   }
   auto self = shared_from_this();
   const bool queued = core_.workers().TrySubmit([self, request = std::move(request)]() {
     Response response = self->core_.Run(request);
-    asio::post(self->socket_.get_executor(), [self, response = std::move(response)]() mutable {
-      self->Respond(std::move(response), self->keep_alive_);
-    });
+    std::shared_ptr<StreamChannel> stream = self->StartStream(response);
+    asio::post(self->socket_.get_executor(),
+               [self, response = std::move(response), stream = std::move(stream)]() mutable {
+                 self->Respond(std::move(response), self->keep_alive_, std::move(stream));
+               });
   });
   if (!queued) {
     Reject(RejectionReason::kOverloaded,
@@ -367,9 +403,32 @@ void Connection::Dispatch() {
   }
 }
 
-void Connection::Respond(Response response, bool keep_alive) {
-  if (phase_ == Phase::kClosed) return;
-  const bool close = !keep_alive || response.close_connection || core_.stopping();
+std::shared_ptr<StreamChannel> Connection::StartStream(const Response& response) {
+  if (!response.stream) return nullptr;
+  std::weak_ptr<Connection> weak = weak_from_this();
+  std::shared_ptr<StreamChannel> channel = core_.OpenStream(socket_.get_executor(), [weak] {
+    if (std::shared_ptr<Connection> self = weak.lock()) self->PumpStream();
+  });
+  try {
+    response.stream(channel);
+  } catch (const std::exception& e) {
+    KLOG(ERROR) << "HTTP stream start threw: " << e.what();
+    channel->Close();
+  } catch (...) {
+    KLOG(ERROR) << "HTTP stream start threw";
+    channel->Close();
+  }
+  return channel;
+}
+
+void Connection::Respond(Response response, bool keep_alive,
+                         std::shared_ptr<StreamChannel> stream) {
+  if (phase_ == Phase::kClosed) {
+    if (stream) stream->Close();
+    return;
+  }
+  const bool close =
+      !keep_alive || response.close_connection || core_.stopping() || stream != nullptr;
   const int code = response.code;
   const bool no_body = code < 200 || code == 204 || code == 304;
   std::string& h = out_head_;
@@ -383,7 +442,11 @@ void Connection::Respond(Response response, bool keep_alive) {
     if (!response.content_encoding.empty()) {
       h += StrCat("Content-Encoding: ", response.content_encoding, "\r\n");
     }
-    h += StrCat("Content-Length: ", response.body.size(), "\r\n");
+    if (stream == nullptr) {
+      h += StrCat("Content-Length: ", response.body.size(), "\r\n");
+    } else if (reader_.version() != 10) {
+      h += "Transfer-Encoding: chunked\r\n";
+    }
   }
   // Caches must not serve one client's encoding to another.
   if (core_.options().compression.enabled) h += "Vary: Accept-Encoding\r\n";
@@ -399,8 +462,109 @@ void Connection::Respond(Response response, bool keep_alive) {
   }
   h += "\r\n";
   out_body_.clear();
+  if (stream != nullptr) {
+    stream_body_ = !no_body && !is_head_request_;
+    stream_chunked_ = stream_body_ && reader_.version() != 10;
+    return BeginStream(std::move(stream));
+  }
   if (!no_body && !is_head_request_) out_body_ = std::move(response.body);
   Write(close);
+}
+
+void Connection::BeginStream(std::shared_ptr<StreamChannel> stream) {
+  phase_ = Phase::kStreaming;
+  stream_ = std::move(stream);
+  timer_.expires_at(SteadyTime::max());  // no deadline while the producer has nothing
+  StreamRead();
+  PumpStream();
+}
+
+void Connection::StreamRead() {
+  auto handler = [self = shared_from_this()](const error_code& ec, size_t n) {
+    if (self->phase_ == Phase::kClosed) return;
+    // The client went away, a write timed out (the timer cancels both), or Stop().
+    if (ec || self->timed_out_) return self->CloseNow();
+    if (self->phase_ == Phase::kLinger) {
+      self->drained_ += n;
+      if (self->drained_ > kLingerBytes) return self->CloseNow();
+    }
+    // What a client sends during a stream is dropped.
+    self->StreamRead();
+  };
+  if (tls_) {
+    tls_->async_read_some(asio::buffer(drain_buffer_), std::move(handler));
+  } else {
+    socket_.async_read_some(asio::buffer(drain_buffer_), std::move(handler));
+  }
+}
+
+void Connection::PumpStream() {
+  if (phase_ != Phase::kStreaming || stream_ == nullptr || stream_writing_) return;
+  StreamChannel::Batch batch = stream_->Take();
+  if (!batch.head) return;  // the head is held back until the producer sends something
+  out_body_.clear();
+  if (!stream_head_sent_) {
+    out_body_ = std::move(out_head_);
+    out_head_.clear();
+    stream_head_sent_ = true;
+  }
+  if (stream_body_) {
+    for (const std::string& chunk : batch.chunks) {
+      if (stream_chunked_) {
+        char size[32];
+        const int n = std::snprintf(size, sizeof(size), "%zx\r\n", chunk.size());
+        out_body_.append(size, static_cast<size_t>(n));
+        out_body_ += chunk;
+        out_body_ += "\r\n";
+      } else {
+        out_body_ += chunk;
+      }
+    }
+  }
+  if (batch.finish) {
+    stream_finishing_ = true;
+    if (stream_chunked_) out_body_ += "0\r\n\r\n";
+  }
+  stream_batch_bytes_ = batch.bytes;
+  if (out_body_.empty()) {
+    stream_->Written(batch.bytes);
+    if (stream_finishing_) OnStreamWritten(error_code(), 0);
+    return;
+  }
+  stream_writing_ = true;
+  ArmTimer(std::chrono::steady_clock::now() + core_.options().limits.write_timeout);
+  auto handler = [self = shared_from_this()](const error_code& ec, size_t n) {
+    self->OnStreamWritten(ec, n);
+  };
+  if (tls_) {
+    asio::async_write(*tls_, asio::buffer(out_body_), std::move(handler));
+  } else {
+    asio::async_write(socket_, asio::buffer(out_body_), std::move(handler));
+  }
+}
+
+void Connection::OnStreamWritten(const error_code& ec, size_t) {
+  stream_writing_ = false;
+  if (phase_ == Phase::kClosed) return;
+  if (ec || timed_out_) {
+    KVLOG(1) << "HTTP stream to " << remote_address_
+             << " ended: " << (timed_out_ ? "write timed out" : ec.message());
+    return CloseNow();
+  }
+  timer_.expires_at(SteadyTime::max());
+  stream_->Written(stream_batch_bytes_);
+  stream_batch_bytes_ = 0;
+  if (!stream_finishing_) return PumpStream();
+  // The last chunk is out: the stream is complete. The pending read drains what the
+  // client still sends until it closes or the linger time passes.
+  out_body_.clear();
+  out_body_.shrink_to_fit();
+  stream_->Close();
+  phase_ = Phase::kLinger;
+  drained_ = 0;
+  ArmTimer(std::chrono::steady_clock::now() + kLingerTime);
+  error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
 }
 
 void Connection::Reject(RejectionReason reason, const ApiError& error) {
@@ -471,6 +635,7 @@ void Connection::Drain() {
 void Connection::CloseNow() {
   if (phase_ == Phase::kClosed) return;
   phase_ = Phase::kClosed;
+  if (stream_) stream_->Close();
   timer_.cancel();
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);

@@ -8,6 +8,11 @@
 // (read_timeout from the first byte), a write (write_timeout), waiting for the next request
 // (idle_timeout); when it fires the pending operation is cancelled and the phase decides
 // (close, or answer 408).
+//
+// A streamed response (server.h) puts the connection in kStreaming: the head and the
+// chunks the producer queued are written as they come (write_timeout per write, no timer
+// while nothing is queued), and one read stays pending so that a client that goes away
+// ends the stream. After the last chunk the connection lingers and closes.
 #ifndef KUBESTAT_HTTP_SRC_SERVER_CONNECTION_H_
 #define KUBESTAT_HTTP_SRC_SERVER_CONNECTION_H_
 
@@ -18,14 +23,17 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "kubestat/http/server.h"
 #include "kubestat/http/server_request_reader.h"
 #include "server_metrics.h"
+#include "server_stream.h"
 #include "server_worker_pool.h"
 #include "tls_context.h"
 
@@ -54,6 +62,13 @@ class ServerCore {
   // when CompressionOptions say so, and records the request metrics.
   Response Run(const Request& request);
 
+  // A stream's channel, registered so that CloseStreams() reaches it; closed at once when
+  // the streams were already closed.
+  std::shared_ptr<StreamChannel> OpenStream(boost::asio::any_io_executor strand,
+                                            std::function<void()> pump);
+  // Closes every open stream and every later one (Stop(), before the io_context goes).
+  void CloseStreams();
+
  private:
   const ServerOptions options_;
   const Handler handler_;
@@ -63,6 +78,9 @@ class ServerCore {
   ServerMetrics metrics_;
   WorkerPool workers_;
   std::atomic<bool> stopping_{false};
+  std::mutex streams_mu_;
+  bool streams_closed_ = false;
+  std::vector<std::weak_ptr<StreamChannel>> streams_;
 };
 
 // A listening socket with its own connection cap, on its own strand.
@@ -102,7 +120,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close();
 
  private:
-  enum class Phase { kHandshake, kIdle, kHead, kBody, kHandling, kWriting, kLinger, kClosed };
+  enum class Phase {
+    kHandshake,
+    kIdle,
+    kHead,
+    kBody,
+    kHandling,
+    kWriting,
+    kStreaming,
+    kLinger,
+    kClosed
+  };
   using SteadyTime = std::chrono::steady_clock::time_point;
 
   void Begin();
@@ -112,7 +140,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnRead(const boost::system::error_code& ec, size_t n);
   void ParseBuffered();
   void Dispatch();
-  void Respond(Response response, bool keep_alive);
+  void Respond(Response response, bool keep_alive, std::shared_ptr<StreamChannel> stream = nullptr);
+  // Creates the channel of a streamed response and hands it to the handler's StreamStart.
+  std::shared_ptr<StreamChannel> StartStream(const Response& response);
+  void BeginStream(std::shared_ptr<StreamChannel> stream);
+  void PumpStream();
+  void OnStreamWritten(const boost::system::error_code& ec, size_t bytes);
+  void StreamRead();
   void Reject(RejectionReason reason, const ApiError& error);
   void Write(bool close_after);
   void OnWritten(const boost::system::error_code& ec);
@@ -149,6 +183,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool continue_pending_ = false;
   std::array<char, 4096> drain_buffer_;
   size_t drained_ = 0;
+
+  // The streamed response being written.
+  std::shared_ptr<StreamChannel> stream_;
+  bool stream_head_sent_ = false;
+  bool stream_body_ = false;     // body bytes are sent (not HEAD, not 1xx/204/304)
+  bool stream_chunked_ = false;  // HTTP/1.1 chunked framing
+  bool stream_writing_ = false;
+  bool stream_finishing_ = false;
+  size_t stream_batch_bytes_ = 0;
 };
 
 }  // namespace kubestat::http::internal

@@ -5,14 +5,16 @@
 // version has been compacted away the server says 410 Gone, and only a fresh list can
 // bring the snapshot back; the list is diffed against the snapshot so listeners still see
 // deletions that happened while the watch was down.
-#include <cpprest/http_client.h>
 #include <simdjson.h>
 
+#include <stop_token>
 #include <thread>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "http_fetch.h"
+#include "fetch_status.h"
+#include "kubestat/http/client.h"
 #include "kubestat/kube/bearer_token.h"
 #include "kubestat/scrapers/discovery.h"
 #include "kubestat/scrapers/fetch_error.h"
@@ -93,6 +95,31 @@ absl::StatusOr<PodInfo> ParsePod(element item) {
 
 enum class Resource { kNodes, kPods };
 
+// `text` percent-encoded for a query parameter value (RFC 3986 unreserved bytes kept).
+std::string QueryEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (absl::ascii_isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(c);
+    } else {
+      absl::StrAppend(&out, "%", absl::string_view(&"0123456789ABCDEF"[u >> 4], 1),
+                      absl::string_view(&"0123456789ABCDEF"[u & 0xf], 1));
+    }
+  }
+  return out;
+}
+
+// A request of the discovery: GET `path`, JSON wanted, abandoned on `stop`.
+http::ClientRequest Get(std::string path, std::stop_token stop) {
+  http::ClientRequest request;
+  request.path_and_query = std::move(path);
+  request.headers.emplace_back("Accept", "application/json");
+  request.stop = std::move(stop);
+  return request;
+}
+
 }  // namespace
 
 absl::Status KubeApiDiscoveryOptions::Validate() const {
@@ -113,14 +140,11 @@ absl::Status KubeApiDiscoveryOptions::Validate() const {
 }
 
 struct KubeApiDiscovery::Impl {
-  kube::KubeApiConfig config;
   KubeApiDiscoveryOptions options;
-  const Clock* clock = nullptr;
   KubeApiDiscovery* owner = nullptr;
-  std::unique_ptr<kube::BearerTokenFile> token_file;
-  std::shared_ptr<web::http::client::http_client> list_client;
-  std::shared_ptr<web::http::client::http_client> watch_client;
-  pplx::cancellation_token_source stop;
+  std::unique_ptr<http::Client> list_client;
+  std::unique_ptr<http::Client> watch_client;
+  std::stop_source stop;
   std::mutex mu;
   std::condition_variable stop_cv;
   bool stopping = false;
@@ -139,18 +163,6 @@ struct KubeApiDiscovery::Impl {
   std::string GetRv(Resource r) {
     std::lock_guard<std::mutex> lock(mu);
     return RvFor(r);
-  }
-
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Headers() {
-    std::vector<std::pair<std::string, std::string>> headers = {{"Accept", "application/json"}};
-    if (!config.token.empty()) {
-      headers.emplace_back("Authorization", absl::StrCat("Bearer ", config.token));
-    } else if (token_file != nullptr) {
-      absl::StatusOr<std::string> token = token_file->Get();
-      if (!token.ok()) return WithFailureReason(token.status(), "auth");
-      headers.emplace_back("Authorization", absl::StrCat("Bearer ", *token));
-    }
-    return headers;
   }
 
   // Waits for the retry backoff; false when stopping.
@@ -175,16 +187,15 @@ struct KubeApiDiscovery::Impl {
     do {
       std::string path = absl::StrCat(base, "?limit=", options.list_page_size);
       if (!continue_token.empty()) {
-        absl::StrAppend(
-            &path, "&continue=",
-            utility::conversions::to_utf8string(web::uri::encode_data_string(continue_token)));
+        absl::StrAppend(&path, "&continue=", QueryEscape(continue_token));
       }
-      auto headers = Headers();
-      if (!headers.ok()) return headers.status();
-      absl::StatusOr<internal::FetchResult> page =
-          internal::Fetch(*list_client, path, *headers, options.request_timeout,
-                          options.max_response_bytes, simdjson::SIMDJSON_PADDING, stop.get_token());
-      if (!page.ok()) return page.status();
+      http::ClientRequest request = Get(std::move(path), stop.get_token());
+      request.body_spare_capacity = simdjson::SIMDJSON_PADDING;
+      absl::StatusOr<http::ClientResponse> page = list_client->Do(request);
+      if (!page.ok()) return internal::FromClientError(page.status());
+      if (page->code < 200 || page->code > 299) {
+        return internal::FromHttpCode(page->code, page->body);
+      }
       element doc;
       if (auto error = parser.parse(page->body).get(doc); error != simdjson::SUCCESS) {
         return WithFailureReason(
@@ -281,15 +292,13 @@ struct KubeApiDiscovery::Impl {
     std::string path =
         absl::StrCat(base, "?watch=true&allowWatchBookmarks=true&resourceVersion=", GetRv(r),
                      "&timeoutSeconds=", timeout_seconds);
-    auto headers = Headers();
-    if (!headers.ok()) return headers.status();
     owner->CountStat(&DiscoveryStats::watches);
     std::string pending;
     absl::Status event_error;
     int status_code = 0;
     std::string error_body;
-    absl::Status status = internal::Stream(
-        *watch_client, path, *headers, options.request_timeout, stop.get_token(),
+    absl::Status status = watch_client->Stream(
+        Get(std::move(path), stop.get_token()), options.request_timeout,
         [&](std::string_view chunk) {
           pending.append(chunk);
           size_t start = 0;
@@ -313,11 +322,14 @@ struct KubeApiDiscovery::Impl {
           return true;
         },
         &status_code, &error_body);
+    if (!status.ok()) return internal::FromClientError(status);
     if (status_code == 410) {
       *gone = true;
       return absl::OkStatus();
     }
-    if (!status.ok()) return status;
+    if (status_code < 200 || status_code > 299) {
+      return internal::FromHttpCode(status_code, error_body);
+    }
     return event_error;
   }
 
@@ -365,31 +377,38 @@ absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> KubeApiDiscovery::Create(
     kube::KubeApiConfig config, KubeApiDiscoveryOptions options, const Clock& clock) {
   if (absl::Status status = options.Validate(); !status.ok()) return status;
   auto impl = std::make_unique<Impl>();
-  internal::TlsMaterial tls;
-  tls.ca_pem = config.ca_pem;
-  tls.client_cert_pem = config.client_cert_pem;
-  tls.client_key_pem = config.client_key_pem;
-  tls.insecure_skip_verify = config.insecure_skip_tls_verify;
-  if (absl::Status status = internal::ValidateTlsMaterial(tls, "kube API TLS"); !status.ok()) {
-    return status;
+  http::ClientOptions list_options;
+  list_options.base_url = config.server;
+  list_options.ca_pem = config.ca_pem;
+  list_options.insecure_skip_tls_verify = config.insecure_skip_tls_verify;
+  list_options.client_cert_pem = config.client_cert_pem;
+  list_options.client_key_pem = config.client_key_pem;
+  if (!config.token.empty()) {
+    list_options.bearer_token = config.token;
+  } else if (!config.token_file.empty()) {
+    auto token = std::make_shared<kube::BearerTokenFile>(config.token_file);
+    list_options.bearer_token_source = [token] { return token->Get(); };
   }
-  try {
-    impl->list_client = std::make_shared<web::http::client::http_client>(
-        config.server, internal::MakeClientConfig(tls, options.request_timeout));
-    // The watch stream may be quiet for up to its timeoutSeconds; give reads a margin.
-    impl->watch_client = std::make_shared<web::http::client::http_client>(
-        config.server,
-        internal::MakeClientConfig(tls, options.watch_timeout + std::chrono::seconds(30)));
-  } catch (const std::exception& e) {
+  list_options.timeout = options.request_timeout;
+  list_options.max_response_bytes = options.max_response_bytes;
+  http::ClientOptions watch_options = list_options;
+  // A watch may be quiet for up to its timeoutSeconds; the per-read backstop gets a margin.
+  watch_options.timeout = options.watch_timeout + std::chrono::seconds(30);
+  absl::StatusOr<std::unique_ptr<http::Client>> list_client =
+      http::Client::Create(std::move(list_options), clock);
+  if (!list_client.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("kube API server \"", config.server, "\": ", e.what()));
+        absl::StrCat("kube API client: ", list_client.status().message()));
   }
-  if (config.token.empty() && !config.token_file.empty()) {
-    impl->token_file = std::make_unique<kube::BearerTokenFile>(config.token_file);
+  absl::StatusOr<std::unique_ptr<http::Client>> watch_client =
+      http::Client::Create(std::move(watch_options), clock);
+  if (!watch_client.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kube API client: ", watch_client.status().message()));
   }
-  impl->config = std::move(config);
+  impl->list_client = *std::move(list_client);
+  impl->watch_client = *std::move(watch_client);
   impl->options = options;
-  impl->clock = &clock;
   return std::unique_ptr<KubeApiDiscovery>(new KubeApiDiscovery(std::move(impl)));
 }
 
@@ -408,7 +427,7 @@ void KubeApiDiscovery::Stop() {
     if (impl_->stopping) return;
     impl_->stopping = true;
   }
-  impl_->stop.cancel();
+  impl_->stop.request_stop();
   impl_->stop_cv.notify_all();
   for (std::thread& thread : impl_->threads) {
     if (thread.joinable()) thread.join();

@@ -1,13 +1,12 @@
 #include "kubestat/scrapers/kubelet_client.h"
 
-#include <cpprest/http_client.h>
-
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "http_fetch.h"
+#include "fetch_status.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/file.h"
+#include "kubestat/http/client.h"
 #include "kubestat/scrapers/fetch_error.h"
 #include "kubestat/scrapers/resource_metrics_decoder.h"
 #include "kubestat/scrapers/summary_decoder.h"
@@ -15,10 +14,29 @@
 namespace kubestat::scrapers {
 
 struct KubeletClient::Impl {
-  internal::TlsMaterial tls;
-  std::unique_ptr<kube::BearerTokenFile> token;
+  explicit Impl(const Clock& clock) : clock(clock) {}
+
+  // The http::Client for `target`'s host and port, made on first use.
+  absl::StatusOr<std::shared_ptr<http::Client>> ClientFor(const ScrapeTarget& target,
+                                                          const std::string& scheme) {
+    http::ClientOptions client_options = base;
+    client_options.base_url = absl::StrCat(scheme, "://", target.HostPort());
+    std::lock_guard<std::mutex> lock(mu);
+    std::shared_ptr<http::Client>& client = clients[client_options.base_url];
+    if (client == nullptr) {
+      absl::StatusOr<std::unique_ptr<http::Client>> made =
+          http::Client::Create(std::move(client_options), clock);
+      if (!made.ok()) return made.status();
+      client = *std::move(made);
+    }
+    return client;
+  }
+
+  const Clock& clock;
+  // Every field but base_url, shared by the per-kubelet clients.
+  http::ClientOptions base;
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<web::http::client::http_client>> clients;
+  std::map<std::string, std::shared_ptr<http::Client>> clients;
 };
 
 absl::StatusOr<KubeletEndpoint> ParseKubeletEndpoint(std::string_view name) {
@@ -46,37 +64,52 @@ absl::Status KubeletClientOptions::Validate() const {
   return absl::OkStatus();
 }
 
-KubeletClient::KubeletClient(KubeletClientOptions options)
-    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+KubeletClient::KubeletClient(KubeletClientOptions options, std::unique_ptr<Impl> impl)
+    : options_(std::move(options)), impl_(std::move(impl)) {}
 
 KubeletClient::~KubeletClient() = default;
 
 absl::StatusOr<std::unique_ptr<KubeletClient>> KubeletClient::Create(KubeletClientOptions options) {
+  return Create(std::move(options), RealClock::Get());
+}
+
+absl::StatusOr<std::unique_ptr<KubeletClient>> KubeletClient::Create(KubeletClientOptions options,
+                                                                     const Clock& clock) {
   if (absl::Status status = options.Validate(); !status.ok()) return status;
-  std::unique_ptr<KubeletClient> client(new KubeletClient(std::move(options)));
-  const KubeletClientOptions& o = client->options_;
-  internal::TlsMaterial& tls = client->impl_->tls;
-  tls.insecure_skip_verify = o.insecure_skip_tls_verify;
-  if (!o.ca_file.empty()) {
-    absl::StatusOr<std::string> pem = ReadFile(o.ca_file, "--kubelet-certificate-authority");
-    if (!pem.ok()) return absl::InvalidArgumentError(pem.status().message());
-    tls.ca_pem = *std::move(pem);
+  auto impl = std::make_unique<Impl>(clock);
+  http::ClientOptions& base = impl->base;
+  base.timeout = options.timeout;
+  base.max_response_bytes = options.max_response_bytes;
+  // TLS material only means something over https (the client refuses it with http).
+  if (options.scheme == "https") {
+    base.insecure_skip_tls_verify = options.insecure_skip_tls_verify;
+    if (!options.ca_file.empty()) {
+      absl::StatusOr<std::string> pem =
+          ReadFile(options.ca_file, "--kubelet-certificate-authority");
+      if (!pem.ok()) return absl::InvalidArgumentError(pem.status().message());
+      base.ca_pem = *std::move(pem);
+    }
+    if (!options.client_cert_file.empty()) {
+      absl::StatusOr<std::string> cert =
+          ReadFile(options.client_cert_file, "--kubelet-client-certificate");
+      if (!cert.ok()) return absl::InvalidArgumentError(cert.status().message());
+      absl::StatusOr<std::string> key = ReadFile(options.client_key_file, "--kubelet-client-key");
+      if (!key.ok()) return absl::InvalidArgumentError(key.status().message());
+      base.client_cert_pem = *std::move(cert);
+      base.client_key_pem = *std::move(key);
+    }
   }
-  if (!o.client_cert_file.empty()) {
-    absl::StatusOr<std::string> cert = ReadFile(o.client_cert_file, "--kubelet-client-certificate");
-    if (!cert.ok()) return absl::InvalidArgumentError(cert.status().message());
-    absl::StatusOr<std::string> key = ReadFile(o.client_key_file, "--kubelet-client-key");
-    if (!key.ok()) return absl::InvalidArgumentError(key.status().message());
-    tls.client_cert_pem = *std::move(cert);
-    tls.client_key_pem = *std::move(key);
+  if (!options.token_file.empty()) {
+    auto token = std::make_shared<kube::BearerTokenFile>(options.token_file);
+    base.bearer_token_source = [token] { return token->Get(); };
   }
-  if (absl::Status status = internal::ValidateTlsMaterial(tls, "kubelet TLS"); !status.ok()) {
-    return status;
+  // Checks the TLS material and limits once, with a stand-in host.
+  http::ClientOptions check = base;
+  check.base_url = absl::StrCat(options.scheme, "://127.0.0.1");
+  if (absl::Status status = check.Validate(); !status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("kubelet client: ", status.message()));
   }
-  if (!o.token_file.empty()) {
-    client->impl_->token = std::make_unique<kube::BearerTokenFile>(o.token_file);
-  }
-  return client;
+  return std::unique_ptr<KubeletClient>(new KubeletClient(std::move(options), std::move(impl)));
 }
 
 std::string KubeletClient::PathAndQuery() const {
@@ -84,41 +117,26 @@ std::string KubeletClient::PathAndQuery() const {
                                                         : "/metrics/resource";
 }
 
-std::shared_ptr<web::http::client::http_client> KubeletClient::ClientFor(
-    const ScrapeTarget& target) {
-  std::string base = absl::StrCat(options_.scheme, "://", target.HostPort());
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  auto& client = impl_->clients[base];
-  if (!client) {
-    client = std::make_shared<web::http::client::http_client>(
-        base, internal::MakeClientConfig(impl_->tls, options_.timeout));
-  }
-  return client;
-}
-
 absl::StatusOr<KubeletResponse> KubeletClient::Fetch(const ScrapeTarget& target) {
-  std::vector<std::pair<std::string, std::string>> headers;
-  headers.emplace_back("Accept", options_.endpoint == KubeletEndpoint::kSummary
-                                     ? "application/json"
-                                     : "text/plain;version=0.0.4");
-  if (impl_->token != nullptr) {
-    absl::StatusOr<std::string> token = impl_->token->Get();
-    if (!token.ok()) return WithFailureReason(token.status(), "auth");
-    headers.emplace_back("Authorization", absl::StrCat("Bearer ", *token));
+  absl::StatusOr<std::shared_ptr<http::Client>> client = impl_->ClientFor(target, options_.scheme);
+  if (!client.ok()) {
+    return WithFailureReason(
+        absl::InvalidArgumentError(
+            absl::StrCat("kubelet address ", target.HostPort(), ": ", client.status().message())),
+        "connect");
   }
-  std::shared_ptr<web::http::client::http_client> client;
-  try {
-    client = ClientFor(target);
-  } catch (const std::exception& e) {
-    return WithFailureReason(absl::InvalidArgumentError(absl::StrCat(
-                                 "kubelet address ", target.HostPort(), ": ", e.what())),
-                             "connect");
+  http::ClientRequest request;
+  request.path_and_query = PathAndQuery();
+  request.headers.emplace_back("Accept", options_.endpoint == KubeletEndpoint::kSummary
+                                             ? "application/json"
+                                             : "text/plain;version=0.0.4");
+  request.body_spare_capacity = kSummaryPadding;
+  absl::StatusOr<http::ClientResponse> response = (*client)->Do(request);
+  if (!response.ok()) return internal::FromClientError(response.status());
+  if (response->code < 200 || response->code > 299) {
+    return internal::FromHttpCode(response->code, response->body);
   }
-  absl::StatusOr<internal::FetchResult> result =
-      internal::Fetch(*client, PathAndQuery(), headers, options_.timeout,
-                      options_.max_response_bytes, kSummaryPadding);
-  if (!result.ok()) return result.status();
-  return KubeletResponse{std::move(result->body), std::move(result->content_type)};
+  return KubeletResponse{std::move(response->body), std::move(response->content_type)};
 }
 
 absl::StatusOr<NodeScrape> KubeletScraper::Scrape(const ScrapeTarget& target) {

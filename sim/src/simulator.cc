@@ -1,14 +1,11 @@
 #include "kubestat/sim/simulator.h"
 
-#include <arpa/inet.h>
-#include <cpprest/http_listener.h>
-#include <cpprest/producerconsumerstream.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -25,29 +22,28 @@
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/label_selector.h"
 #include "kubestat/core/status.h"
+#include "kubestat/http/server.h"
 #include "kubestat/sim/access_review.h"
 #include "kubestat/sim/render.h"
 #include "kubestat/sim/request_info.h"
 #include "kubestat/sim/users.h"
+#include "prometheus/registry.h"
 #include "sim_hash.h"
 #include "sim_strings.h"
 #include "tls.h"
 
 namespace kubestat::sim {
 
-using web::http::http_request;
-using web::http::http_response;
-using web::http::methods;
-using web::http::status_code;
-using web::http::experimental::listener::http_listener;
-using web::http::experimental::listener::http_listener_config;
-using Buffer = concurrency::streams::producer_consumer_buffer<uint8_t>;
+using http::Request;
+using http::Response;
+using http::StreamWriter;
 
 namespace {
 
 constexpr const char* kJson = "application/json";
 constexpr const char* kPromText = "text/plain; version=0.0.4; charset=utf-8";
 constexpr size_t kOversizedBytes = size_t{64} << 20;
+constexpr size_t kOversizedQueued = size_t{4} << 20;
 constexpr size_t kWatchBacklogLimit = size_t{16} << 20;
 // Largest TokenReview / SubjectAccessReview body, and largest proxied request body.
 constexpr size_t kReviewBodyLimit = size_t{64} << 10;
@@ -62,23 +58,71 @@ std::string KubeletHostFor(const SimulatorOptions& o, int i) {
                                                               : KubeletLoopbackAddress(i);
 }
 
-// A free TCP port on `host` (the kernel's choice); 0 when none could be found.
-int PickFreePort(const std::string& host) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  int port = 0;
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1 &&
-      ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    socklen_t len = sizeof(addr);
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
+// `host` as an IP literal: itself when it is one, else its first address.
+absl::StatusOr<std::string> ListenAddress(const std::string& host) {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  if (!ec) return host;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::resolver resolver(io);
+  const auto results = resolver.resolve(host, "", ec);
+  if (ec || results.empty()) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", ec.message()));
+  }
+  return results.begin()->endpoint().address().to_string();
+}
+
+// The value of %XX escapes; anything else as it is.
+std::string PercentDecode(std::string_view in) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '%' && i + 2 < in.size() && hex(in[i + 1]) >= 0 && hex(in[i + 2]) >= 0) {
+      out += static_cast<char>(hex(in[i + 1]) * 16 + hex(in[i + 2]));
+      i += 2;
+    } else {
+      out += in[i];
     }
   }
-  ::close(fd);
-  return port;
+  return out;
+}
+
+// "a=1&b=2" as a map, values still encoded; a key without '=' has an empty value, and a
+// repeated key keeps its last value.
+std::map<std::string, std::string> SplitQuery(std::string_view query) {
+  std::map<std::string, std::string> out;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    if (eq == 0) continue;
+    if (eq == std::string_view::npos) {
+      out[std::string(pair)] = "";
+    } else {
+      out[std::string(pair.substr(0, eq))] = std::string(pair.substr(eq + 1));
+    }
+  }
+  return out;
+}
+
+// The non-empty segments of a path, still encoded.
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> parts;
+  while (!path.empty()) {
+    const size_t slash = path.find('/');
+    if (slash != 0) parts.emplace_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return parts;
 }
 
 std::string QueryParam(const std::map<std::string, std::string>& q, const std::string& key) {
@@ -86,40 +130,14 @@ std::string QueryParam(const std::map<std::string, std::string>& q, const std::s
   return it == q.end() ? std::string() : it->second;
 }
 
-void ReplyError(const http_request& req, const ApiError& error) {
-  req.reply(static_cast<status_code>(error.code()), error.ToJson(), kJson)
-      .then([](pplx::task<void> t) {
-        try {
-          t.get();
-        } catch (...) {
-        }
-      });
-}
+Response ReplyError(const ApiError& error) { return http::ErrorResponse(error); }
 
-void Reply(const http_request& req, int code, std::string body, const char* content_type) {
-  req.reply(static_cast<status_code>(code), std::move(body), content_type)
-      .then([](pplx::task<void> t) {
-        try {
-          t.get();
-        } catch (...) {
-        }
-      });
-}
-
-void WriteBuffer(Buffer& buf, std::string_view data) {
-  if (data.empty()) return;
-  buf.putn_nocopy(reinterpret_cast<const uint8_t*>(data.data()), data.size()).wait();
-}
-
-// cpprestsdk's asio listener runs the ssl context callback held in its config for every
-// accepted connection, including one accepted while the listener closes, after close()
-// returned; and a listener whose close() has not finished must not be destroyed. Such
-// listeners are kept (reachable, a few hundred bytes each) until the process exits.
-void RetireListener(std::unique_ptr<http_listener> listener) {
-  static std::mutex mu;
-  static auto* retired = new std::vector<std::unique_ptr<http_listener>>();
-  std::lock_guard<std::mutex> lock(mu);
-  retired->push_back(std::move(listener));
+Response Reply(int code, std::string body, const char* content_type) {
+  Response response;
+  response.code = code;
+  response.body = std::move(body);
+  response.content_type = content_type;
+  return response;
 }
 
 // Paths kube-apiserver's system:public-info-viewer role opens to everyone.
@@ -139,11 +157,10 @@ bool IsMetricsGroupPath(const std::string& path) {
 }
 
 // The bearer token of "Authorization: Bearer <token>" (scheme in any case), or "".
-std::string BearerToken(const http_request& req) {
-  const auto& headers = req.headers();
-  auto it = headers.find("Authorization");
-  if (it == headers.end()) return "";
-  std::string_view value = it->second;
+std::string BearerToken(const Request& req) {
+  const std::optional<std::string_view> header = req.Header("Authorization");
+  if (!header) return "";
+  std::string_view value = *header;
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
   const size_t space = value.find(' ');
@@ -167,25 +184,11 @@ ApiError ForbiddenError(const std::string& user, const RequestInfo& info) {
 }
 
 // The request body, at most `limit` bytes (413 beyond).
-absl::StatusOr<std::string> ReadBody(const http_request& req, size_t limit) {
-  const std::string too_large = absl::StrCat("limit is ", limit, " bytes");
-  if (req.headers().content_length() > limit) {
-    return ApiError::RequestEntityTooLarge(too_large).ToStatus();
+absl::StatusOr<std::string> ReadBody(const Request& req, size_t limit) {
+  if (req.body.size() > limit) {
+    return ApiError::RequestEntityTooLarge(absl::StrCat("limit is ", limit, " bytes")).ToStatus();
   }
-  std::string body;
-  try {
-    concurrency::streams::streambuf<uint8_t> in = req.body().streambuf();
-    std::vector<uint8_t> chunk(64 * 1024);
-    while (true) {
-      const size_t n = in.getn(chunk.data(), chunk.size()).get();
-      if (n == 0) break;
-      body.append(reinterpret_cast<const char*>(chunk.data()), n);
-      if (body.size() > limit) return ApiError::RequestEntityTooLarge(too_large).ToStatus();
-    }
-  } catch (const std::exception& e) {
-    return ApiError::BadRequest(absl::StrCat("reading the request body: ", e.what())).ToStatus();
-  }
-  return body;
+  return std::string(req.body);
 }
 
 std::string ApiGroupJson(std::string_view group) {
@@ -204,61 +207,61 @@ std::string ReviewResourceListJson(std::string_view group, std::string_view reso
                       std::string(kind), "\",\"verbs\":[\"create\"]}]}");
 }
 
-// Sends a proxied answer to the client as it arrives.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Hands a proxied answer to the client as it arrives: the head is awaited by the handler
+// (Head()), the body goes through the stream writer once the server provides it.
 class ReplySink : public ProxyResponseSink {
  public:
-  explicit ReplySink(http_request req) : req_(std::move(req)) {}
+  std::future<absl::StatusOr<ProxiedResponseHead>> Head() { return head_.get_future(); }
 
   void OnHead(absl::StatusOr<ProxiedResponseHead> head) override {
-    if (!head.ok()) {
-      const ApiError error = head.status().code() == absl::StatusCode::kUnavailable
-                                 ? ApiError::ServiceUnavailable(Sv(head.status().message()))
-                                 : ApiError::FromStatus(head.status());
-      ReplyError(req_, error);
-      return;
-    }
-    http_response resp(static_cast<status_code>(head->status));
-    std::string content_type;
-    for (const auto& [name, value] : head->headers) {
-      if (utility::details::str_iequal(name, "Content-Type")) {
-        content_type = value;
-        continue;
-      }
-      resp.headers().add(name, value);
-    }
-    if (head->has_body) {
-      if (head->content_length) {
-        resp.set_body(buffer_.create_istream(), *head->content_length, content_type);
-      } else {
-        resp.set_body(buffer_.create_istream(), content_type);
-      }
-      if (content_type.empty()) resp.headers().remove("Content-Type");
-    } else if (!content_type.empty()) {
-      resp.headers().add("Content-Type", content_type);
-    }
-    req_.reply(resp).then([](pplx::task<void> t) {
-      try {
-        t.get();
-      } catch (...) {
-      }
-    });
+    head_.set_value(std::move(head));
   }
 
-  void OnData(std::string_view chunk) override { WriteBuffer(buffer_, chunk); }
+  void OnData(std::string_view chunk) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (writer_) {
+      writer_->Write(std::string(chunk));
+    } else {
+      pending_.append(chunk);
+    }
+  }
 
-  void OnEnd(absl::Status) override { buffer_.close(std::ios_base::out).wait(); }
+  void OnEnd(absl::Status) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = true;
+    if (writer_) writer_->Finish();
+  }
+
+  void Attach(std::shared_ptr<StreamWriter> writer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    writer_ = std::move(writer);
+    writer_->Write(std::move(pending_));
+    pending_.clear();
+    writer_->Flush();
+    if (ended_) writer_->Finish();
+  }
 
  private:
-  http_request req_;
-  Buffer buffer_;
+  std::promise<absl::StatusOr<ProxiedResponseHead>> head_;
+  std::mutex mu_;
+  std::string pending_;
+  bool ended_ = false;
+  std::shared_ptr<StreamWriter> writer_;
 };
 
 // A response body written over time: a watch, an oversized body or a slow drip.
 struct Stream {
   enum class Kind { kPodWatch, kNodeWatch, kOversized, kSlowdrip };
   Kind kind;
-  Buffer buffer;
-  Timestamp deadline;  // monotonic; the stream is closed then
+  std::shared_ptr<StreamWriter> writer;  // set when the server starts the stream
+  Timestamp deadline;                    // monotonic; the stream is closed then
   // Watches: which pods (namespace and node; empty: all).
   std::string namespace_filter;
   std::string node_filter;
@@ -268,6 +271,16 @@ struct Stream {
   size_t sent = 0;
   Timestamp next_drip;
 };
+
+// A request held unanswered ("timeout" fault) until it goes away or the simulator stops.
+struct Parked {
+  std::shared_ptr<StreamWriter> writer;
+  std::string answer;  // sent at Stop()
+};
+
+void Send(Stream& s, std::string_view data) {
+  if (!data.empty()) s.writer->Write(std::string(data));
+}
 
 struct WatchEvent {
   uint64_t resource_version;
@@ -348,8 +361,10 @@ struct Simulator::State {
   std::optional<UsersFile> users;
   std::map<std::string, std::string> user_kubeconfigs;  // user name -> path
 
-  std::unique_ptr<http_listener> apiserver;
-  std::vector<std::unique_ptr<http_listener>> kubelets;
+  // The servers' own metrics; the simulator does not expose them.
+  prometheus::Registry registry;
+  std::unique_ptr<http::Server> apiserver;
+  std::vector<std::unique_ptr<http::Server>> kubelets;
 
   // Everything below is guarded by mu.
   mutable std::mutex mu;
@@ -362,7 +377,7 @@ struct Simulator::State {
   std::deque<WatchEvent> history;
   uint64_t oldest_retained = kInitialResourceVersion + 1;
   std::vector<std::shared_ptr<Stream>> streams;
-  std::vector<http_request> parked;  // "timeout" fault: never answered
+  std::vector<Parked> parked;  // "timeout" fault: never answered
   uint64_t garbage_counter = 0;
 
   std::condition_variable cv;
@@ -408,7 +423,7 @@ struct Simulator::State {
     WatchEvent ev{rv, pod.namespace_name, model->node(pod.node).name,
                   RenderWatchEvent(type, PodJson(pod, now, rv))};
     for (const auto& s : streams) {
-      if (s->kind == Stream::Kind::kPodWatch && Matches(*s, ev)) WriteBuffer(s->buffer, ev.line);
+      if (s->kind == Stream::Kind::kPodWatch && Matches(*s, ev)) Send(*s, ev.line);
     }
     history.push_back(std::move(ev));
     while (history.size() > options.watch_history) {
@@ -458,6 +473,8 @@ struct Simulator::State {
 
   // ---- streams -------------------------------------------------------------------
 
+  // ---- streams -------------------------------------------------------------------
+
   std::shared_ptr<Stream> OpenStream(Stream::Kind kind, Duration lifetime) {
     auto s = std::make_shared<Stream>();
     s->kind = kind;
@@ -465,16 +482,24 @@ struct Simulator::State {
     return s;
   }
 
-  void ReplyWithStream(const http_request& req, const std::shared_ptr<Stream>& s,
-                       const char* content_type) {
-    http_response resp(status_code(200));
-    resp.set_body(s->buffer.create_istream(), content_type);
-    req.reply(resp).then([](pplx::task<void> t) {
-      try {
-        t.get();
-      } catch (...) {
+  // A 200 whose body is `s`: when the server starts it, `initial` is written and the
+  // stream joins the serviced ones (or ends at once while stopping).
+  Response StreamResponse(const std::shared_ptr<Stream>& s, const char* content_type,
+                          std::string initial) {
+    Response response = Reply(200, "", content_type);
+    response.stream = [this, s,
+                       initial = std::move(initial)](std::shared_ptr<StreamWriter> writer) mutable {
+      std::lock_guard<std::mutex> lock(mu);
+      s->writer = std::move(writer);
+      Send(*s, initial);
+      s->writer->Flush();
+      if (stopping) {
+        s->writer->Finish();
+        return;
       }
-    });
+      streams.push_back(s);
+    };
+    return response;
   }
 
   // Runs every few milliseconds: tops up oversized bodies, drips slow ones, ends streams
@@ -487,24 +512,24 @@ struct Simulator::State {
       const Timestamp mono = clock.MonotonicNow();
       for (auto it = streams.begin(); it != streams.end();) {
         Stream& s = **it;
-        bool done = mono >= s.deadline;
+        bool done = mono >= s.deadline || s.writer->closed();
         if (!done && s.kind == Stream::Kind::kOversized) {
-          while (s.remaining > 0 && s.buffer.in_avail() < (size_t{4} << 20)) {
+          while (s.remaining > 0 && s.writer->queued_bytes() < kOversizedQueued) {
             const size_t n = std::min(s.remaining, kFiller.size());
-            WriteBuffer(s.buffer, std::string_view(kFiller).substr(0, n));
+            Send(s, std::string_view(kFiller).substr(0, n));
             s.remaining -= n;
           }
           done = s.remaining == 0;
         } else if (!done && s.kind == Stream::Kind::kSlowdrip) {
           if (RealClock::Get().MonotonicNow() >= s.next_drip) {
             const size_t n = std::min<size_t>(4, s.payload.size() - s.sent);
-            WriteBuffer(s.buffer, std::string_view(s.payload).substr(s.sent, n));
+            Send(s, std::string_view(s.payload).substr(s.sent, n));
             s.sent += n;
             s.next_drip = RealClock::Get().MonotonicNow() + std::chrono::seconds(1);
           }
           done = s.sent >= s.payload.size();
         } else if (!done) {
-          done = s.buffer.in_avail() > kWatchBacklogLimit;  // nobody is reading
+          done = s.writer->queued_bytes() > kWatchBacklogLimit;  // nobody is reading
         }
         if (done) {
           closing.push_back(*it);
@@ -513,45 +538,36 @@ struct Simulator::State {
           ++it;
         }
       }
+      std::erase_if(parked, [](const Parked& p) { return p.writer->closed(); });
     }
-    for (auto& s : closing) s->buffer.close(std::ios_base::out).wait();
+    for (auto& s : closing) s->writer->Finish();
   }
 
   // ---- kubelets ------------------------------------------------------------------
 
-  void HandleKubelet(int node, http_request req) {
+  Response HandleKubelet(int node, const Request& req) {
     if (!options.kubelet_token.empty()) {
-      const auto& headers = req.headers();
-      auto it = headers.find("Authorization");
-      if (it == headers.end() || it->second != "Bearer " + options.kubelet_token) {
-        Reply(req, 401, "Unauthorized\n", "text/plain; charset=utf-8");
-        return;
+      const std::optional<std::string_view> auth = req.Header("Authorization");
+      if (!auth || *auth != "Bearer " + options.kubelet_token) {
+        return Reply(401, "Unauthorized\n", "text/plain; charset=utf-8");
       }
     }
-    const std::string path = req.relative_uri().path();
-    if (path == "/healthz") {
-      Reply(req, 200, "ok", "text/plain; charset=utf-8");
-      return;
-    }
+    const std::string path(req.path);
+    if (path == "/healthz") return Reply(200, "ok", "text/plain; charset=utf-8");
     const bool summary = path == "/stats/summary" || path == "/stats/summary/";
     const bool resource = path == "/metrics/resource";
-    if (req.method() != methods::GET || (!summary && !resource)) {
-      Reply(req, 404, "404 page not found\n", "text/plain; charset=utf-8");
-      return;
+    if (req.method != "GET" || (!summary && !resource)) {
+      return Reply(404, "404 page not found\n", "text/plain; charset=utf-8");
     }
     const Fault fault = faults.Get(model->node(node).name);
     switch (fault) {
       case Fault::kTimeout: {
         std::lock_guard<std::mutex> lock(mu);
-        if (!stopping) {
-          parked.push_back(std::move(req));
-          return;
-        }
+        if (!stopping) return Park();
         break;
       }
       case Fault::kHttp500:
-        Reply(req, 500, "Internal Error: failed to get node info\n", "text/plain; charset=utf-8");
-        return;
+        return Reply(500, "Internal Error: failed to get node info\n", "text/plain; charset=utf-8");
       case Fault::kGarbage: {
         uint64_t h;
         {
@@ -563,18 +579,13 @@ struct Simulator::State {
           if (i % 8 == 0) h = Mix(h, i);
           bytes[i] = static_cast<char>(h >> (8 * (i % 8)));
         }
-        Reply(req, 200, std::move(bytes), summary ? kJson : kPromText);
-        return;
+        return Reply(200, std::move(bytes), summary ? kJson : kPromText);
       }
       case Fault::kOversized: {
         auto s = OpenStream(Stream::Kind::kOversized, std::chrono::minutes(5));
-        const std::string start = summary ? "{\"node\":{\"nodeName\":\"" : "# HELP ";
-        WriteBuffer(s->buffer, start);
+        std::string start = summary ? "{\"node\":{\"nodeName\":\"" : "# HELP ";
         s->remaining = kOversizedBytes - start.size();
-        ReplyWithStream(req, s, summary ? kJson : kPromText);
-        std::lock_guard<std::mutex> lock(mu);
-        streams.push_back(s);
-        return;
+        return StreamResponse(s, summary ? kJson : kPromText, std::move(start));
       }
       case Fault::kNone:
       case Fault::kTruncated:
@@ -584,7 +595,7 @@ struct Simulator::State {
     const NodeSnapshot snap = model->Snapshot(node, clock.Now());
     std::string body;
     if (summary) {
-      const auto query = web::uri::split_query(req.relative_uri().query());
+      const auto query = SplitQuery(req.query);
       body = RenderSummary(snap, QueryParam(query, "only_cpu_and_memory") == "true");
     } else {
       body = RenderResourceMetrics(snap);
@@ -595,84 +606,90 @@ struct Simulator::State {
     } else if (fault == Fault::kSlowdrip) {
       auto s = OpenStream(Stream::Kind::kSlowdrip, std::chrono::minutes(10));
       s->payload = std::move(body);
-      ReplyWithStream(req, s, type);
+      return StreamResponse(s, type, "");
+    }
+    return Reply(200, std::move(body), type);
+  }
+
+  // The "timeout" fault: no answer while the client waits; a 503 if the simulator stops
+  // first. The server sends no head before the writer's first write. Requires mu.
+  Response Park() {
+    Response response = ReplyError(ApiError::ServiceUnavailable("shutting down"));
+    std::string answer = std::move(response.body);
+    response.body.clear();
+    response.stream = [this, answer = std::move(answer)](std::shared_ptr<StreamWriter> writer) {
       std::lock_guard<std::mutex> lock(mu);
-      streams.push_back(s);
-      return;
-    }
-    Reply(req, 200, std::move(body), type);
+      if (stopping) {
+        writer->Write(answer);
+        writer->Finish();
+        return;
+      }
+      parked.push_back(Parked{std::move(writer), answer});
+    };
+    return response;
   }
 
-  // ---- apiserver -----------------------------------------------------------------
-
-  void HandleApi(http_request req) {
+  Response HandleApi(const Request& req) {
     try {
-      RouteApi(req);
+      return RouteApi(req);
     } catch (const std::exception& e) {
-      ReplyError(req, ApiError::InternalError(e.what()));
+      return ReplyError(ApiError::InternalError(e.what()));
     }
   }
 
-  void RouteApi(http_request& req) {
-    const std::string path = req.relative_uri().path();
-    const auto query = web::uri::split_query(req.relative_uri().query());
-    std::vector<std::string> parts = web::uri::split_path(path);
+  Response RouteApi(const Request& req) {
+    const std::string path(req.path);
+    const auto query = SplitQuery(req.query);
+    std::vector<std::string> parts = SplitPath(path);
 
     const UserInfo* user = nullptr;
     if (users && !IsPublicPath(path)) {
       user = users->Authenticate(BearerToken(req));
       if (user == nullptr) {
-        ReplyError(req, ApiError::Unauthorized());
-        return;
+        return ReplyError(ApiError::Unauthorized());
       }
       if (!IsMetricsGroupPath(path) || options.authorize_proxied_requests) {
         const RequestInfo info =
-            ParseRequestInfo(req.method(), web::uri::decode(path), req.relative_uri().query());
+            ParseRequestInfo(std::string(req.method), PercentDecode(path), std::string(req.query));
         if (!users->Authorize(user->name, user->groups, info).allowed) {
-          ReplyError(req, ForbiddenError(user->name, info));
-          return;
+          return ReplyError(ForbiddenError(user->name, info));
         }
       }
     }
 
     if (IsMetricsGroupPath(path)) {
-      Proxy(req, user);
-      return;
+      return Proxy(req, user);
     }
     if (users && (path == "/apis/authentication.k8s.io/v1/tokenreviews" ||
                   path == "/apis/authorization.k8s.io/v1/subjectaccessreviews")) {
-      Review(req, path);
-      return;
+      return Review(req, path);
     }
     if (parts.size() >= 2 && parts[0] == "sim" && parts[1] == "v1") {
-      Faults(req, parts);
-      return;
+      return Faults(req, parts);
     }
-    if (req.method() != methods::GET) {
-      ReplyError(req, ApiError(405, StatusReason::kMethodNotAllowed,
-                               "the server does not allow this method on the requested resource"));
-      return;
+    if (req.method != "GET") {
+      return ReplyError(
+          ApiError(405, StatusReason::kMethodNotAllowed,
+                   "the server does not allow this method on the requested resource"));
     }
     if (path == "/healthz" || path == "/readyz" || path == "/livez") {
-      Reply(req, 200, "ok", "text/plain; charset=utf-8");
-      return;
+      return Reply(200, "ok", "text/plain; charset=utf-8");
     }
     if (path == "/version") {
-      Reply(req, 200,
-            "{\"major\":\"1\",\"minor\":\"31\",\"gitVersion\":\"v1.31.4\",\"gitCommit\":"
-            "\"kubestat-sim\",\"gitTreeState\":\"clean\",\"buildDate\":\"2026-01-01T00:00:00Z\","
-            "\"goVersion\":\"go1.22.0\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}",
-            kJson);
-      return;
+      return Reply(
+          200,
+          "{\"major\":\"1\",\"minor\":\"31\",\"gitVersion\":\"v1.31.4\",\"gitCommit\":"
+          "\"kubestat-sim\",\"gitTreeState\":\"clean\",\"buildDate\":\"2026-01-01T00:00:00Z\","
+          "\"goVersion\":\"go1.22.0\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}",
+          kJson);
     }
     if (path == "/api") {
-      Reply(req, 200,
-            absl::StrCat("{\"kind\":\"APIVersions\",\"versions\":[\"v1\"],"
-                         "\"serverAddressByClientCIDRs\":[{\"clientCIDR\":\"0.0.0.0/0\","
-                         "\"serverAddress\":\"",
-                         apiserver_url.substr(apiserver_url.find("//") + 2), "\"}]}"),
-            kJson);
-      return;
+      return Reply(200,
+                   absl::StrCat("{\"kind\":\"APIVersions\",\"versions\":[\"v1\"],"
+                                "\"serverAddressByClientCIDRs\":[{\"clientCIDR\":\"0.0.0.0/0\","
+                                "\"serverAddress\":\"",
+                                apiserver_url.substr(apiserver_url.find("//") + 2), "\"}]}"),
+                   kJson);
     }
     if (path == "/apis") {
       std::string groups;
@@ -690,11 +707,10 @@ struct Simulator::State {
             "\"version\":\"v1alpha1\"}],\"preferredVersion\":{\"groupVersion\":"
             "\"metrics/v1alpha1\",\"version\":\"v1alpha1\"}}";
       }
-      Reply(req, 200,
-            absl::StrCat("{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":[", groups,
-                         "]}"),
-            kJson);
-      return;
+      return Reply(200,
+                   absl::StrCat("{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":[",
+                                groups, "]}"),
+                   kJson);
     }
     if (users) {
       for (const auto& [group, resource, kind] :
@@ -702,52 +718,46 @@ struct Simulator::State {
                                                               "tokenreviews", "TokenReview"},
             {"authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview"}}) {
         if (path == "/apis/" + group) {
-          Reply(req, 200,
-                absl::StrCat("{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",",
-                             ApiGroupJson(group).substr(1)),
-                kJson);
-          return;
+          return Reply(200,
+                       absl::StrCat("{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",",
+                                    ApiGroupJson(group).substr(1)),
+                       kJson);
         }
         if (path == "/apis/" + group + "/v1") {
-          Reply(req, 200, ReviewResourceListJson(group, resource, kind), kJson);
-          return;
+          return Reply(200, ReviewResourceListJson(group, resource, kind), kJson);
         }
       }
     }
     if (path == "/api/v1") {
-      Reply(req, 200,
-            "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":["
-            "{\"name\":\"namespaces\",\"singularName\":\"namespace\",\"namespaced\":false,"
-            "\"kind\":\"Namespace\",\"verbs\":[\"get\",\"list\"],\"shortNames\":[\"ns\"]},"
-            "{\"name\":\"nodes\",\"singularName\":\"node\",\"namespaced\":false,\"kind\":"
-            "\"Node\",\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":[\"no\"]},"
-            "{\"name\":\"pods\",\"singularName\":\"pod\",\"namespaced\":true,\"kind\":\"Pod\","
-            "\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":[\"po\"],\"categories\":"
-            "[\"all\"]}]}",
-            kJson);
-      return;
+      return Reply(
+          200,
+          "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":["
+          "{\"name\":\"namespaces\",\"singularName\":\"namespace\",\"namespaced\":false,"
+          "\"kind\":\"Namespace\",\"verbs\":[\"get\",\"list\"],\"shortNames\":[\"ns\"]},"
+          "{\"name\":\"nodes\",\"singularName\":\"node\",\"namespaced\":false,\"kind\":"
+          "\"Node\",\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":[\"no\"]},"
+          "{\"name\":\"pods\",\"singularName\":\"pod\",\"namespaced\":true,\"kind\":\"Pod\","
+          "\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":[\"po\"],\"categories\":"
+          "[\"all\"]}]}",
+          kJson);
     }
     if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "v1") {
       if (parts[2] == "nodes" && parts.size() <= 4) {
-        Nodes(req, parts.size() == 4 ? parts[3] : "", query);
-        return;
+        return Nodes(parts.size() == 4 ? parts[3] : "", query);
       }
       if (parts[2] == "pods" && parts.size() == 3) {
-        Pods(req, "", "", query);
-        return;
+        return Pods("", "", query);
       }
       if (parts[2] == "namespaces") {
         if (parts.size() <= 4) {
-          Namespaces(req, parts.size() == 4 ? parts[3] : "");
-          return;
+          return Namespaces(parts.size() == 4 ? parts[3] : "");
         }
         if (parts[4] == "pods" && parts.size() <= 6) {
-          Pods(req, parts[3], parts.size() == 6 ? parts[5] : "", query);
-          return;
+          return Pods(parts[3], parts.size() == 6 ? parts[5] : "", query);
         }
       }
     }
-    ReplyError(req, ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
+    return ReplyError(ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
   }
 
   bool IsWatch(const std::map<std::string, std::string>& query) const {
@@ -763,7 +773,7 @@ struct Simulator::State {
     return std::chrono::seconds(seconds);
   }
 
-  void Namespaces(http_request& req, const std::string& name) {
+  Response Namespaces(const std::string& name) {
     auto one = [](std::string_view ns) {
       return absl::StrCat("{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"",
                           std::string(ns),
@@ -773,12 +783,10 @@ struct Simulator::State {
     if (!name.empty()) {
       for (std::string_view ns : kNamespaces) {
         if (ns == name) {
-          Reply(req, 200, one(ns), kJson);
-          return;
+          return Reply(200, one(ns), kJson);
         }
       }
-      ReplyError(req, ApiError::NotFound("", "namespaces", name));
-      return;
+      return ReplyError(ApiError::NotFound("", "namespaces", name));
     }
     std::string out =
         "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
@@ -790,35 +798,31 @@ struct Simulator::State {
       out += one(ns);
     }
     out += "]}";
-    Reply(req, 200, std::move(out), kJson);
+    return Reply(200, std::move(out), kJson);
   }
 
-  void Nodes(http_request& req, const std::string& name,
-             const std::map<std::string, std::string>& query) {
+  Response Nodes(const std::string& name, const std::map<std::string, std::string>& query) {
     if (!name.empty()) {
       const int i = model->NodeIndex(name);
       if (i < 0) {
-        ReplyError(req, ApiError::NotFound("", "nodes", name));
-        return;
+        return ReplyError(ApiError::NotFound("", "nodes", name));
       }
-      Reply(req, 200, NodeJson(i), kJson);
-      return;
+      return Reply(200, NodeJson(i), kJson);
     }
     if (IsWatch(query)) {
       auto s = OpenStream(Stream::Kind::kNodeWatch, WatchLifetime(query));
       const std::string rv = QueryParam(query, "resourceVersion");
+      std::string initial;
       if (rv.empty() || rv == "0") {
         for (int i = 0; i < model->node_count(); ++i) {
-          WriteBuffer(s->buffer, RenderWatchEvent("ADDED", NodeJson(i)));
+          initial += RenderWatchEvent("ADDED", NodeJson(i));
         }
       }
-      ReplyWithStream(req, s, kJson);
-      std::lock_guard<std::mutex> lock(mu);
-      streams.push_back(s);
-      return;
+      return StreamResponse(s, kJson, std::move(initial));
     }
-    const std::optional<LabelSelector> selector = ListSelector(req, query);
-    if (!selector) return;
+    Response bad_selector;
+    const std::optional<LabelSelector> selector = ListSelector(query, &bad_selector);
+    if (!selector) return bad_selector;
     std::string out = absl::StrCat(
         "{\"kind\":\"NodeList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"",
         CurrentVersion(), "\"},\"items\":[");
@@ -830,7 +834,7 @@ struct Simulator::State {
       out += NodeJson(i);
     }
     out += "]}";
-    Reply(req, 200, std::move(out), kJson);
+    return Reply(200, std::move(out), kJson);
   }
 
   uint64_t CurrentVersion() const {
@@ -839,14 +843,14 @@ struct Simulator::State {
   }
 
   // The request's labelSelector (empty when absent), applied to lists; watches ignore it.
-  // On a malformed selector, replies 400 with the parser's message, as the kube-apiserver
-  // does, and returns std::nullopt.
-  static std::optional<LabelSelector> ListSelector(
-      http_request& req, const std::map<std::string, std::string>& query) {
+  // On a malformed selector, sets `error` to a 400 with the parser's message, as the
+  // kube-apiserver does, and returns std::nullopt.
+  static std::optional<LabelSelector> ListSelector(const std::map<std::string, std::string>& query,
+                                                   Response* error) {
     absl::StatusOr<LabelSelector> selector =
-        LabelSelector::Parse(web::uri::decode(QueryParam(query, "labelSelector")));
+        LabelSelector::Parse(PercentDecode(QueryParam(query, "labelSelector")));
     if (!selector.ok()) {
-      ReplyError(req, ApiError::BadRequest(std::string(selector.status().message())));
+      *error = ReplyError(ApiError::BadRequest(std::string(selector.status().message())));
       return std::nullopt;
     }
     return *std::move(selector);
@@ -868,7 +872,7 @@ struct Simulator::State {
   // The node a "spec.nodeName=X" field selector names, "" for none. Other field selectors
   // are accepted and ignored.
   static std::string NodeFilter(const std::map<std::string, std::string>& query) {
-    const std::string fs = web::uri::decode(QueryParam(query, "fieldSelector"));
+    const std::string fs = PercentDecode(QueryParam(query, "fieldSelector"));
     for (const std::string prefix : {"spec.nodeName=", "spec.nodeName=="}) {
       const size_t at = fs.find(prefix);
       if (at != std::string::npos) {
@@ -880,8 +884,8 @@ struct Simulator::State {
     return "";
   }
 
-  void Pods(http_request& req, const std::string& ns, const std::string& name,
-            const std::map<std::string, std::string>& query) {
+  Response Pods(const std::string& ns, const std::string& name,
+                const std::map<std::string, std::string>& query) {
     const Timestamp now = Now();
     const std::string node_filter = NodeFilter(query);
     std::vector<std::pair<PodInfo, uint64_t>> pods;
@@ -902,18 +906,15 @@ struct Simulator::State {
     }
     if (!name.empty()) {
       if (pods.empty()) {
-        ReplyError(req, ApiError::NotFound("", "pods", name));
+        return ReplyError(ApiError::NotFound("", "pods", name));
       } else {
-        Reply(req, 200, PodJson(pods[0].first, now, pods[0].second), kJson);
+        return Reply(200, PodJson(pods[0].first, now, pods[0].second), kJson);
       }
-      return;
     }
-    if (IsWatch(query)) {
-      WatchPods(req, ns, node_filter, query, pods, now);
-      return;
-    }
-    const std::optional<LabelSelector> selector = ListSelector(req, query);
-    if (!selector) return;
+    if (IsWatch(query)) return WatchPods(ns, node_filter, query, pods, list_version, now);
+    Response bad_selector;
+    const std::optional<LabelSelector> selector = ListSelector(query, &bad_selector);
+    if (!selector) return bad_selector;
     std::string out = absl::StrCat(
         "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"",
         list_version, "\"},\"items\":[");
@@ -925,167 +926,186 @@ struct Simulator::State {
       AppendPodJson(out, *model, pod, now, rv);
     }
     out += "]}";
-    Reply(req, 200, std::move(out), kJson);
+    return Reply(200, std::move(out), kJson);
   }
 
-  void WatchPods(http_request& req, const std::string& ns, const std::string& node_filter,
-                 const std::map<std::string, std::string>& query,
-                 const std::vector<std::pair<PodInfo, uint64_t>>& current, Timestamp now) {
+  // A pod watch. Without a resourceVersion the pods listed at `list_version` come first as
+  // ADDED events, then what happened after `list_version`; from a resourceVersion, the
+  // retained events after it (410 in an ERROR event when it is older than the history).
+  Response WatchPods(const std::string& ns, const std::string& node_filter,
+                     const std::map<std::string, std::string>& query,
+                     const std::vector<std::pair<PodInfo, uint64_t>>& current,
+                     uint64_t list_version, Timestamp now) {
     auto s = OpenStream(Stream::Kind::kPodWatch, WatchLifetime(query));
     s->namespace_filter = ns;
     s->node_filter = node_filter;
     const std::string rv_text = QueryParam(query, "resourceVersion");
-    const uint64_t from = std::strtoull(rv_text.c_str(), nullptr, 10);
-    std::lock_guard<std::mutex> lock(mu);
+    uint64_t from = std::strtoull(rv_text.c_str(), nullptr, 10);
+    std::string initial;
     if (rv_text.empty() || from == 0) {
       // No version: the current state as ADDED events first, as the apiserver does.
       for (const auto& [pod, rv] : current) {
-        WriteBuffer(s->buffer, RenderWatchEvent("ADDED", PodJson(pod, now, rv)));
+        initial += RenderWatchEvent("ADDED", PodJson(pod, now, rv));
       }
-    } else if (from + 1 < oldest_retained) {
-      const std::string status = ApiError::Expired(absl::StrCat("too old resource version: ", from,
-                                                                " (", oldest_retained - 1, ")"))
-                                     .ToJson();
-      WriteBuffer(s->buffer, RenderWatchEvent("ERROR", status));
-      s->buffer.close(std::ios_base::out).wait();
-      ReplyWithStream(req, s, kJson);
-      return;
-    } else {
-      for (const WatchEvent& ev : history) {
-        if (ev.resource_version > from && Matches(*s, ev)) WriteBuffer(s->buffer, ev.line);
-      }
+      from = list_version;
     }
-    ReplyWithStream(req, s, kJson);
-    streams.push_back(s);
+    Response response = Reply(200, "", kJson);
+    response.stream = [this, s, from,
+                       initial = std::move(initial)](std::shared_ptr<StreamWriter> writer) {
+      std::lock_guard<std::mutex> lock(mu);
+      s->writer = std::move(writer);
+      if (from + 1 < oldest_retained) {
+        const std::string status =
+            ApiError::Expired(
+                absl::StrCat("too old resource version: ", from, " (", oldest_retained - 1, ")"))
+                .ToJson();
+        Send(*s, RenderWatchEvent("ERROR", status));
+        s->writer->Finish();
+        return;
+      }
+      Send(*s, initial);
+      for (const WatchEvent& ev : history) {
+        if (ev.resource_version > from && Matches(*s, ev)) Send(*s, ev.line);
+      }
+      s->writer->Flush();
+      if (stopping) {
+        s->writer->Finish();
+        return;
+      }
+      streams.push_back(s);
+    };
+    return response;
   }
 
-  void Faults(http_request& req, const std::vector<std::string>& parts) {
-    if (parts.size() == 3 && parts[2] == "faults" && req.method() == methods::GET) {
+  Response Faults(const Request& req, const std::vector<std::string>& parts) {
+    if (parts.size() == 3 && parts[2] == "faults" && req.method == "GET") {
       JsonWriter w;
       w.BeginObject();
       for (const auto& [node, fault] : faults.All()) w.Member(node, FaultName(fault));
       w.EndObject();
-      Reply(req, 200, w.Take(), kJson);
-      return;
+      return Reply(200, w.Take(), kJson);
     }
     if (parts.size() == 4 && parts[2] == "faults" &&
-        (req.method() == methods::PUT || req.method() == methods::POST)) {
+        (req.method == "PUT" || req.method == "POST")) {
       const std::string node = parts[3];
       if (model->NodeIndex(node) < 0) {
-        ReplyError(req, ApiError::NotFound("", "nodes", node));
-        return;
+        return ReplyError(ApiError::NotFound("", "nodes", node));
       }
-      std::string body;
-      try {
-        body = req.extract_utf8string(true).get();
-      } catch (const std::exception& e) {
-        ReplyError(req, ApiError::BadRequest(e.what()));
-        return;
-      }
+      const std::string body(req.body);
       absl::StatusOr<Fault> fault = ParseFault(body.substr(0, 256));
       if (!fault.ok()) {
-        ReplyError(req, ApiError::BadRequest(std::string(fault.status().message())));
-        return;
+        return ReplyError(ApiError::BadRequest(std::string(fault.status().message())));
       }
       faults.Set(node, *fault);
-      Reply(req, 200, absl::StrCat("{\"", node, "\":\"", std::string(FaultName(*fault)), "\"}"),
-            kJson);
-      return;
+      return Reply(200, absl::StrCat("{\"", node, "\":\"", std::string(FaultName(*fault)), "\"}"),
+                   kJson);
     }
-    ReplyError(req, ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
+    return ReplyError(ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
   }
 
-  void Review(http_request& req, const std::string& path) {
-    if (req.method() != methods::POST) {
+  Response Review(const Request& req, const std::string& path) {
+    if (req.method != "POST") {
       const bool tokens = path.find("tokenreviews") != std::string::npos;
-      ReplyError(
-          req, ApiError::MethodNotAllowed(tokens ? "authentication.k8s.io" : "authorization.k8s.io",
-                                          tokens ? "tokenreviews" : "subjectaccessreviews",
-                                          std::string(req.method())));
-      return;
+      return ReplyError(ApiError::MethodNotAllowed(
+          tokens ? "authentication.k8s.io" : "authorization.k8s.io",
+          tokens ? "tokenreviews" : "subjectaccessreviews", std::string(req.method)));
     }
-    const std::string type = req.headers().content_type();
+    const std::string type(req.Header("Content-Type").value_or(""));
     if (!type.empty() && type.rfind("application/json", 0) != 0) {
-      ReplyError(req, ApiError::UnsupportedMediaType(
-                          absl::StrCat("the body of the request was in an unknown format - "
-                                       "accepted media types include: application/json")));
-      return;
+      return ReplyError(ApiError::UnsupportedMediaType(
+          absl::StrCat("the body of the request was in an unknown format - "
+                       "accepted media types include: application/json")));
     }
     absl::StatusOr<std::string> body = ReadBody(req, kReviewBodyLimit);
     if (!body.ok()) {
-      ReplyError(req, ApiError::FromStatus(body.status()));
-      return;
+      return ReplyError(ApiError::FromStatus(body.status()));
     }
     absl::StatusOr<std::string> answer = path.find("tokenreviews") != std::string::npos
                                              ? ReviewToken(*body, *users)
                                              : ReviewSubjectAccess(*body, *users);
     if (!answer.ok()) {
-      ReplyError(req, ApiError::FromStatus(answer.status()));
-      return;
+      return ReplyError(ApiError::FromStatus(answer.status()));
     }
-    Reply(req, 201, *std::move(answer), kJson);
+    return Reply(201, *std::move(answer), kJson);
   }
 
   // Forwards a request for the metrics groups to the backend as the aggregation layer
   // does; `user` is the authenticated caller (nullptr without a users file).
-  void Proxy(http_request& req, const UserInfo* user) {
+  Response Proxy(const Request& req, const UserInfo* user) {
     if (!backend) {
-      ReplyError(req, ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
-      return;
+      return ReplyError(ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
     }
     ProxiedRequest out;
-    out.method = req.method();
-    out.target = req.relative_uri().to_string();
+    out.method = std::string(req.method);
+    out.target = std::string(req.target);
     HeaderList incoming;
-    for (const auto& [k, v] : req.headers()) incoming.emplace_back(k, v);
+    for (const http::HeaderField& h : req.headers) incoming.emplace_back(h.name, h.value);
     out.headers = FrontProxyHeaders(incoming, user);
     absl::StatusOr<std::string> body = ReadBody(req, kProxiedBodyLimit);
     if (!body.ok()) {
-      ReplyError(req, ApiError::FromStatus(body.status()));
-      return;
+      return ReplyError(ApiError::FromStatus(body.status()));
     }
     out.body = *std::move(body);
-    backend->Forward(std::move(out), std::make_shared<ReplySink>(req));
+    auto sink = std::make_shared<ReplySink>();
+    std::future<absl::StatusOr<ProxiedResponseHead>> head_future = sink->Head();
+    backend->Forward(std::move(out), sink);
+    // The backend's head comes within the proxy's step timeout, or with an error when
+    // the proxy stops.
+    absl::StatusOr<ProxiedResponseHead> head = head_future.get();
+    if (!head.ok()) {
+      return ReplyError(head.status().code() == absl::StatusCode::kUnavailable
+                            ? ApiError::ServiceUnavailable(Sv(head.status().message()))
+                            : ApiError::FromStatus(head.status()));
+    }
+    Response response;
+    response.code = head->status;
+    response.content_type.clear();
+    for (auto& [name, value] : head->headers) {
+      if (EqualsIgnoreCase(name, "Content-Type")) {
+        response.content_type = value;
+      } else if (EqualsIgnoreCase(name, "Content-Encoding")) {
+        response.content_encoding = value;
+      } else {
+        response.headers.emplace_back(std::move(name), std::move(value));
+      }
+    }
+    response.stream = [sink](std::shared_ptr<StreamWriter> writer) {
+      sink->Attach(std::move(writer));
+    };
+    return response;
   }
 
   // ---- lifecycle -----------------------------------------------------------------
-
-  absl::Status OpenListener(std::unique_ptr<http_listener>& out, const std::string& scheme,
-                            const std::string& host, int port, const TlsFiles* tls_files,
-                            std::function<void(http_request)> handler, int* bound_port) {
-    const bool pick = port == 0;
-    std::string last_error;
-    for (int attempt = 0; attempt < (pick ? 8 : 1); ++attempt) {
-      const int p = pick ? PickFreePort(host) : port;
-      if (p == 0) {
-        last_error = "no free port";
-        continue;
-      }
-      http_listener_config config;
-      if (tls_files != nullptr) {
-        const TlsFiles files = *tls_files;
-        config.set_ssl_context_callback([files](boost::asio::ssl::context& ctx) {
-          ctx.set_options(boost::asio::ssl::context::default_workarounds |
-                          boost::asio::ssl::context::no_sslv2 |
-                          boost::asio::ssl::context::no_sslv3);
-          ctx.use_certificate_chain_file(files.server_cert);
-          ctx.use_private_key_file(files.server_key, boost::asio::ssl::context::pem);
-        });
-      }
-      auto listener = std::make_unique<http_listener>(
-          web::uri(absl::StrCat(scheme, "://", host, ":", p)), config);
-      listener->support(handler);
-      try {
-        listener->open().wait();
-        *bound_port = p;
-        out = std::move(listener);
-        return absl::OkStatus();
-      } catch (const std::exception& e) {
-        last_error = e.what();
-      }
+  // Starts a server for `handler` on host:port (0: the kernel picks), over TLS with
+  // `tls_files`; `bound_port` receives the port.
+  absl::Status StartServer(std::unique_ptr<http::Server>& out, const std::string& name,
+                           const std::string& host, int port, const TlsFiles* tls_files,
+                           int io_threads, int worker_threads, http::Handler handler,
+                           int* bound_port) {
+    absl::StatusOr<std::string> address = ListenAddress(host);
+    if (!address.ok()) return address.status();
+    http::ServerOptions o;
+    o.address = *address;
+    o.port = port;
+    o.io_threads = io_threads;
+    o.worker_threads = worker_threads;
+    o.metrics_name = name;
+    // As the real components: no cap on requests per connection, no compression of their
+    // own, and request bodies up to what the proxy forwards.
+    o.limits.max_requests_per_connection = 0;
+    o.limits.max_body_bytes = kProxiedBodyLimit;
+    o.compression.enabled = false;
+    o.tls.enabled = tls_files != nullptr;
+    if (tls_files != nullptr) {
+      o.tls.cert_file = tls_files->server_cert;
+      o.tls.key_file = tls_files->server_key;
     }
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", host, ":", port, ": ", last_error));
+    auto server = std::make_unique<http::Server>(std::move(o), std::move(handler), registry,
+                                                 RealClock::Get());
+    if (absl::Status st = server->Start(); !st.ok()) return st;
+    *bound_port = server->port();
+    out = std::move(server);
+    return absl::OkStatus();
   }
 };
 
@@ -1201,11 +1221,12 @@ absl::Status Simulator::Start() {
     int port = s.options.kubelet_port;
     if (port != 0 && s.options.kubelet_address_mode == KubeletAddressMode::kPorts) port += i;
     State* st = state_.get();
-    if (absl::Status status = s.OpenListener(
-            s.kubelets[i], kubelet_scheme, s.kubelet_hosts[i], port,
-            s.options.tls ? &s.tls : nullptr,
-            [st, i](http_request req) { st->HandleKubelet(i, std::move(req)); },
-            &s.kubelet_ports[i]);
+    // One I/O thread and one worker each: a kubelet answers a scrape at a time, and a
+    // held answer (the timeout fault) holds no thread.
+    if (absl::Status status = s.StartServer(
+            s.kubelets[i], absl::StrCat("kubelet-", i), s.kubelet_hosts[i], port,
+            s.options.tls ? &s.tls : nullptr, 1, 1,
+            [st, i](const Request& req) { return st->HandleKubelet(i, req); }, &s.kubelet_ports[i]);
         !status.ok()) {
       return fail(absl::UnavailableError(
           absl::StrCat("kubelet of ", s.model->node(i).name, ": ", status.message())));
@@ -1213,10 +1234,10 @@ absl::Status Simulator::Start() {
   }
   int api_port = 0;
   State* st = state_.get();
-  if (absl::Status status = s.OpenListener(
-          s.apiserver, s.options.apiserver_tls ? "https" : "http", s.options.apiserver_address,
-          s.options.apiserver_port, s.options.apiserver_tls ? &s.apiserver_tls : nullptr,
-          [st](http_request req) { st->HandleApi(std::move(req)); }, &api_port);
+  if (absl::Status status = s.StartServer(
+          s.apiserver, "apiserver", s.options.apiserver_address, s.options.apiserver_port,
+          s.options.apiserver_tls ? &s.apiserver_tls : nullptr, 2, 8,
+          [st](const Request& req) { return st->HandleApi(req); }, &api_port);
       !status.ok()) {
     return fail(absl::UnavailableError(absl::StrCat("apiserver: ", status.message())));
   }
@@ -1283,7 +1304,7 @@ absl::Status Simulator::Start() {
 void Simulator::Stop() {
   State& s = *state_;
   std::vector<std::shared_ptr<Stream>> streams;
-  std::vector<http_request> parked;
+  std::vector<Parked> parked;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (!s.started || s.stopping) return;
@@ -1294,37 +1315,18 @@ void Simulator::Stop() {
   s.cv.notify_all();
   if (s.ticker.joinable()) s.ticker.join();
   if (s.streamer.joinable()) s.streamer.join();
-  // Ends proxied answers still streaming, so that closing the listener does not wait on them.
+  // Ends proxied answers still streaming, and answers handlers waiting for a backend.
   if (s.backend) s.backend->Stop();
-  for (auto& stream : streams) stream->buffer.close(std::ios_base::out).wait();
-  for (auto& req : parked) ReplyError(req, ApiError::ServiceUnavailable("shutting down"));
-  auto close = [](std::unique_ptr<http_listener>& l, bool tls) {
-    if (!l) return;
-    // cpprestsdk's close() waits for every connection it counts; an HTTPS connection whose
-    // peer vanished mid-handshake can stay counted for good, so the wait is bounded and a
-    // listener still closing is kept rather than destroyed under its own close().
-    auto closed = std::make_shared<std::promise<void>>();
-    std::future<void> done = closed->get_future();
-    try {
-      l->close().then([closed](pplx::task<void> t) {
-        try {
-          t.get();
-        } catch (...) {
-        }
-        closed->set_value();
-      });
-    } catch (...) {
-      closed->set_value();
-    }
-    const bool finished = done.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
-    if (tls || !finished) {
-      RetireListener(std::move(l));
-    } else {
-      l.reset();
-    }
-  };
-  close(s.apiserver, s.options.apiserver_tls);
-  for (auto& l : s.kubelets) close(l, s.options.tls);
+  for (auto& stream : streams) stream->writer->Finish();
+  for (auto& p : parked) {
+    p.writer->Write(std::move(p.answer));
+    p.writer->Finish();
+  }
+  // Closes every connection, open streams included, and joins the servers' threads.
+  if (s.apiserver) s.apiserver->Stop();
+  for (auto& kubelet : s.kubelets) {
+    if (kubelet) kubelet->Stop();
+  }
   s.RemoveCreatedTlsDir();
 }
 

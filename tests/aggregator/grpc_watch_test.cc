@@ -18,6 +18,7 @@
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
+#include "support/poll.h"
 
 namespace kubestat::aggregator {
 namespace {
@@ -26,8 +27,12 @@ using ::kubestat::aggregator::testing::BaseTime;
 using ::kubestat::aggregator::testing::FakeMetricsSource;
 using ::kubestat::aggregator::testing::MakeNode;
 using ::kubestat::aggregator::testing::MakePod;
+using ::kubestat::testing::PollUntil;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+
+// A generous deadline for the readiness of another thread.
+constexpr std::chrono::seconds kReady(30);
 
 Timestamp Tick(int n) { return BaseTime() + std::chrono::seconds(10) * n; }
 
@@ -119,17 +124,6 @@ class GrpcWatchTest : public ::testing::Test {
                                                           : metric.counter.value;
     }
     return -1;
-  }
-
-  // Polls `done` until true or a generous deadline passes (readiness of another thread).
-  template <typename F>
-  static bool Eventually(F done) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return true;
   }
 
   FakeMetricsSource source_;
@@ -279,7 +273,7 @@ TEST_F(GrpcWatchTest, SlowWatcherIsCutOffWithoutHoldingUpTheFastOne) {
   request.mutable_pods()->set_namespace_("bulk");
   std::unique_ptr<v1::Aggregator::Stub> slow_stub = NewStub();
   WatchStream slow = Open(request, slow_stub.get());  // never read until the end
-  ASSERT_TRUE(Eventually([&] { return hub_->Stats().watchers == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return hub_->Stats().watchers == 1; }, kReady));
   WatchStream fast = Open(request);
   ASSERT_EQ(fast.Read(kPods + 1).size(), static_cast<size_t>(kPods + 1));
 
@@ -313,7 +307,7 @@ TEST_F(GrpcWatchTest, SlowWatcherIsCutOffWithoutHoldingUpTheFastOne) {
   EXPECT_THAT(status.error_message(), HasSubstr("fell too far behind"));
   EXPECT_LT(drained, static_cast<size_t>(kPods) * (rounds + 1) + 1);
   EXPECT_EQ(MetricValue("kubestat_grpc_watchers_overflowed_total"), 1);
-  EXPECT_TRUE(Eventually([&] { return hub_->Stats().watchers == 1; }));
+  EXPECT_TRUE(PollUntil([&] { return hub_->Stats().watchers == 1; }, kReady));
 }
 
 TEST_F(GrpcWatchTest, ClientCancellationEndsTheStream) {
@@ -323,8 +317,8 @@ TEST_F(GrpcWatchTest, ClientCancellationEndsTheStream) {
   ASSERT_EQ(stream.Read(7).size(), 7u);
   EXPECT_EQ(MetricValue("kubestat_grpc_watchers"), 1);
   stream.context->TryCancel();
-  EXPECT_TRUE(Eventually([&] { return hub_->Stats().watchers == 0; }));
-  EXPECT_TRUE(Eventually([&] { return MetricValue("kubestat_grpc_watchers") == 0; }));
+  EXPECT_TRUE(PollUntil([&] { return hub_->Stats().watchers == 0; }, kReady));
+  EXPECT_TRUE(PollUntil([&] { return MetricValue("kubestat_grpc_watchers") == 0; }, kReady));
   EXPECT_EQ(stream.reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 

@@ -18,7 +18,7 @@
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/series_registry.h"
-#include "storage/temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {
@@ -41,7 +41,7 @@ class IngestTest : public ::testing::Test {
   // The test's store (in its own directory unless `dir` names another).
   std::unique_ptr<storage::Store> OpenStore(std::string dir = {}) {
     storage::StoreOptions options;
-    options.dir = dir.empty() ? dir_.Sub("db") : std::move(dir);
+    options.dir = dir.empty() ? dir_.File("db") : std::move(dir);
     options.block_cache_bytes = 4 << 20;
     options.write_buffer_bytes = 4 << 20;
     auto store = storage::Store::Open(options);
@@ -376,7 +376,7 @@ std::pair<std::vector<StoredScrape>, std::vector<StoredRollup>> ReadNode(
 TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
   testing::SyntheticCluster cluster(3, 4, 2, 99);
   ::kubestat::testing::TempDir other_dir;
-  std::unique_ptr<storage::Store> other = OpenStore(other_dir.Sub("db"));
+  std::unique_ptr<storage::Store> other = OpenStore(other_dir.File("db"));
   ASSERT_NE(other, nullptr);
   std::vector<std::unique_ptr<NodeHistoryWriter>> writers(cluster.nodes());
   std::vector<ExpectedSamples> expected(cluster.nodes());

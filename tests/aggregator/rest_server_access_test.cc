@@ -14,6 +14,7 @@
 #include "kubestat/aggregator/rest_server.h"
 #include "kubestat/core/clock.h"
 #include "rest_fake_source.h"
+#include "support/temp_dir.h"
 #include "support/test_pki.h"
 
 namespace kubestat::aggregator {
@@ -88,7 +89,7 @@ class RestServerAccessTest : public ::testing::Test {
     RestServerOptions options;
     options.secure.address = "127.0.0.1";
     options.secure.port = 0;
-    options.secure.tls.cert_dir = dir_.path() + "/certs";
+    options.secure.tls.cert_dir = dir_.File("certs");
     options.secure.tls.client_cas = {
         {std::string(kube::kClientCaBundle), dir_.Write("client-ca.crt", client_ca_.ca_pem())},
         {std::string(kube::kRequestHeaderCaBundle),

@@ -18,7 +18,7 @@
 
 #include "aggregator/restart_stream.h"
 #include "kubestat/aggregator/ingest.h"
-#include "storage/temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {
@@ -89,7 +89,7 @@ struct ExpectedDumps {
 ExpectedDumps Expected(uint64_t count) {
   ::kubestat::testing::TempDir dir;
   storage::StoreOptions options;
-  options.dir = dir.Sub("db");
+  options.dir = dir.File("db");
   auto store = storage::Store::Open(options);
   EXPECT_TRUE(store.ok());
   IngestOptions ingest_options;
@@ -113,7 +113,7 @@ TEST(RestartTest, KillDuringIngestLosesNoAcknowledgedScrape) {
   const std::string driver = DriverPath();
   ASSERT_TRUE(std::filesystem::exists(driver)) << "missing " << driver;
   ::kubestat::testing::TempDir dir;
-  const std::string db = dir.Sub("db");
+  const std::string db = dir.File("db");
   // 3 nodes every 30 s: 900 scrapes span 2.5 h (rollups are written at every hour).
   Child child = Spawn({driver, "ingest", db, "1200"});
   std::string buffer;
@@ -162,7 +162,7 @@ TEST(RestartTest, CorruptDatabaseIsAClearErrorAndANonZeroExit) {
   const std::string driver = DriverPath();
   ASSERT_TRUE(std::filesystem::exists(driver)) << "missing " << driver;
   ::kubestat::testing::TempDir dir;
-  const std::string db = dir.Sub("db");
+  const std::string db = dir.File("db");
   Result ingest = RunToEnd({driver, "ingest", db, "30"});
   ASSERT_TRUE(WIFEXITED(ingest.status) && WEXITSTATUS(ingest.status) == 0) << ingest.err;
   std::ofstream(db + "/CURRENT", std::ios::trunc) << "garbage\n";

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "support/test_pki.h"
+#include "support/temp_dir.h"
 
 namespace kubestat {
 namespace {

@@ -1,7 +1,7 @@
 // kubestat::http::Client against a kubestat::http::Server over TLS on loopback (self-signed
 // serving pair in a temp cert dir, client certificates checked against a test CA), and
-// against a raw socket peer for a chunked body. Deadlines run on a FakeClock moved by the
-// test; a waiting test gives up after kGuard, which only a broken feature reaches.
+// against raw socket peers for chunked and streamed bodies. Deadlines run on a FakeClock moved by
+// the test; a waiting test gives up after kGuard, which only a broken feature reaches.
 #include "kubestat/http/client.h"
 
 #include <arpa/inet.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
+#include <condition_variable>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -26,6 +26,9 @@
 #include "kubestat/core/clock.h"
 #include "kubestat/http/server.h"
 #include "prometheus/registry.h"
+#include "support/files.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 #include "support/test_pki.h"
 
 namespace kubestat::http {
@@ -34,17 +37,12 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::PollUntil;
+using testing::ReadAll;
 using testing::TempDir;
 using testing::TestPki;
 
 constexpr auto kGuard = std::chrono::seconds(20);
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
 
 // Connections the server holds open (its kubestat_http_open_connections gauge).
 double OpenConnections(prometheus::Registry& registry) {
@@ -60,10 +58,7 @@ double OpenConnections(prometheus::Registry& registry) {
 // closed, so Stop() never walks a connection that is closing on its own at the same time.
 // Waits for that event (at most kGuard), not for time to pass.
 void StopWhenIdle(Server& server, prometheus::Registry& registry) {
-  const auto give_up = std::chrono::steady_clock::now() + kGuard;
-  while (OpenConnections(registry) > 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  PollUntil([&] { return OpenConnections(registry) <= 0; }, kGuard);
   server.Stop();
 }
 
@@ -117,7 +112,7 @@ class ClientTest : public ::testing::Test {
     options.address = "127.0.0.1";
     options.io_threads = 1;
     options.worker_threads = 4;
-    options.tls.cert_dir = dir_.path() + "/certs";
+    options.tls.cert_dir = dir_.File("certs");
     options.tls.client_cas = {{"client-ca", dir_.Write("client-ca.pem", client_ca_.ca_pem())}};
     server_ = std::make_unique<Server>(
         options,
@@ -132,7 +127,7 @@ class ClientTest : public ::testing::Test {
         registry_, RealClock::Get());
     absl::Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started;
-    serving_ca_ = ReadFile(options.tls.cert_dir + "/apiserver.crt");
+    serving_ca_ = ReadAll(options.tls.cert_dir + "/apiserver.crt");
     ASSERT_THAT(serving_ca_, HasSubstr("BEGIN CERTIFICATE"));
   }
 
@@ -599,6 +594,269 @@ TEST_F(ClientTest, MalformedRequestsAreRefusedBeforeSending) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FailureReason(client->Get("/a b").status()), "request");
   EXPECT_TRUE(seen().empty());
+}
+
+// A plain-HTTP peer on loopback for streamed answers, driven step by step by the test: it
+// takes one connection and reads the request head, then sends what the test hands it
+// (Send) and closes the connection when told (Close).
+class StreamPeer {
+ public:
+  StreamPeer() {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(::listen(listen_fd_, 4), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~StreamPeer() {
+    Close();
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(listen_fd_);
+  }
+
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // Waits until the request head has arrived and returns it ("" when kGuard passed first).
+  std::string WaitForHead() {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, kGuard, [this] { return !head_.empty(); });
+    return head_;
+  }
+
+  void Send(std::string bytes) {
+    std::lock_guard lock(mu_);
+    outbox_.push_back(std::move(bytes));
+    cv_.notify_all();
+  }
+  // A chunk of a chunked body.
+  void SendChunk(std::string_view data) {
+    std::ostringstream size_hex;
+    size_hex << std::hex << data.size();
+    Send(size_hex.str() + "\r\n" + std::string(data) + "\r\n");
+  }
+  // Closes the connection once everything handed to Send has been sent.
+  void Close() {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  void Serve() {
+    const int fd = ::accept(listen_fd_, nullptr, nullptr);
+    if (fd < 0) return;
+    timeval timeout{20, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    std::string head;
+    char buf[4096];
+    while (head.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      head.append(buf, static_cast<size_t>(n));
+    }
+    {
+      std::lock_guard lock(mu_);
+      head_ = head.empty() ? "(none)" : head;
+      cv_.notify_all();
+    }
+    while (true) {
+      std::string out;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return !outbox_.empty() || closing_; });
+        if (outbox_.empty()) break;
+        out = std::move(outbox_.front());
+        outbox_.erase(outbox_.begin());
+      }
+      size_t sent = 0;
+      while (sent < out.size()) {
+        const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+      }
+    }
+    ::close(fd);
+  }
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string head_;
+  std::vector<std::string> outbox_;
+  bool closing_ = false;
+};
+
+constexpr std::string_view kChunkedHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+// What a stream's callback was given, for the test thread to wait on.
+class Received {
+ public:
+  bool Add(std::string_view chunk) {
+    std::lock_guard lock(mu_);
+    text_.append(chunk);
+    cv_.notify_all();
+    return keep_going_;
+  }
+  // Waits until `text` has been received in all; false when kGuard passes first.
+  bool WaitFor(std::string_view text) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, kGuard, [&] { return text_ == text; });
+  }
+  std::string text() {
+    std::lock_guard lock(mu_);
+    return text_;
+  }
+  void StopAfterNext() {
+    std::lock_guard lock(mu_);
+    keep_going_ = false;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string text_;
+  bool keep_going_ = true;
+};
+
+class ClientStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ClientOptions options;
+    options.base_url = peer_.base_url();
+    options.bearer_token = "stream-token";
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options, clock_);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  // Starts a stream of GET `path` on another thread.
+  std::future<absl::Status> StartStream(const std::string& path, std::stop_token stop = {}) {
+    ClientRequest request;
+    request.path_and_query = path;
+    request.stop = std::move(stop);
+    return std::async(std::launch::async, [this, request] {
+      return client_->Stream(
+          request, kHeaderTimeout, [this](std::string_view chunk) { return received_.Add(chunk); },
+          &status_code_, &error_body_);
+    });
+  }
+
+  static constexpr Duration kHeaderTimeout = std::chrono::seconds(10);
+  StreamPeer peer_;
+  FakeClock clock_;
+  std::unique_ptr<Client> client_;
+  Received received_;
+  int status_code_ = 0;
+  std::string error_body_;
+};
+
+TEST_F(ClientStreamTest, ChunksAreDeliveredAsTheyArriveWithoutABodyDeadline) {
+  std::future<absl::Status> outcome = StartStream("/api/v1/pods?watch=true");
+  const std::string head = peer_.WaitForHead();
+  EXPECT_THAT(head, HasSubstr("GET /api/v1/pods?watch=true HTTP/1.1\r\n"));
+  EXPECT_THAT(head, HasSubstr("Bearer stream-token\r\n"));
+  peer_.Send(std::string(kChunkedHead));
+  peer_.SendChunk("{\"type\":\"ADDED\"}\n");
+  // Delivered while the body is still open.
+  ASSERT_TRUE(received_.WaitFor("{\"type\":\"ADDED\"}\n")) << received_.text();
+  // Past the header timeout: a body has no deadline.
+  clock_.Advance(kHeaderTimeout * 3);
+  peer_.SendChunk("{\"type\":\"DELETED\"}\n");
+  ASSERT_TRUE(received_.WaitFor("{\"type\":\"ADDED\"}\n{\"type\":\"DELETED\"}\n"));
+  peer_.Send("0\r\n\r\n");
+  ASSERT_EQ(outcome.wait_for(kGuard), std::future_status::ready);
+  absl::Status status = outcome.get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(status_code_, 200);
+  EXPECT_EQ(error_body_, "");
+}
+
+TEST_F(ClientStreamTest, CallbackReturningFalseEndsTheStreamOk) {
+  received_.StopAfterNext();
+  std::future<absl::Status> outcome = StartStream("/watch");
+  ASSERT_FALSE(peer_.WaitForHead().empty());
+  peer_.Send(std::string(kChunkedHead));
+  peer_.SendChunk("first\n");
+  // The body never ends; the callback's false does.
+  ASSERT_EQ(outcome.wait_for(kGuard), std::future_status::ready);
+  absl::Status status = outcome.get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(received_.text(), "first\n");
+}
+
+TEST_F(ClientStreamTest, StopWhileTheBodyIsOpenIsCancelled) {
+  std::stop_source stop;
+  std::future<absl::Status> outcome = StartStream("/watch", stop.get_token());
+  ASSERT_FALSE(peer_.WaitForHead().empty());
+  peer_.Send(std::string(kChunkedHead));
+  peer_.SendChunk("x\n");
+  ASSERT_TRUE(received_.WaitFor("x\n"));
+  stop.request_stop();
+  ASSERT_EQ(outcome.wait_for(kGuard), std::future_status::ready);
+  absl::Status status = outcome.get();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  EXPECT_EQ(FailureReason(status), "cancelled");
+}
+
+TEST_F(ClientStreamTest, HeadNotWithinTheHeaderTimeoutIsDeadlineExceeded) {
+  std::future<absl::Status> outcome = StartStream("/watch?x=1");
+  ASSERT_FALSE(peer_.WaitForHead().empty());
+  clock_.Advance(kHeaderTimeout);
+  ASSERT_EQ(outcome.wait_for(kGuard), std::future_status::ready);
+  absl::Status status = outcome.get();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("GET /watch: no response head within 10s"));
+  EXPECT_EQ(FailureReason(status), "timeout");
+}
+
+TEST_F(ClientStreamTest, NonSuccessAnswerGoesToTheErrorBodyNotTheCallback) {
+  std::future<absl::Status> outcome = StartStream("/watch");
+  ASSERT_FALSE(peer_.WaitForHead().empty());
+  peer_.Send("HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n");
+  peer_.Send("{\"reason\":\"Gone\"");
+  ASSERT_EQ(outcome.wait_for(kGuard), std::future_status::ready);
+  absl::Status status = outcome.get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(status_code_, 410);
+  EXPECT_EQ(error_body_, "{\"reason\":\"Gone\"");
+  EXPECT_EQ(received_.text(), "");
+}
+
+TEST_F(ClientStreamTest, ConnectionBrokenDuringTheBodyIsUnavailable) {
+  std::future<absl::Status> outcome = StartStream("/watch");
+  ASSERT_FALSE(peer_.WaitForHead().empty());
+  peer_.Send(std::string(kChunkedHead));
+  peer_.SendChunk("partial\n");
+  ASSERT_TRUE(received_.WaitFor("partial\n"));
+  peer_.Close();  // without the last chunk
+  ASSERT_EQ(outcome.wait_for(kGuard), std::future_status::ready);
+  absl::Status status = outcome.get();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_EQ(FailureReason(status), "read");
+}
+
+TEST_F(ClientStreamTest, MalformedRequestIsRefusedBeforeSending) {
+  ClientRequest request;
+  request.path_and_query = "no-slash";
+  absl::Status status = client_->Stream(
+      request, kHeaderTimeout, [](std::string_view) { return true; }, &status_code_, &error_body_);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FailureReason(status), "request");
+  request.path_and_query = "/ok";
+  status = client_->Stream(
+      request, Duration::zero(), [](std::string_view) { return true; }, &status_code_,
+      &error_body_);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ClientOptionsTest, ValidateNamesTheBadField) {

@@ -24,6 +24,7 @@
 
 #include "kubestat/core/gzip.h"
 #include "prometheus/registry.h"
+#include "support/poll.h"
 
 namespace kubestat::http {
 namespace {
@@ -31,10 +32,12 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::PollUntil;
 
 constexpr auto kShort = std::chrono::milliseconds(200);
 constexpr auto kLong = std::chrono::seconds(60);
 constexpr int kDeadlineSeconds = 20;
+constexpr std::chrono::seconds kDeadline(kDeadlineSeconds);
 
 struct RawResponse {
   int code = 0;
@@ -172,17 +175,6 @@ double MetricValue(prometheus::Registry& registry, const std::string& name,
   return -1;
 }
 
-// Polls `done` until it holds or the deadline passes (for state the server updates on its
-// own threads, such as a gauge after a close).
-bool Eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kDeadlineSeconds);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
 ServerOptions PlainOptions() {
   ServerOptions options;
   options.address = "127.0.0.1";
@@ -315,9 +307,12 @@ TEST_F(ServerTest, KeepAliveServesSeveralRequestsThenTheIdleTimeoutCloses) {
   }
   // No answer, just the close.
   EXPECT_TRUE(client.WaitClosed());
-  EXPECT_TRUE(Eventually([&] {
-    return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) == 0;
-  }));
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) ==
+               0;
+      },
+      kDeadline));
 }
 
 TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
@@ -495,9 +490,12 @@ TEST_F(ServerTest, ConnectionsOverTheCapGet503WhileTheHealthListenerAnswers) {
   ASSERT_GT(server_->health_port(), 0);
   auto held1 = std::make_unique<RawClient>(server_->port());
   RawClient held2(server_->port());
-  ASSERT_TRUE(Eventually([&] {
-    return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) == 2;
-  }));
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) ==
+               2;
+      },
+      kDeadline));
   RawClient over(server_->port());
   ASSERT_TRUE(over.connected());
   RawResponse refused = over.Read();
@@ -520,9 +518,12 @@ TEST_F(ServerTest, ConnectionsOverTheCapGet503WhileTheHealthListenerAnswers) {
 
   // A freed slot is usable again.
   held1.reset();
-  ASSERT_TRUE(Eventually([&] {
-    return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) == 1;
-  }));
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "main"}}) ==
+               1;
+      },
+      kDeadline));
   RawClient again(server_->port());
   ASSERT_TRUE(again.Send("GET /back HTTP/1.1\r\nHost: h\r\n\r\n"));
   EXPECT_EQ(again.Read().code, 200);
@@ -637,17 +638,19 @@ TEST(ServerBusyTest, HealthPathsAnswerWhileWorkersAreBusyAndAFullQueueGets429) {
   ASSERT_TRUE(server.Start().ok());
   RawClient running(server.port());
   ASSERT_TRUE(running.Send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n"));
-  ASSERT_TRUE(Eventually([&] { return blocked.load() == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return blocked.load() == 1; }, kDeadline));
   RawClient queued(server.port());
   ASSERT_TRUE(queued.Send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n"));
   // The queue (one slot) is now taken once the request is parsed; a third is refused.
   RawResponse refused;
-  ASSERT_TRUE(Eventually([&] {
-    RawClient third(server.port());
-    third.Send("GET /other HTTP/1.1\r\nHost: h\r\n\r\n");
-    refused = third.Read();
-    return refused.code == 429;
-  }));
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        RawClient third(server.port());
+        third.Send("GET /other HTTP/1.1\r\nHost: h\r\n\r\n");
+        refused = third.Read();
+        return refused.code == 429;
+      },
+      kDeadline));
   EXPECT_EQ(refused.headers.at("retry-after"), "1");
   RawClient probe(server.port());
   ASSERT_TRUE(probe.Send("GET /livez HTTP/1.1\r\nHost: h\r\n\r\n"));

@@ -16,15 +16,16 @@
 
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "kubestat/core/clock.h"
 #include "kubestat/http/server.h"
 #include "prometheus/registry.h"
+#include "support/files.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 #include "support/test_pki.h"
 
 namespace kubestat::http {
@@ -32,6 +33,8 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::PollUntil;
+using testing::ReadAll;
 using testing::TempDir;
 using testing::TestKeyType;
 using testing::TestPki;
@@ -124,13 +127,6 @@ TlsOutcome TlsGet(int port, const std::string& path, const ClientSettings& setti
   SSL_CTX_free(ctx);
   ERR_clear_error();
   return outcome;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
 }
 
 // Answers with what the server knew of the client's certificate.
@@ -242,11 +238,8 @@ TEST_F(ServerTlsTest, Tls11IsRefused) {
   client.cipher_list = "ECDHE-RSA-AES128-SHA:AES128-SHA:@SECLEVEL=0";
   EXPECT_FALSE(TlsGet(server_->port(), "/x", client).handshake);
   // The server counts the failure after sending its alert: wait for the count.
-  bool counted = false;
-  for (int i = 0; i < 10000 && !counted; ++i) {
-    counted = HandshakeFailures() == 1;
-    if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  const bool counted =
+      PollUntil([&] { return HandshakeFailures() == 1; }, std::chrono::seconds(20));
   EXPECT_TRUE(counted);
 }
 
@@ -336,7 +329,7 @@ TEST_F(ServerTlsTest, ReplacedCertificateFilesAreServedOnTheNextHandshake) {
 }
 
 TEST_F(ServerTlsTest, SelfSignedPairIsCreatedInTheCertDirAndReused) {
-  const std::string cert_dir = dir_.path() + "/certs";
+  const std::string cert_dir = dir_.File("certs");
   ServerOptions options;
   options.address = "127.0.0.1";
   options.tls.cert_dir = cert_dir;
@@ -347,7 +340,7 @@ TEST_F(ServerTlsTest, SelfSignedPairIsCreatedInTheCertDirAndReused) {
   struct stat key_stat;
   ASSERT_EQ(::stat(key_path.c_str(), &key_stat), 0);
   EXPECT_EQ(key_stat.st_mode & 0777, 0600);
-  const std::string pem = ReadFile(cert_path);
+  const std::string pem = ReadAll(cert_path);
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
   X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
   BIO_free(bio);
@@ -365,12 +358,12 @@ TEST_F(ServerTlsTest, SelfSignedPairIsCreatedInTheCertDirAndReused) {
   server_->Stop();
 
   // A second start finds the pair and keeps it.
-  const std::string key_before = ReadFile(key_path);
+  const std::string key_before = ReadAll(key_path);
   prometheus::Registry registry;
   Server again(options, DescribePeer, registry, RealClock::Get());
   ASSERT_TRUE(again.Start().ok());
-  EXPECT_EQ(ReadFile(cert_path), pem);
-  EXPECT_EQ(ReadFile(key_path), key_before);
+  EXPECT_EQ(ReadAll(cert_path), pem);
+  EXPECT_EQ(ReadAll(key_path), key_before);
   EXPECT_EQ(TlsGet(again.port(), "/", ClientSettings{}).served_cn, served_cn);
 }
 
@@ -386,18 +379,20 @@ TEST_F(ServerTlsTest, OverTheCapATlsConnectionIsClosedWithoutAHandshake) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::connect(held, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   // Wait until the server has taken the held connection (its gauge says so).
-  bool counted = false;
-  for (int i = 0; i < 10000 && !counted; ++i) {
-    for (const prometheus::MetricFamily& family : registry_.Collect()) {
-      if (family.name != "kubestat_http_open_connections") continue;
-      for (const auto& metric : family.metric) {
-        for (const auto& label : metric.label) {
-          counted = counted || (label.value == "main" && metric.gauge.value == 1);
+  const bool counted = PollUntil(
+      [&] {
+        bool taken = false;
+        for (const prometheus::MetricFamily& family : registry_.Collect()) {
+          if (family.name != "kubestat_http_open_connections") continue;
+          for (const auto& metric : family.metric) {
+            for (const auto& label : metric.label) {
+              taken = taken || (label.value == "main" && metric.gauge.value == 1);
+            }
+          }
         }
-      }
-    }
-    if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+        return taken;
+      },
+      std::chrono::seconds(20));
   ASSERT_TRUE(counted);
   EXPECT_FALSE(TlsGet(server_->port(), "/", ClientSettings{}).handshake);
   ::close(held);

@@ -1,19 +1,20 @@
 #define _TURN_OFF_PLATFORM_STRING
 #include "harness.h"
 
-#include <arpa/inet.h>
 #include <cpprest/http_client.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <thread>
+
+// This library's target has only its own folder on the include path.
+#include "support/files.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::testing {
 
@@ -30,52 +31,10 @@ std::optional<std::string> FindOnPath(const std::string& name) {
   return std::nullopt;
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 double MetricValue(const std::string& exposition, const std::string& series) {
   size_t at = exposition.find("\n" + series + " ");
   if (at == std::string::npos) return -1;
   return std::stod(exposition.substr(at + series.size() + 2));
-}
-
-bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline) {
-  auto end = std::chrono::steady_clock::now() + deadline;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return true;
-}
-
-TempDir::TempDir(const std::string& prefix) {
-  std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  if (!path_.empty()) fs::remove_all(path_, ignored);
 }
 
 Process::Process(const std::string& binary, const std::vector<std::string>& args,
@@ -161,11 +120,10 @@ std::optional<HttpReply> HttpsGetReply(
   // LeakSanitizer cannot attribute (libcrypto has no frame pointers) in the sanitizer runs.
   static const std::optional<std::string> curl = FindOnPath("curl");
   if (!curl) return std::nullopt;
-  char dir_template[] = "/tmp/kubestat-https-XXXXXX";
-  if (::mkdtemp(dir_template) == nullptr) return std::nullopt;
-  const fs::path dir = dir_template;
-  std::vector<std::string> args = {"--silent", "--insecure", "--max-time", "5",
-                                   "--output", (dir / "body").string(),
+  const TempDir scratch("kubestat-https");
+  const fs::path& dir = scratch.path();
+  std::vector<std::string> args = {"--silent",    "--insecure",  "--max-time",
+                                   "5",           "--output",    (dir / "body").string(),
                                    "--write-out", "%{http_code}"};
   // The token goes in a header file, not on the command line other processes can read.
   {
@@ -180,8 +138,6 @@ std::optional<HttpReply> HttpsGetReply(
   std::optional<HttpReply> reply;
   const int code = std::atoi(run.output.c_str());
   if (run.exit_code == 0 && code > 0) reply = HttpReply{code, ReadAll(dir / "body")};
-  std::error_code ignored;
-  fs::remove_all(dir, ignored);
   return reply;
 }
 

@@ -1,6 +1,6 @@
 // Helpers for integration tests that run kubestat's binaries and other programs as real
-// processes on loopback: free ports, temp dirs, child processes with logs, polling with a
-// deadline, and plain HTTP GETs.
+// processes on loopback: child processes with logs, and HTTP GETs. Temp dirs, free ports,
+// polling with a deadline and reading files come from tests/support.
 #ifndef KUBESTAT_TESTS_INTEGRATION_HARNESS_H_
 #define KUBESTAT_TESTS_INTEGRATION_HARNESS_H_
 
@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,32 +18,9 @@ namespace kubestat::testing {
 // The absolute path of `name` on $PATH, or std::nullopt.
 std::optional<std::string> FindOnPath(const std::string& name);
 
-// A TCP port on 127.0.0.1 that was free a moment ago (0 if none could be found).
-int FreePort();
-
-// The whole file, or "" when it cannot be read.
-std::string ReadAll(const std::filesystem::path& path);
-
-// Polls `done` every 200 ms until it holds or `deadline` passes (waiting for another
-// process); returns whether it held.
-bool PollUntil(const std::function<bool()>& done, std::chrono::seconds deadline);
-
 // The value of one sample line "name{labels} value" in a Prometheus exposition (labels as
 // the exposition orders them), or -1 when there is none.
 double MetricValue(const std::string& exposition, const std::string& series);
-
-// A temporary directory, removed with its content when destroyed.
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix = "kubestat-it");
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // A child process with stdin from `input` (or /dev/null) and stdout+stderr into `log`.
 // Destroying it sends SIGTERM, waits up to 5 s, then SIGKILLs and reaps it.

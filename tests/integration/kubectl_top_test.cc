@@ -15,12 +15,16 @@
 #include <vector>
 
 #include "harness.h"
+#include "support/files.h"
+#include "support/net.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 
 namespace kubestat {
 namespace {
 
 using testing::FindOnPath;
-using testing::FreePort;
+using testing::FreeLoopbackPort;
 using testing::HttpGet;
 using testing::MetricValue;
 using testing::OpenPlainAccessFlags;
@@ -155,7 +159,7 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
   if (!kubectl) GTEST_SKIP() << "kubectl is not installed; skipping";
   TempDir dir("kubestat-kubectl");
   ASSERT_FALSE(dir.path().empty());
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   ASSERT_GT(port, 0);
   const std::string kubeconfig = (dir.path() / "kubeconfig").string();
 

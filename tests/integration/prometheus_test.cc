@@ -33,6 +33,10 @@
 #include "harness.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/watch_hub.h"
+#include "support/files.h"
+#include "support/net.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 
 namespace kubestat {
 namespace {
@@ -40,7 +44,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing::FindOnPath;
-using testing::FreePort;
+using testing::FreeLoopbackPort;
 using testing::HttpGet;
 using testing::HttpsGetReply;
 using testing::PollUntil;
@@ -121,14 +125,14 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
       std::chrono::seconds(60)));
   ASSERT_TRUE(sim.Running()) << "kubestat-sim exited:\n" << ReadAll(sim_log);
 
-  const int aggregator_port = FreePort();
+  const int aggregator_port = FreeLoopbackPort();
   ASSERT_GT(aggregator_port, 0);
   fs::path aggregator_log = dir.path() / "aggregator.log";
   std::vector<std::string> aggregator_args = {
       "--kubeconfig=" + kubeconfig.string(), "--kubelet-scheme=http",
       "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
       "--metric-resolution=1s", "--kubelet-timeout=500ms", "--listen-address=127.0.0.1",
-      "--grpc-address=127.0.0.1", "--grpc-port=" + std::to_string(FreePort()),
+      "--grpc-address=127.0.0.1", "--grpc-port=" + std::to_string(FreeLoopbackPort()),
       // Every answer gzip-compressed for clients that ask for it, as Prometheus does.
       "--gzip-min-bytes=0", "--storage-dir=" + (dir.path() / "store").string()};
   // HTTPS with its self-signed pair, and access as in production: Prometheus has a token of
@@ -180,7 +184,7 @@ TEST(PrometheusTest, RealPrometheusScrapesTheAggregatorAndPromtoolFindsNothing) 
 
   // A real Prometheus scraping the aggregator every second over HTTPS, verifying its
   // serving certificate and sending its own token.
-  const int prometheus_port = FreePort();
+  const int prometheus_port = FreeLoopbackPort();
   ASSERT_GT(prometheus_port, 0);
   fs::path config = dir.path() / "prometheus.yml";
   std::ofstream(config) << "global:\n"

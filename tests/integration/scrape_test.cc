@@ -19,7 +19,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -30,16 +29,21 @@
 #include "kubestat/core/time.h"
 #include "kubestat/sim/flags.h"
 #include "kubestat/sim/model.h"
+#include "support/files.h"
+#include "support/net.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 
 namespace kubestat {
 namespace {
 
-using testing::FreePort;
+using testing::FreeLoopbackPort;
 using testing::MetricValue;
 using testing::OpenPlainAccessFlags;
 using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
+using testing::TempDir;
 
 std::string HttpGet(int port, const std::string& path) {
   return testing::HttpGet(port, path).value_or("");
@@ -72,10 +76,8 @@ void ExpectUsage(const Usage& got, const sim::ResourceUsage& want, const std::st
 }
 
 TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByReason) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("kubestat-scrape-it-" + std::to_string(::getpid()) +
-                                                "-" + std::to_string(std::random_device()()));
-  std::filesystem::create_directories(dir);
+  const TempDir scratch("kubestat-scrape-it");
+  const std::filesystem::path& dir = scratch.path();
   const std::map<std::string, std::string> faults = {{"node-0003", "timeout"},
                                                      {"node-0007", "http_500"},
                                                      {"node-0011", "decode"},
@@ -101,7 +103,7 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
       std::chrono::seconds(60)))
       << ReadAll((dir / "sim.log").string());
 
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   const std::string dump = (dir / "dump.jsonl").string();
   std::vector<std::string> aggregator_args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
                                               "--kubelet-scheme=http",

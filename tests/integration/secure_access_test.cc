@@ -16,13 +16,17 @@
 
 #include "harness.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
+#include "support/files.h"
+#include "support/net.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 
 namespace kubestat {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::FindOnPath;
-using testing::FreePort;
+using testing::FreeLoopbackPort;
 using testing::HttpsGetReply;
 using testing::PollUntil;
 using testing::Process;
@@ -66,9 +70,9 @@ class SecureAccessTest : public ::testing::Test {
     if (!kubectl) GTEST_SKIP() << "kubectl is not installed; skipping";
     kubectl_ = *kubectl;
     const fs::path root = dir_.path();
-    port_ = FreePort();
+    port_ = FreeLoopbackPort();
     ASSERT_GT(port_, 0);
-    grpc_port_ = FreePort();
+    grpc_port_ = FreeLoopbackPort();
     ASSERT_GT(grpc_port_, 0);
     std::ofstream(root / "users.yaml") << kUsers;
     fs::create_directories(root / "kubeconfigs");

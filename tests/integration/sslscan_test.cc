@@ -10,12 +10,16 @@
 #include <vector>
 
 #include "harness.h"
+#include "support/files.h"
+#include "support/net.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 
 namespace kubestat {
 namespace {
 
 using testing::FindOnPath;
-using testing::FreePort;
+using testing::FreeLoopbackPort;
 using testing::HttpsGetReply;
 using testing::PollUntil;
 using testing::Process;
@@ -27,7 +31,7 @@ TEST(SslscanTest, OnlyTls12And13WithEcdheAndAeadAreAccepted) {
   std::optional<std::string> sslscan = FindOnPath("sslscan");
   if (!sslscan) GTEST_SKIP() << "sslscan is not installed (Debian package `sslscan`); skipping";
   TempDir dir("kubestat-sslscan");
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   ASSERT_GT(port, 0);
   std::ofstream(dir.path() / "tokens.csv") << "scan-token,scanner,1\n";
   std::ofstream(dir.path() / "rules.yaml") << "rules: []\n";

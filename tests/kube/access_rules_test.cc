@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "storage/temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {
@@ -178,7 +178,7 @@ TEST(AccessRulesParseTest, EmptyRulesGrantNothing) {
 
 TEST(AccessRulesParseTest, LoadReadsAFile) {
   kubestat::testing::TempDir dir;
-  const std::string path = dir.Sub("rules.yaml");
+  const std::string path = dir.File("rules.yaml");
   EXPECT_EQ(AccessRules::Load(path).status().code(), absl::StatusCode::kNotFound);
   std::ofstream(path) << kRules;
   absl::StatusOr<AccessRules> rules = AccessRules::Load(path);

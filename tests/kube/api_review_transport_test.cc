@@ -7,10 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,11 +18,16 @@
 #include "kubestat/kube/review_transport.h"
 #include "kubestat/kube/token_review.h"
 #include "prometheus/registry.h"
+#include "support/files.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
 #include "support/test_pki.h"
 
 namespace kubestat::kube {
 namespace {
 
+using kubestat::testing::PollUntil;
+using kubestat::testing::ReadAll;
 using kubestat::testing::TempDir;
 using kubestat::testing::TestPki;
 
@@ -36,13 +39,6 @@ using ::testing::SizeIs;
 constexpr std::string_view kTokenReviewAnswer =
     R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview",)"
     R"("status":{"authenticated":true,"user":{"username":"alice"}}})";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
 
 // Connections the server holds open (its kubestat_http_open_connections gauge).
 double OpenConnections(prometheus::Registry& registry) {
@@ -58,10 +54,7 @@ double OpenConnections(prometheus::Registry& registry) {
 // closed, so Stop() never walks a connection that is closing on its own at the same time.
 // Waits for that event (at most kGuard), not for time to pass.
 void StopWhenIdle(http::Server& server, prometheus::Registry& registry) {
-  const auto give_up = std::chrono::steady_clock::now() + kGuard;
-  while (OpenConnections(registry) > 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  PollUntil([&] { return OpenConnections(registry) <= 0; }, kGuard);
   server.Stop();
 }
 
@@ -88,7 +81,7 @@ class ApiReviewTransportTest : public ::testing::Test {
     options.address = "127.0.0.1";
     options.io_threads = 1;
     options.worker_threads = 2;
-    options.tls.cert_dir = dir_.path() + "/certs";
+    options.tls.cert_dir = dir_.File("certs");
     options.tls.client_cas = {{"client-ca", dir_.Write("client-ca.pem", client_ca_.ca_pem())}};
     server_ = std::make_unique<http::Server>(
         options,
@@ -112,7 +105,7 @@ class ApiReviewTransportTest : public ::testing::Test {
         registry_, RealClock::Get());
     absl::Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started;
-    serving_ca_ = ReadFile(options.tls.cert_dir + "/apiserver.crt");
+    serving_ca_ = ReadAll(options.tls.cert_dir + "/apiserver.crt");
   }
 
   KubeApiConfig Config() const {
@@ -297,7 +290,7 @@ TEST_F(ApiReviewTransportTest, ServerDownIsUnavailable) {
 TEST_F(ApiReviewTransportTest, UnreadableTokenFileIsUnavailable) {
   Start([](const http::Request&) { return http::Response{}; });
   KubeApiConfig config = Config();
-  config.token_file = dir_.path() + "/missing-token";
+  config.token_file = dir_.File("missing-token");
   std::unique_ptr<ApiReviewTransport> transport = MakeTransport(config);
   ASSERT_NE(transport, nullptr);
   absl::StatusOr<std::string> answer = transport->Create(kTokenReviewPath, "{}");

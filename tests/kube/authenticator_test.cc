@@ -9,7 +9,7 @@
 
 #include "auth_test_support.h"
 #include "kubestat/core/clock.h"
-#include "storage/temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {
@@ -51,7 +51,7 @@ class AuthenticatorTest : public ::testing::Test {
   }
 
   kubestat::testing::TempDir dir_;
-  std::string token_file_path_ = dir_.Sub("tokens.csv");
+  std::string token_file_path_ = dir_.File("tokens.csv");
   FakeClock clock_;
   FakeReviewTransport transport_;
   prometheus::Registry registry_;
@@ -225,7 +225,7 @@ TEST_F(AuthenticatorTest, AuthenticatedGroupIsNotDuplicated) {
 
 TEST_F(AuthenticatorTest, CreateChecksOptionsAndFiles) {
   AuthenticatorOptions options = options_;
-  options.token_auth_file = dir_.Sub("missing.csv");
+  options.token_auth_file = dir_.File("missing.csv");
   absl::StatusOr<std::unique_ptr<Authenticator>> a =
       Authenticator::Create(options, clock_, &transport_);
   EXPECT_EQ(a.status().code(), absl::StatusCode::kNotFound);

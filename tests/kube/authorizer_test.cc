@@ -8,7 +8,7 @@
 
 #include "auth_test_support.h"
 #include "kubestat/core/clock.h"
-#include "storage/temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {
@@ -195,7 +195,7 @@ TEST_F(AuthorizerTest, CreateValidatesAndLoadsTheRulesFile) {
 
   kubestat::testing::TempDir dir;
   options = {};
-  options.rules_file = dir.Sub("rules.yaml");
+  options.rules_file = dir.File("rules.yaml");
   std::ofstream(options.rules_file) << "rules:\n- users: [alice]\n  verbs: [get]\n";
   absl::StatusOr<std::unique_ptr<Authorizer>> bad = Authorizer::Create(options, clock_, nullptr);
   EXPECT_EQ(bad.status().message(),

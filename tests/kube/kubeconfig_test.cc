@@ -5,12 +5,12 @@
 #include <cstdlib>
 
 #include "absl/strings/escaping.h"
-#include "scrapers/loopback_pki.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {
 
-using scrapers::testing::TempDir;
+using testing::TempDir;
 
 constexpr char kCaPem[] = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n";
 constexpr char kCertPem[] = "-----BEGIN CERTIFICATE-----\nCLIENT\n-----END CERTIFICATE-----\n";
@@ -84,7 +84,7 @@ users:
   absl::StatusOr<KubeApiConfig> config = LoadKubeconfig(path);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->ca_pem, kCaPem);
-  EXPECT_EQ(config->token_file, dir.path() + "/token");
+  EXPECT_EQ(config->token_file, dir.File("token"));
   EXPECT_TRUE(config->token.empty());
   EXPECT_EQ(config->client_cert_pem, kCertPem);
   EXPECT_EQ(config->client_key_pem, kKeyPem);
@@ -164,7 +164,7 @@ TEST(KubeconfigTest, InClusterConfigUsesServiceAccountFilesAndEnvironment) {
   absl::StatusOr<KubeApiConfig> config = InClusterConfig(dir.path());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->server, "https://10.96.0.1:443");
-  EXPECT_EQ(config->token_file, dir.path() + "/token");
+  EXPECT_EQ(config->token_file, dir.File("token"));
   EXPECT_EQ(config->ca_pem, kCaPem);
   ::setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
   EXPECT_EQ(InClusterConfig(dir.path())->server, "https://[fd00::1]:443");

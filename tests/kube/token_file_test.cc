@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kubestat/core/clock.h"
-#include "storage/temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {
@@ -71,7 +71,7 @@ class TokenAuthFileTest : public ::testing::Test {
   void Write(const std::string& content) { std::ofstream(path_, std::ios::trunc) << content; }
 
   kubestat::testing::TempDir dir_;
-  std::string path_ = dir_.Sub("tokens.csv");
+  std::string path_ = dir_.File("tokens.csv");
   FakeClock clock_;
 };
 
@@ -101,7 +101,7 @@ TEST_F(TokenAuthFileTest, ReplacedFileOfTheSameSizeIsNoticed) {
   auto file = TokenAuthFile::Open(path_, clock_, std::chrono::seconds(1));
   ASSERT_TRUE(file.ok());
   // Rotation by rename: same size, new inode.
-  const std::string next = dir_.Sub("next.csv");
+  const std::string next = dir_.File("next.csv");
   std::ofstream(next) << "tok-9,alice,1\n";
   std::filesystem::rename(next, path_);
   clock_.Advance(std::chrono::seconds(2));

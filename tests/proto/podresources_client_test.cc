@@ -4,7 +4,6 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "absl/time/time.h"
 #include "kubestat/podresources/client.h"
 #include "podresources/v1/api.grpc.pb.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::podresources {
 namespace {
@@ -77,17 +77,9 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
 
 class PodResourcesClientTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir_template[] = "/tmp/kubestat-podres-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr) << std::strerror(errno);
-    dir_ = dir_template;
-    socket_path_ = dir_ + "/kubelet.sock";
-  }
-
   void TearDown() override {
     fake_.Release();
     if (server_) server_->Shutdown();
-    std::filesystem::remove_all(dir_);
   }
 
   void StartFakeKubelet() {
@@ -107,8 +99,8 @@ class PodResourcesClientTest : public ::testing::Test {
     return client.ok() ? std::move(*client) : nullptr;
   }
 
-  std::string dir_;
-  std::string socket_path_;
+  testing::TempDir dir_{"kubestat-podres"};
+  std::string socket_path_ = dir_.File("kubelet.sock");
   FakeKubelet fake_;
   std::unique_ptr<grpc::Server> server_;
 };

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -23,13 +24,18 @@
 #include <thread>
 #include <vector>
 
-#include "loopback_pki.h"
+#include "support/net.h"
+#include "support/poll.h"
 
 namespace kubestat::scrapers {
 namespace {
 
 using testing::FreeLoopbackPort;
 using testing::PollUntil;
+
+// How long a test waits for the scrapers' threads to get somewhere (only a broken feature
+// takes that long).
+constexpr std::chrono::seconds kReady(10);
 
 std::string NodeJson(const std::string& name, const std::string& rv, const std::string& ip,
                      int port = 10250) {
@@ -127,10 +133,12 @@ class FakeKubeApi {
     return list_requests_[resource];
   }
   bool WaitForWatches(const std::string& resource, size_t n) {
-    return PollUntil([&] {
-      std::lock_guard<std::mutex> lock(mu_);
-      return watches_[resource].size() >= n;
-    });
+    return PollUntil(
+        [&] {
+          std::lock_guard<std::mutex> lock(mu_);
+          return watches_[resource].size() >= n;
+        },
+        kReady);
   }
   // Writes `text` to the latest watch of `resource` as one chunk (readable at once).
   void Send(const std::string& resource, const std::string& text) {
@@ -401,8 +409,8 @@ TEST_F(KubeApiDiscoveryTest, WatchEventsUpdateTheSnapshotAndNotifyListeners) {
   api_.Send("pods", Event("DELETED", PodJson("shop", "web-2", "22", "node-2")));
   api_.Send("pods", Event("ADDED", PodJson("shop", "web-3", "23", "node-3")));
   // The resume point moves once an event has been applied, counted and told to listeners.
-  ASSERT_TRUE(PollUntil([&] { return discovery->pod_resource_version() == "23"; }));
-  ASSERT_TRUE(PollUntil([&] { return discovery->node_resource_version() == "11"; }));
+  ASSERT_TRUE(PollUntil([&] { return discovery->pod_resource_version() == "23"; }, kReady));
+  ASSERT_TRUE(PollUntil([&] { return discovery->node_resource_version() == "11"; }, kReady));
   EXPECT_EQ(discovery->node_count(), 3u);
   EXPECT_TRUE(discovery->Pod("shop", "web-1")->terminating);
   EXPECT_FALSE(discovery->Pod("shop", "web-2").has_value());
@@ -418,14 +426,14 @@ TEST_F(KubeApiDiscoveryTest, DroppedWatchResumesFromTheLastResourceVersionSeen) 
   ASSERT_TRUE(api_.WaitForWatches("pods", 1));
   api_.Send("pods", Event("ADDED", PodJson("shop", "web-9", "31", "node-1")));
   api_.Send("pods", Event("MODIFIED", PodJson("shop", "web-9", "32", "node-1")));
-  ASSERT_TRUE(PollUntil([&] { return discovery->pod_resource_version() == "32"; }));
+  ASSERT_TRUE(PollUntil([&] { return discovery->pod_resource_version() == "32"; }, kReady));
   api_.CloseWatch("pods");
   ASSERT_TRUE(api_.WaitForWatches("pods", 2));
   // A bookmark moves the resume point without changing anything.
   api_.Send("pods",
             R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"40"}}})"
             "\n");
-  ASSERT_TRUE(PollUntil([&] { return discovery->pod_resource_version() == "40"; }));
+  ASSERT_TRUE(PollUntil([&] { return discovery->pod_resource_version() == "40"; }, kReady));
   api_.CloseWatch("pods");
   ASSERT_TRUE(api_.WaitForWatches("pods", 3));
   EXPECT_EQ(api_.WatchVersions("pods"), (std::vector<std::string>{"20", "32", "40"}));
@@ -463,10 +471,10 @@ TEST_F(KubeApiDiscoveryTest, GoneStatusOnTheWatchRequestRelists) {
   api_.SetList("nodes", {NodeJson("node-1", "60", "10.0.0.1")}, "61");
   api_.SetGoneOnWatch(true);
   api_.CloseWatch("nodes");
-  ASSERT_TRUE(PollUntil([&] { return api_.ListRequests("nodes") >= 2; }));
+  ASSERT_TRUE(PollUntil([&] { return api_.ListRequests("nodes") >= 2; }, kReady));
   api_.SetGoneOnWatch(false);
   // The snapshot changes before the listeners hear of it: wait for what they were told.
-  ASSERT_TRUE(PollUntil([&] { return listener_.Has("DELETED node node-2"); }));
+  ASSERT_TRUE(PollUntil([&] { return listener_.Has("DELETED node node-2"); }, kReady));
   EXPECT_EQ(discovery->node_count(), 1u);
   EXPECT_GE(discovery->stats().relists_after_gone, 1u);
 }
@@ -481,7 +489,7 @@ TEST(KubeApiDiscoveryStandaloneTest, UnreachableApiIsRetriedUntilItAppears) {
   auto discovery = KubeApiDiscovery::Create(config, options, clock);
   ASSERT_TRUE(discovery.ok());
   (*discovery)->Start();
-  ASSERT_TRUE(PollUntil([&] { return (*discovery)->stats().errors >= 2; }));
+  ASSERT_TRUE(PollUntil([&] { return (*discovery)->stats().errors >= 2; }, kReady));
   EXPECT_FALSE((*discovery)->synced());
   (*discovery)->Stop();
 }
@@ -498,7 +506,7 @@ TEST(KubeApiDiscoveryStandaloneTest, StopAbandonsAListInFlight) {
   auto discovery = KubeApiDiscovery::Create(config, options, clock);
   ASSERT_TRUE(discovery.ok()) << discovery.status();
   (*discovery)->Start();
-  ASSERT_TRUE(PollUntil([&] { return api.ListRequests("nodes") >= 1; }));
+  ASSERT_TRUE(PollUntil([&] { return api.ListRequests("nodes") >= 1; }, kReady));
   (*discovery)->Stop();
   EXPECT_FALSE((*discovery)->synced());
   EXPECT_EQ((*discovery)->stats().errors, 0u) << "a stop is not an error";

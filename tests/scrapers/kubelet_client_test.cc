@@ -13,13 +13,16 @@
 #include <vector>
 
 #include "kubestat/scrapers/fetch_error.h"
-#include "loopback_pki.h"
+#include "support/net.h"
+#include "support/temp_dir.h"
+#include "support/test_pki.h"
 
 namespace kubestat::scrapers {
 namespace {
 
 using testing::FreeLoopbackPort;
 using testing::TempDir;
+using testing::TestCertificate;
 using testing::TestPki;
 using web::http::http_request;
 using web::http::status_codes;
@@ -36,7 +39,7 @@ class FakeKubelet {
  public:
   using Handler = std::function<void(http_request)>;
 
-  explicit FakeKubelet(Handler handler, const std::pair<std::string, std::string>* tls = nullptr)
+  explicit FakeKubelet(Handler handler, const TestCertificate* tls = nullptr)
       : port_(FreeLoopbackPort()), handler_(std::move(handler)) {
     web::http::experimental::listener::http_listener_config config;
     std::string scheme = "http";
@@ -44,8 +47,8 @@ class FakeKubelet {
       scheme = "https";
       auto material = *tls;
       config.set_ssl_context_callback([material](boost::asio::ssl::context& ctx) {
-        ctx.use_certificate_chain(boost::asio::buffer(material.first));
-        ctx.use_private_key(boost::asio::buffer(material.second), boost::asio::ssl::context::pem);
+        ctx.use_certificate_chain(boost::asio::buffer(material.cert_pem));
+        ctx.use_private_key(boost::asio::buffer(material.key_pem), boost::asio::ssl::context::pem);
       });
     }
     listener_ = std::make_unique<web::http::experimental::listener::http_listener>(
@@ -312,7 +315,7 @@ class KubeletTlsTest : public ::testing::Test {
   }
   TempDir dir_;
   TestPki pki_;
-  std::pair<std::string, std::string> serving_ = pki_.Issue("node-a", "IP:127.0.0.1");
+  TestCertificate serving_ = pki_.IssueServer("node-a", {"IP:127.0.0.1"});
 };
 
 TEST_F(KubeletTlsTest, VerifiesTheKubeletCertificateAgainstTheGivenCa) {
@@ -334,7 +337,7 @@ TEST_F(KubeletTlsTest, CertificateFromAnotherCaIsATlsFailure) {
 }
 
 TEST_F(KubeletTlsTest, CertificateForAnotherAddressIsATlsFailure) {
-  auto wrong_host = pki_.Issue("node-b", "IP:127.0.0.2");
+  TestCertificate wrong_host = pki_.IssueServer("node-b", {"IP:127.0.0.2"});
   FakeKubelet kubelet(ReplySummary, &wrong_host);
   auto client = MakeClient(TlsOptions(pki_.ca_pem()));
   absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());

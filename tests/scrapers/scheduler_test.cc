@@ -6,18 +6,23 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "kubestat/scrapers/fetch_error.h"
-#include "loopback_pki.h"
+#include "support/poll.h"
 
 namespace kubestat::scrapers {
 namespace {
 
 using testing::PollUntil;
+
+// How long a test waits for the scrapers' threads to get somewhere (only a broken feature
+// takes that long).
+constexpr std::chrono::seconds kReady(10);
 
 std::vector<ScrapeTarget> Targets(int n) {
   std::vector<ScrapeTarget> targets;
@@ -172,12 +177,12 @@ class SchedulerTest : public ::testing::Test {
 TEST_F(SchedulerTest, EveryNodeIsScrapedOnceEachRound) {
   auto scheduler = Make(25, 4);
   scheduler->Start();
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }, kReady));
   for (const ScrapeTarget& target : Targets(25)) EXPECT_EQ(sink_.Results(target.node_name), 1);
   NextRound(*scheduler);
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }, kReady));
   NextRound(*scheduler);
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 3; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 3; }, kReady));
   scheduler->Stop();
   for (const ScrapeTarget& target : Targets(25)) EXPECT_EQ(sink_.Results(target.node_name), 3);
   std::vector<RoundSummary> rounds = sink_.rounds();
@@ -197,15 +202,15 @@ TEST_F(SchedulerTest, EveryNodeIsScrapedOnceEachRound) {
 TEST_F(SchedulerTest, NoRoundStartsBeforeTheResolutionHasPassed) {
   auto scheduler = Make(3, 2);
   scheduler->Start();
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }, kReady));
   clock_.Advance(std::chrono::seconds(9));
   scheduler->Wake();
   // The timer re-reads the clock on Wake; give it a chance to (wrongly) start a round.
-  PollUntil([&] { return scheduler->rounds_started() > 1; }, 200);
+  PollUntil([&] { return scheduler->rounds_started() > 1; }, std::chrono::milliseconds(200));
   EXPECT_EQ(scheduler->rounds_started(), 1u);
   clock_.Advance(std::chrono::seconds(1));
   scheduler->Wake();
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }, kReady));
   scheduler->Stop();
 }
 
@@ -213,12 +218,12 @@ TEST_F(SchedulerTest, ConcurrencyNeverExceedsTheBound) {
   scraper_.BlockAll(true);
   auto scheduler = Make(20, 4);
   scheduler->Start();
-  ASSERT_TRUE(PollUntil([&] { return scraper_.in_flight() == 4; }));
+  ASSERT_TRUE(PollUntil([&] { return scraper_.in_flight() == 4; }, kReady));
   // All four workers are blocked; no fifth scrape may start.
-  PollUntil([&] { return scraper_.in_flight() > 4; }, 200);
+  PollUntil([&] { return scraper_.in_flight() > 4; }, std::chrono::milliseconds(200));
   EXPECT_EQ(scraper_.in_flight(), 4);
   scraper_.BlockAll(false);
-  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 20; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 20; }, kReady));
   scheduler->Stop();
   EXPECT_EQ(scraper_.max_in_flight(), 4);
 }
@@ -228,18 +233,18 @@ TEST_F(SchedulerTest, SlowNodeDoesNotDelayTheOthers) {
   auto scheduler = Make(10, 3);
   scheduler->Start();
   // Round 1: the nine others finish while node-0003 is still stuck.
-  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 9; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 9; }, kReady));
   EXPECT_EQ(sink_.Results("node-0003"), 0);
   // Round 2 starts on time; node-0003 is skipped instead of queued behind itself.
   NextRound(*scheduler);
-  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 18; }));
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 18; }, kReady));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }, kReady));
   RoundSummary second = sink_.rounds()[0];
   EXPECT_EQ(second.round, 2u);
   EXPECT_EQ(second.skipped, 1u);
   EXPECT_EQ(second.succeeded, 9u);
   scraper_.Release("node-0003");
-  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0003") == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0003") == 1; }, kReady));
   scheduler->Stop();
   EXPECT_EQ(scraper_.Calls("node-0003"), 1);
   EXPECT_NE(Exposition(registry_).find(
@@ -252,17 +257,17 @@ TEST_F(SchedulerTest, RoundStartsAreReportedWhenTheyStartNotWhenTheyEnd) {
   auto scheduler = Make(2, 2);
   const Timestamp first = clock_.Now();
   scheduler->Start();
-  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0000") == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0000") == 1; }, kReady));
   // Round 1 is held open by node-0001, and its start is already known.
   EXPECT_TRUE(sink_.rounds().empty());
   ASSERT_EQ(sink_.starts().size(), 1u);
   EXPECT_EQ(sink_.starts()[0], std::make_pair(uint64_t{1}, first));
   NextRound(*scheduler);
-  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0000") == 2; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.Results("node-0000") == 2; }, kReady));
   ASSERT_EQ(sink_.starts().size(), 2u);
   EXPECT_EQ(sink_.starts()[1], std::make_pair(uint64_t{2}, first + std::chrono::seconds(10)));
   scraper_.Release("node-0001");
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }, kReady));
   scheduler->Stop();
   // Each round's start comes before its scrapes; round 1 completes after round 2 started.
   const std::vector<std::string> events = sink_.events();
@@ -281,9 +286,9 @@ TEST_F(SchedulerTest, FailuresAreCountedByReasonAndNode) {
   scraper_.Fail("node-0004", "timeout");
   auto scheduler = Make(6, 2);
   scheduler->Start();
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }, kReady));
   NextRound(*scheduler);
-  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }, kReady));
   scheduler->Stop();
   RoundSummary round = sink_.rounds()[1];
   EXPECT_EQ(round.failed, 3u);
@@ -312,7 +317,7 @@ TEST_F(SchedulerTest, StaggeredStartsWaitForTheirOffset) {
   for (const ScrapeTarget& target : Targets(40)) {
     if (ScrapeScheduler::StaggerOffset(target.node_name, window) == Duration::zero()) ++due_now;
   }
-  PollUntil([&] { return sink_.TotalResults() > due_now; }, 200);
+  PollUntil([&] { return sink_.TotalResults() > due_now; }, std::chrono::milliseconds(200));
   EXPECT_EQ(sink_.TotalResults(), due_now);
   clock_.Advance(std::chrono::milliseconds(2500));
   scheduler->Wake();
@@ -323,12 +328,12 @@ TEST_F(SchedulerTest, StaggeredStartsWaitForTheirOffset) {
       ++half;
     }
   }
-  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == half; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == half; }, kReady));
   EXPECT_GT(half, 5);
   EXPECT_LT(half, 35);
   clock_.Advance(std::chrono::milliseconds(2500));
   scheduler->Wake();
-  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 40; }));
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == 40; }, kReady));
   scheduler->Stop();
 }
 

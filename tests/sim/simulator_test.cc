@@ -9,7 +9,6 @@
 #include <cpprest/http_listener.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <simdjson.h>
@@ -31,10 +30,23 @@
 
 #include "kubestat/core/gzip.h"
 #include "kubestat/sim/render.h"
+#include "support/files.h"
+#include "support/net.h"
+#include "support/temp_dir.h"
+#include "support/test_pki.h"
+
+// This test's clients are cpprestsdk's; its https client keeps OpenSSL objects past exit,
+// and tests/lsan.supp suppresses leaks by their libcpprest frames. The uninstrumented
+// libcrypto has no frame pointers, so ASan's fast unwinder stops inside it and the
+// suppression never sees those frames: unwind allocations with the slow unwinder here.
+extern "C" const char* __asan_default_options() { return "fast_unwind_on_malloc=0"; }
 
 namespace kubestat::sim {
 namespace {
 
+using testing::FreeLoopbackPort;
+using testing::ReadAll;
+using testing::TempDir;
 using web::http::http_response;
 using web::http::methods;
 using web::http::client::http_client;
@@ -264,20 +276,8 @@ TEST(SimulatorTest, FaultsChangeWhatTheKubeletAnswers) {
   sim.Stop();
 }
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(SimulatorTest, ProxiesMetricsGroupsToTheBackend) {
-  const std::string backend_url = "http://127.0.0.1:" + std::to_string(FreePort());
+  const std::string backend_url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   web::http::experimental::listener::http_listener backend(backend_url);
   backend.support([](web::http::http_request req) {
     web::http::http_response resp(203);
@@ -314,7 +314,7 @@ TEST(SimulatorTest, ProxiesMetricsGroupsToTheBackend) {
   backend.close().wait();
 
   // Nothing listens on the backend's port: 503 with a Status.
-  options.metrics_backend = "http://127.0.0.1:" + std::to_string(FreePort());
+  options.metrics_backend = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   Simulator orphan(options, clock);
   ASSERT_TRUE(orphan.Start().ok());
   http_response down = Get(orphan.apiserver_url(), "/apis/metrics/v1alpha1/nodes");
@@ -324,8 +324,8 @@ TEST(SimulatorTest, ProxiesMetricsGroupsToTheBackend) {
 }
 
 TEST(SimulatorTest, TlsKubeletsVerifyWithTheGeneratedCaAndRequireTheToken) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("kubestat-sim-test-" + std::to_string(::getpid()));
+  const TempDir scratch("kubestat-sim-test");
+  const std::filesystem::path& dir = scratch.path();
   FakeClock clock(kT0);
   SimulatorOptions options = SmallCluster();
   options.tls = true;
@@ -359,7 +359,6 @@ TEST(SimulatorTest, TlsKubeletsVerifyWithTheGeneratedCaAndRequireTheToken) {
   http_client stranger(sim.kubelet_url(0), untrusting);
   EXPECT_THROW(stranger.request(methods::GET, "/healthz").get(), web::http::http_exception);
   sim.Stop();
-  std::filesystem::remove_all(dir);
 }
 
 // ---- authentication, authorization, reviews and the aggregation proxy ---------------
@@ -396,33 +395,6 @@ rules:
   verbs: [get]
 )";
 
-// A directory removed at the end of the test.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() /
-              (name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path path_;
-};
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::trunc | std::ios::binary);
-  f << text;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 struct Answer {
   int code = 0;
   std::string body;
@@ -455,8 +427,8 @@ Answer Send(const std::string& base, const web::http::method& method, const std:
   return a;
 }
 
-SimulatorOptions WithUsers(const ScratchDir& dir) {
-  WriteFile(dir.File("users.yaml"), kUsersYaml);
+SimulatorOptions WithUsers(const TempDir& dir) {
+  dir.Write("users.yaml", kUsersYaml);
   SimulatorOptions o = SmallCluster();
   o.users_file = dir.File("users.yaml");
   return o;
@@ -465,7 +437,7 @@ SimulatorOptions WithUsers(const ScratchDir& dir) {
 std::string_view Field(simdjson::dom::element e) { return std::string_view(e.get_string()); }
 
 TEST(SimulatorAuthTest, RequiresAKnownTokenAndAnAllowingRule) {
-  ScratchDir dir("kubestat-sim-auth");
+  TempDir dir("kubestat-sim-auth");
   FakeClock clock(kT0);
   Simulator sim(WithUsers(dir), clock);
   ASSERT_TRUE(sim.Start().ok());
@@ -544,8 +516,8 @@ TEST(SimulatorAuthTest, WithoutAUsersFileNothingIsChecked) {
 }
 
 TEST(SimulatorAuthTest, ABadUsersFileStopsStartNamingTheFile) {
-  ScratchDir dir("kubestat-sim-badusers");
-  WriteFile(dir.File("users.yaml"), "users:\n- name: a\n  token: t\n  groups: nope\n");
+  TempDir dir("kubestat-sim-badusers");
+  dir.Write("users.yaml", "users:\n- name: a\n  token: t\n  groups: nope\n");
   FakeClock clock(kT0);
   SimulatorOptions options = SmallCluster();
   options.users_file = dir.File("users.yaml");
@@ -560,7 +532,7 @@ TEST(SimulatorAuthTest, ABadUsersFileStopsStartNamingTheFile) {
   Simulator sim2(options, clock);
   EXPECT_FALSE(sim2.Start().ok());
 
-  WriteFile(dir.File("users.yaml"), kUsersYaml);
+  dir.Write("users.yaml", kUsersYaml);
   options.users_file = dir.File("users.yaml");
   options.kubeconfig_user = "mallory";
   Simulator sim3(options, clock);
@@ -570,7 +542,7 @@ TEST(SimulatorAuthTest, ABadUsersFileStopsStartNamingTheFile) {
 }
 
 TEST(SimulatorAuthTest, TokenReviewAndSubjectAccessReview) {
-  ScratchDir dir("kubestat-sim-reviews");
+  TempDir dir("kubestat-sim-reviews");
   FakeClock clock(kT0);
   Simulator sim(WithUsers(dir), clock);
   ASSERT_TRUE(sim.Start().ok());
@@ -661,49 +633,16 @@ struct SeenRequest {
   }
 };
 
-// Writes a self-signed EC certificate for IP 127.0.0.1 (usable as its own CA).
-void WriteSelfSignedCert(const std::string& cert_path, const std::string& key_path) {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 7);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 86400);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("metrics-backend"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  for (const auto& [nid, value] : std::vector<std::pair<int, const char*>>{
-           {NID_basic_constraints, "critical,CA:TRUE"},
-           {NID_key_usage, "critical,digitalSignature,keyCertSign"},
-           {NID_ext_key_usage, "serverAuth"},
-           {NID_subject_alt_name, "IP:127.0.0.1"}}) {
-    X509V3_CTX ctx;
-    X509V3_set_ctx_nodb(&ctx);
-    X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
-    X509_add_ext(cert, ext, -1);
-    X509_EXTENSION_free(ext);
-  }
-  X509_sign(cert, key, EVP_sha256());
-  FILE* f = std::fopen(cert_path.c_str(), "w");
-  PEM_write_X509(f, cert);
-  std::fclose(f);
-  f = std::fopen(key_path.c_str(), "w");
-  PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(f);
-  X509_free(cert);
-  EVP_PKEY_free(key);
-}
-
 // Answers every request on its own thread, one connection at a time, recording what it
 // saw. Paths ending in "/gzip" get a gzip body; others a JSON body of `body_bytes`.
 class TlsBackend {
  public:
-  TlsBackend(const ScratchDir& dir, size_t body_bytes)
+  TlsBackend(const TempDir& dir, size_t body_bytes)
       : cert_(dir.File("backend.crt")), key_(dir.File("backend.key")), body_bytes_(body_bytes) {
-    WriteSelfSignedCert(cert_, key_);
+    const testing::TestCertificate pair =
+        testing::SelfSignedServer("metrics-backend", {"IP:127.0.0.1"});
+    dir.Write("backend.crt", pair.cert_pem);
+    dir.Write("backend.key", pair.key_pem);
     acceptor_.open(boost::asio::ip::tcp::v4());
     acceptor_.bind({boost::asio::ip::make_address("127.0.0.1"), 0});
     acceptor_.listen();
@@ -800,7 +739,7 @@ class TlsBackend {
 };
 
 TEST(SimulatorProxyTest, ForwardsOverHttpsWithTheFrontProxyCertificateAndUserHeaders) {
-  ScratchDir dir("kubestat-sim-proxy");
+  TempDir dir("kubestat-sim-proxy");
   constexpr size_t kBodyBytes = 3 << 20;  // several reads and writes on the way through
   TlsBackend backend(dir, kBodyBytes);
   FakeClock clock(kT0);
@@ -889,7 +828,7 @@ TEST(SimulatorProxyTest, ForwardsOverHttpsWithTheFrontProxyCertificateAndUserHea
 }
 
 TEST(SimulatorProxyTest, UnreachableOrUntrustedBackendsGive503) {
-  ScratchDir dir("kubestat-sim-proxy-down");
+  TempDir dir("kubestat-sim-proxy-down");
   TlsBackend backend(dir, 64);
   FakeClock clock(kT0);
   SimulatorOptions options = WithUsers(dir);
@@ -908,7 +847,7 @@ TEST(SimulatorProxyTest, UnreachableOrUntrustedBackendsGive503) {
   // A temporary certificate directory is removed with the simulator.
   EXPECT_FALSE(std::filesystem::exists(front_proxy_ca));
 
-  options.metrics_backend = "https://127.0.0.1:" + std::to_string(FreePort());
+  options.metrics_backend = "https://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   options.metrics_backend_insecure_skip_tls_verify = true;
   Simulator orphan(options, clock);
   ASSERT_TRUE(orphan.Start().ok());
@@ -923,7 +862,7 @@ TEST(SimulatorProxyTest, UnreachableOrUntrustedBackendsGive503) {
 }
 
 TEST(SimulatorKubeconfigTest, KubeconfigsCarryEachUsersToken) {
-  ScratchDir dir("kubestat-sim-kubeconfig");
+  TempDir dir("kubestat-sim-kubeconfig");
   FakeClock clock(kT0);
   SimulatorOptions options = WithUsers(dir);
   options.apiserver_tls = true;
@@ -936,7 +875,7 @@ TEST(SimulatorKubeconfigTest, KubeconfigsCarryEachUsersToken) {
   EXPECT_EQ(sim.apiserver_url().rfind("https://127.0.0.1:", 0), 0u);
   ASSERT_EQ(sim.apiserver_ca_path(), dir.File("tls") + "/apiserver-ca.crt");
 
-  const std::string main = ReadFile(options.kubeconfig_out);
+  const std::string main = ReadAll(options.kubeconfig_out);
   EXPECT_NE(main.find("token: \"agg-token\""), std::string::npos) << main;
   EXPECT_NE(main.find("server: " + sim.apiserver_url()), std::string::npos);
   EXPECT_NE(main.find("certificate-authority-data: "), std::string::npos);
@@ -946,7 +885,7 @@ TEST(SimulatorKubeconfigTest, KubeconfigsCarryEachUsersToken) {
                                                         {"alice", "alice-token"}}) {
     const std::string path = dir.File("users") + "/" + user + ".kubeconfig";
     EXPECT_EQ(sim.user_kubeconfig_path(user), path);
-    const std::string text = ReadFile(path);
+    const std::string text = ReadAll(path);
     EXPECT_NE(text.find("token: \"" + token + "\""), std::string::npos) << user;
     EXPECT_NE(text.find("name: " + user), std::string::npos) << user;
     struct stat st {};

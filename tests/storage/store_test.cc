@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace kubestat::storage {
 namespace {
@@ -81,7 +81,7 @@ TEST(StoreOptionsTest, ValidateNamesTheField) {
 
 TEST(StoreTest, ScrapesComeBackInTimeOrderAcrossHoursAndGaps) {
   testing::TempDir dir;
-  auto store = OpenStore(dir.Sub("db"));
+  auto store = OpenStore(dir.File("db"));
   ASSERT_NE(store, nullptr);
   // Written out of order, spanning negative times, hour edges and a 50-hour gap.
   std::vector<Timestamp> times = {
@@ -135,7 +135,7 @@ TEST(StoreTest, ScrapesComeBackInTimeOrderAcrossHoursAndGaps) {
 
 TEST(StoreTest, RollupsReadByNodeAndBucketRange) {
   testing::TempDir dir;
-  auto store = OpenStore(dir.Sub("db"));
+  auto store = OpenStore(dir.File("db"));
   ASSERT_NE(store, nullptr);
   ScrapeBatch batch;
   batch.PutRollup(1, 10, kT0, "a");
@@ -169,7 +169,7 @@ TEST(StoreTest, DictionaryPersistsAndIdsAreNeverReused) {
   SeriesId retired_id = 0;
   SeriesId last_id = 0;
   {
-    auto store = OpenStore(dir.Sub("db"));
+    auto store = OpenStore(dir.File("db"));
     ASSERT_NE(store, nullptr);
     const NodeId n1 = store->AllocateNodeId();
     const NodeId n2 = store->AllocateNodeId();
@@ -188,7 +188,7 @@ TEST(StoreTest, DictionaryPersistsAndIdsAreNeverReused) {
     retire.RetireSeries(retired_id, kT0);
     ASSERT_TRUE(store->Write(retire).ok());
   }
-  auto store = OpenStore(dir.Sub("db"));
+  auto store = OpenStore(dir.File("db"));
   ASSERT_NE(store, nullptr);
   auto dict = store->LoadDictionary();
   ASSERT_TRUE(dict.ok()) << dict.status();
@@ -206,7 +206,7 @@ TEST(StoreTest, DictionaryPersistsAndIdsAreNeverReused) {
 
 TEST(StoreTest, RetentionForgetsRetiredSeriesOnlyOnceTheirDataIsGone) {
   testing::TempDir dir;
-  auto store = OpenStore(dir.Sub("db"), hours(2));
+  auto store = OpenStore(dir.File("db"), hours(2));
   ASSERT_NE(store, nullptr);
   ScrapeBatch batch;
   batch.AddNode(1, "n");
@@ -226,7 +226,7 @@ TEST(StoreTest, RetentionForgetsRetiredSeriesOnlyOnceTheirDataIsGone) {
 // the database stops growing after the first day.
 TEST(StoreTest, RetentionKeepsTheDiskFlatOverThreeDays) {
   testing::TempDir dir;
-  auto store = OpenStore(dir.Sub("db"), hours(26));
+  auto store = OpenStore(dir.File("db"), hours(26));
   ASSERT_NE(store, nullptr);
   std::mt19937_64 rng(42);
   std::uniform_int_distribution<uint64_t> value(0, uint64_t{1} << 34);
@@ -277,7 +277,7 @@ TEST(StoreTest, BatchesSurviveKillAtomically) {
     GTEST_SKIP() << "ThreadSanitizer cannot fork once RocksDB's thread pool runs";
   }
   testing::TempDir dir;
-  const std::string path = dir.Sub("db");
+  const std::string path = dir.File("db");
   int pipe_fds[2];
   ASSERT_EQ(pipe(pipe_fds), 0);
   const pid_t child = fork();
@@ -339,7 +339,7 @@ TEST(StoreTest, BatchesSurviveKillAtomically) {
 
 TEST(StoreOpenTest, GarbageInCurrentIsAClearErrorNamingTheDirectory) {
   testing::TempDir dir;
-  const std::string path = dir.Sub("db");
+  const std::string path = dir.File("db");
   {
     auto store = OpenStore(path);
     ASSERT_NE(store, nullptr);
@@ -355,7 +355,7 @@ TEST(StoreOpenTest, GarbageInCurrentIsAClearErrorNamingTheDirectory) {
 
 TEST(StoreOpenTest, CorruptTableFileIsAnErrorNotACrash) {
   testing::TempDir dir;
-  const std::string path = dir.Sub("db");
+  const std::string path = dir.File("db");
   {
     auto store = OpenStore(path);
     ASSERT_NE(store, nullptr);
@@ -387,7 +387,7 @@ TEST(StoreOpenTest, CorruptTableFileIsAnErrorNotACrash) {
 
 TEST(StoreOpenTest, AFileWhereTheDirectoryShouldBeIsAnError) {
   testing::TempDir dir;
-  const std::string path = dir.Sub("not-a-dir");
+  const std::string path = dir.File("not-a-dir");
   std::ofstream(path) << "hello";
   StoreOptions options;
   options.dir = path;
@@ -399,7 +399,7 @@ TEST(StoreOpenTest, AFileWhereTheDirectoryShouldBeIsAnError) {
 TEST(StoreOpenTest, MissingDatabaseWithoutCreateIsFailedPrecondition) {
   testing::TempDir dir;
   StoreOptions options;
-  options.dir = dir.Sub("absent");
+  options.dir = dir.File("absent");
   options.create_if_missing = false;
   auto store = Store::Open(options);
   ASSERT_FALSE(store.ok());
@@ -408,18 +408,18 @@ TEST(StoreOpenTest, MissingDatabaseWithoutCreateIsFailedPrecondition) {
 
 TEST(StoreOpenTest, SecondOpenOfALockedDatabaseFails) {
   testing::TempDir dir;
-  auto store = OpenStore(dir.Sub("db"));
+  auto store = OpenStore(dir.File("db"));
   ASSERT_NE(store, nullptr);
   StoreOptions options;
-  options.dir = dir.Sub("db");
+  options.dir = dir.File("db");
   auto second = Store::Open(options);
   ASSERT_FALSE(second.ok());
-  EXPECT_THAT(std::string(second.status().message()), HasSubstr(dir.Sub("db")));
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr(dir.File("db")));
 }
 
 TEST(StoreTest, CountersTrackWrites) {
   testing::TempDir dir;
-  auto store = OpenStore(dir.Sub("db"));
+  auto store = OpenStore(dir.File("db"));
   ASSERT_NE(store, nullptr);
   WriteScrape(*store, 1, kT0, {{1, 1}});
   WriteScrape(*store, 1, kT0 + seconds(1), {{1, 2}});

@@ -5,12 +5,9 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <random>
 
 namespace kubestat::testing {
 namespace {
@@ -75,31 +72,6 @@ std::string KeyPem(EVP_PKEY* key) {
 
 }  // namespace
 
-TempDir::TempDir() {
-  std::random_device random;
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() /
-      ("kubestat-test-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
-  std::filesystem::create_directories(path);
-  path_ = path.string();
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
-std::string TempDir::Write(const std::string& name, const std::string& contents) const {
-  const std::filesystem::path file = std::filesystem::path(path_) / name;
-  const std::filesystem::path tmp = file.string() + ".writing";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << contents;
-  }
-  std::filesystem::rename(tmp, file);
-  return file.string();
-}
-
 TestPki::TestPki(const std::string& ca_name) {
   ca_key_ = NewKey(TestKeyType::kEcP256);
   ca_cert_ = X509_new();
@@ -144,6 +116,25 @@ TestCertificate TestPki::Issue(const std::string& common_name, const std::vector
   AddExtension(cert, ca_cert_, NID_authority_key_identifier, "keyid:always");
   if (!san.empty()) AddExtension(cert, ca_cert_, NID_subject_alt_name, san);
   if (X509_sign(cert, ca_key_, EVP_sha256()) == 0) Die("signing a certificate");
+  TestCertificate result{CertPem(cert), KeyPem(key)};
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return result;
+}
+
+TestCertificate SelfSignedServer(const std::string& common_name,
+                                 const std::vector<std::string>& sans) {
+  std::string san;
+  for (const std::string& s : sans) san += (san.empty() ? "" : ",") + s;
+  EVP_PKEY* key = NewKey(TestKeyType::kEcP256);
+  X509* cert = X509_new();
+  Fill(cert, common_name, {}, key, /*serial=*/1);
+  X509_set_issuer_name(cert, X509_get_subject_name(cert));
+  AddExtension(cert, cert, NID_basic_constraints, "critical,CA:TRUE");
+  AddExtension(cert, cert, NID_key_usage, "critical,digitalSignature,keyCertSign");
+  AddExtension(cert, cert, NID_ext_key_usage, "serverAuth");
+  if (!san.empty()) AddExtension(cert, cert, NID_subject_alt_name, san);
+  if (X509_sign(cert, key, EVP_sha256()) == 0) Die("signing a self-signed certificate");
   TestCertificate result{CertPem(cert), KeyPem(key)};
   X509_free(cert);
   EVP_PKEY_free(key);

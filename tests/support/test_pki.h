@@ -1,5 +1,6 @@
 // A throwaway PKI for TLS tests, made through the OpenSSL API: a CA, serving certificates
-// with SANs, client certificates with a CN and O values, as PEM text or files in a temp dir.
+// with SANs and client certificates with a CN and O values, as PEM text (a TempDir writes
+// them to files when the code under test reads files).
 //
 // Certificates are valid from an hour ago for a day. Keys are EC P-256 or RSA 2048 (RSA
 // when a test needs the ECDHE-RSA suites, or a non-ECDHE RSA suite to be refused).
@@ -7,33 +8,13 @@
 #ifndef KUBESTAT_TESTS_SUPPORT_TEST_PKI_H_
 #define KUBESTAT_TESTS_SUPPORT_TEST_PKI_H_
 
-#include <filesystem>
 #include <string>
-#include <utility>
 #include <vector>
 
 typedef struct evp_pkey_st EVP_PKEY;
 typedef struct x509_st X509;
 
 namespace kubestat::testing {
-
-// A fresh directory under the system temp dir, removed with everything in it on
-// destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  // Writes `contents` to <path>/<name> (replacing it through a rename, so a reader sees
-  // the old or the new file, never half of one) and returns the file's path.
-  std::string Write(const std::string& name, const std::string& contents) const;
-
- private:
-  std::string path_;
-};
 
 enum class TestKeyType { kEcP256, kRsa2048 };
 
@@ -70,6 +51,12 @@ class TestPki {
   std::string ca_pem_;
   long serial_ = 1;
 };
+
+// A self-signed serving certificate (EC P-256, serverAuth) for `sans` that is also a CA
+// (CA:TRUE, keyCertSign), for a peer whose own certificate the client is given as its
+// trust anchor.
+TestCertificate SelfSignedServer(const std::string& common_name,
+                                 const std::vector<std::string>& sans);
 
 }  // namespace kubestat::testing
 

@@ -39,8 +39,10 @@
 // those CAs are trusted (not the system's), and the certificate must name the host of
 // base_url (DNS name or IP address SAN).
 //
-// Ownership: the client borrows the clock, which must outlive it. Thread-safety: Do and
-// the conveniences may be called from any number of threads at once; each call blocks its
+// Streaming: Stream() hands a body to a callback as it arrives (Kubernetes watches).
+//
+// Ownership: the client borrows the clock, which must outlive it. Thread-safety: Do, Stream
+// and the conveniences may be called from any number of threads at once; each call blocks its
 // caller until the outcome is known (at most the timeout, or until stop).
 #ifndef KUBESTAT_HTTP_CLIENT_H_
 #define KUBESTAT_HTTP_CLIENT_H_
@@ -151,6 +153,29 @@ class Client {
 
   // One request; see the file comment for what is a response and what is an error.
   [[nodiscard]] absl::StatusOr<ClientResponse> Do(const ClientRequest& request);
+
+  // A streaming request (a watch): sends `request` and hands the body to `on_chunk` piece by
+  // piece as it arrives, rather than waiting for all of it. A piece is whatever the
+  // connection holds when the client looks (one or more bytes; chunk boundaries of the
+  // peer are not kept); the view is valid only during the call.
+  //
+  // The response head must arrive within `header_timeout` (> 0), measured on the injected
+  // clock like Do's deadline: DeadlineExceeded ("timeout") otherwise. *status_code is then
+  // set. The body has no deadline of its own; cpprestsdk's per-operation timeout
+  // (ClientOptions::timeout) ends a stream that stays silent that long (DeadlineExceeded).
+  // max_response_bytes does not apply to a 2xx body (the caller bounds what it keeps).
+  //
+  // Returns OK when a 2xx body ends or `on_chunk` returns false (the connection is then
+  // closed), and when the answer is not 2xx: `on_chunk` is not called, the first 64 KiB of
+  // the body go to *error_body (reading stops there) and the caller reads *status_code.
+  // Cancelled ("cancelled") when ClientRequest::stop is triggered, at any point. The other
+  // errors are Do's, with the same messages and FailureReason labels ("read" when the
+  // connection breaks during the body). request.body_spare_capacity is not used.
+  // `status_code` and `error_body` must not be null; *error_body is cleared first.
+  // Thread-safety: as Do; `on_chunk` runs on the calling thread.
+  [[nodiscard]] absl::Status Stream(const ClientRequest& request, Duration header_timeout,
+                                    const std::function<bool(std::string_view chunk)>& on_chunk,
+                                    int* status_code, std::string* error_body);
 
   // Conveniences over Do.
   [[nodiscard]] absl::StatusOr<ClientResponse> Do(

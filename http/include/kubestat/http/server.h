@@ -67,6 +67,34 @@
 //   kubestat_http_connections_total{server,listener,result}  result: accepted,
 //       over_capacity, tls_handshake_failed, accept_failed
 //
+// Streamed responses (Response::stream). A handler that cannot give its whole body at once
+// (a watch, a proxied answer, a body produced over time) returns a Response whose `stream`
+// is set; the server then ignores `body` and hands the handler's code a StreamWriter:
+//   response.stream = [](std::shared_ptr<StreamWriter> writer) { hub.Add(writer); };
+// The producer keeps the writer and pushes chunks from any thread, whenever it has them:
+// nothing waits on an I/O or worker thread while it has no data. Each Write is posted to
+// the connection's strand and written there as one HTTP/1.1 chunk
+// (`Transfer-Encoding: chunked`; to an HTTP/1.0 client the bytes as they are, ended by the
+// close). The head goes out with the first Write, Flush or Finish, so a handler may hold
+// an answer back (it never sends one if the stream closes first). Every streamed response
+// carries `Connection: close` and the connection closes after the last chunk. Rules:
+//   - each write to the socket must finish within limits.write_timeout, or the client is
+//     dropped; while the producer has nothing to send no timer runs, so a stream lives as
+//     long as the producer keeps it open (idle_timeout does not apply);
+//   - the server keeps one read pending on the connection, so a client that goes away
+//     ends the stream at once (bytes it sends meanwhile are dropped; a client that shuts
+//     down its sending side counts as gone);
+//   - the stream counts against its listener's connection cap while it is open;
+//   - Stop() closes every open stream without waiting for its producer: it returns
+//     promptly whatever the producers do;
+//   - StreamWriter::queued_bytes() tells a producer how much the client has not taken
+//     yet; the server buffers whatever is written, so a producer bounds it itself.
+// When the stream ends for any reason (Finish and the last chunk written, client gone,
+// write timeout, Stop), the writer becomes closed(): Write returns false from then on, and
+// the OnClose callback runs once. HEAD requests and 1xx/204/304 codes get the head only;
+// the body is dropped. Streamed bodies are not compressed (content_encoding is sent as the
+// handler set it) and are not counted in kubestat_http_response_bytes_total.
+//
 // Ownership: the server borrows the registry and the clock (both must outlive it) and owns
 // the handler. Thread-safety: Start, Stop, port, health_port and BaseUrl may be called from
 // any thread; the handler is called concurrently from several threads.
@@ -134,6 +162,38 @@ struct Request {
   std::vector<std::string_view> HeaderValues(std::string_view name) const;
 };
 
+// The body of a streamed response (see "Streamed responses" above). Thread-safe: every
+// method may be called from any thread, concurrently. The writer outlives the connection
+// safely: once the stream has ended it only reports closed().
+class StreamWriter {
+ public:
+  virtual ~StreamWriter() = default;
+
+  // Queues `chunk` to be sent (one HTTP chunk; empty chunks are ignored), and the head
+  // before it if not yet sent. Never blocks. False when the stream has ended.
+  virtual bool Write(std::string chunk) = 0;
+  // Sends the head now if it has not gone out yet. False when the stream has ended.
+  virtual bool Flush() = 0;
+  // Ends the body after everything queued (the last chunk), then closes the connection.
+  // Later writes return false. Idempotent.
+  virtual void Finish() = 0;
+  // Body bytes written by Write and not yet accepted by the socket.
+  virtual size_t queued_bytes() const = 0;
+  // True once the stream has ended: finished and sent, the client gone, a write timed
+  // out, or the server stopped.
+  virtual bool closed() const = 0;
+  // Registers `callback` to run once when the stream ends (at once, on this thread, if it
+  // already has). It runs on an I/O thread or the thread calling Server::Stop(), so it must
+  // not block; it must not call back into this writer's OnClose. A later call replaces an
+  // earlier callback that has not run.
+  virtual void OnClose(std::function<void()> callback) = 0;
+};
+
+// Called once with the writer of a streamed response, on the thread that ran the handler
+// (a worker, or the I/O thread for health paths), before the head is sent: it hands the
+// writer to its producer and returns without waiting for data.
+using StreamStart = std::function<void(std::shared_ptr<StreamWriter>)>;
+
 struct Response {
   int code = 200;  // 100..599; anything else is sent as a 500
   // Default: JSON, as every kubestat API answers.
@@ -151,6 +211,8 @@ struct Response {
   std::string_view route = "other";
   // Close the connection after this response.
   bool close_connection = false;
+  // When set, the body is streamed (see "Streamed responses" above) and `body` is ignored.
+  StreamStart stream;
 };
 
 // The Status of `error` as a Response (code, JSON body).

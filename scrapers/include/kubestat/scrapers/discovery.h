@@ -148,7 +148,9 @@ struct KubeApiDiscoveryOptions {
 
 class KubeApiDiscovery final : public Discovery {
  public:
-  // InvalidArgument for bad options or unusable TLS material.
+  // InvalidArgument for bad options or unusable TLS material. Request deadlines (a list
+  // page's request_timeout, a watch's wait for its response head) run on `clock`, which
+  // must outlive the discovery.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> Create(
       kube::KubeApiConfig config, KubeApiDiscoveryOptions options, const Clock& clock);
   ~KubeApiDiscovery() override;

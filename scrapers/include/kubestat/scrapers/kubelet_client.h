@@ -11,8 +11,10 @@
 // KubeletScraper adds decoding (summary_decoder.h / resource_metrics_decoder.h; reason
 // "decode") and is the NodeScraper the scheduler uses.
 //
+// Deadlines are measured on the clock given to Create (http/client.h, Deadline).
+//
 // Thread-safety: Fetch and Scrape may be called concurrently from any threads. One
-// cpprestsdk http_client (with its keep-alive connections) is kept per kubelet host:port.
+// http::Client (with its keep-alive connections) is kept per kubelet host:port.
 #ifndef KUBESTAT_SCRAPERS_KUBELET_CLIENT_H_
 #define KUBESTAT_SCRAPERS_KUBELET_CLIENT_H_
 
@@ -31,10 +33,6 @@
 #include "kubestat/scrapers/node_address.h"
 #include "kubestat/scrapers/node_scrape.h"
 #include "kubestat/scrapers/node_scraper.h"
-
-namespace web::http::client {
-class http_client;
-}  // namespace web::http::client
 
 namespace kubestat::scrapers {
 
@@ -80,7 +78,11 @@ struct KubeletResponse {
 
 class KubeletClient {
  public:
-  // Reads the CA and client certificate files. InvalidArgument when options are invalid.
+  // Reads the CA and client certificate files. InvalidArgument when options are invalid or
+  // the TLS material does not load. Deadlines run on `clock`, which must outlive the client.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<KubeletClient>> Create(
+      KubeletClientOptions options, const Clock& clock);
+  // As above, with deadlines on RealClock::Get().
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<KubeletClient>> Create(
       KubeletClientOptions options);
   ~KubeletClient();
@@ -93,10 +95,9 @@ class KubeletClient {
   const KubeletClientOptions& options() const { return options_; }
 
  private:
-  explicit KubeletClient(KubeletClientOptions options);
-  std::shared_ptr<web::http::client::http_client> ClientFor(const ScrapeTarget& target);
-
   struct Impl;
+  KubeletClient(KubeletClientOptions options, std::unique_ptr<Impl> impl);
+
   const KubeletClientOptions options_;
   std::unique_ptr<Impl> impl_;
 };
