@@ -700,9 +700,12 @@ struct Simulator::State {
       if (backend) {
         if (!groups.empty()) groups += ",";
         groups +=
+            // Both versions the backend serves, v1 preferred, as two APIService registrations
+            // (v1.metrics.k8s.io, v1beta1.metrics.k8s.io) show them.
             "{\"name\":\"metrics.k8s.io\",\"versions\":[{\"groupVersion\":\"metrics.k8s.io/"
-            "v1beta1\",\"version\":\"v1beta1\"}],\"preferredVersion\":{\"groupVersion\":"
-            "\"metrics.k8s.io/v1beta1\",\"version\":\"v1beta1\"}},"
+            "v1\",\"version\":\"v1\"},{\"groupVersion\":\"metrics.k8s.io/v1beta1\",\"version\":"
+            "\"v1beta1\"}],\"preferredVersion\":{\"groupVersion\":\"metrics.k8s.io/v1\","
+            "\"version\":\"v1\"}},"
             "{\"name\":\"metrics\",\"versions\":[{\"groupVersion\":\"metrics/v1alpha1\","
             "\"version\":\"v1alpha1\"}],\"preferredVersion\":{\"groupVersion\":"
             "\"metrics/v1alpha1\",\"version\":\"v1alpha1\"}}";

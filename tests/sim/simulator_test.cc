@@ -298,6 +298,12 @@ TEST(SimulatorTest, ProxiesMetricsGroupsToTheBackend) {
   const std::string apis = Body(Get(sim.apiserver_url(), "/apis"));
   EXPECT_NE(apis.find("\"metrics.k8s.io\""), std::string::npos);
   EXPECT_NE(apis.find("\"metrics/v1alpha1\""), std::string::npos);
+  // Both metrics.k8s.io versions, v1 first and preferred.
+  EXPECT_NE(apis.find("\"versions\":[{\"groupVersion\":\"metrics.k8s.io/v1\",\"version\":\"v1\"},"
+                      "{\"groupVersion\":\"metrics.k8s.io/v1beta1\",\"version\":\"v1beta1\"}],"
+                      "\"preferredVersion\":{\"groupVersion\":\"metrics.k8s.io/v1\""),
+            std::string::npos)
+      << apis;
 
   http_client client(sim.apiserver_url());
   web::http::http_request req(methods::GET);
