@@ -178,16 +178,7 @@ class Server::Impl {
     io_->stop();
     for (std::thread& thread : threads_) thread.join();
     threads_.clear();
-    for (Listener* listener : {main_.get(), health_.get()}) {
-      if (listener == nullptr) continue;
-      listener->backoff.reset();
-      listener->acceptor.reset();
-    }
-    // Destroying the context destroys the handlers it still held, and with them the
-    // remaining connections (they need the listeners, destroyed after).
-    io_.reset();
-    main_.reset();
-    health_.reset();
+    ReleaseParts();
   }
 
   int port() const { return main_port_; }
@@ -201,8 +192,10 @@ class Server::Impl {
  private:
   const ServerOptions& options() const { return core_.options(); }
 
-  // Start() failed after creating some parts: release them.
-  absl::Status Abandon(absl::Status status) {
+  // Releases the listeners and the I/O context (no thread runs it any more). Destroying the
+  // context destroys the handlers it still held, and with them the remaining connections
+  // (they need the listeners, destroyed after).
+  void ReleaseParts() {
     for (Listener* listener : {main_.get(), health_.get()}) {
       if (listener == nullptr) continue;
       listener->backoff.reset();
@@ -211,6 +204,11 @@ class Server::Impl {
     io_.reset();
     main_.reset();
     health_.reset();
+  }
+
+  // Start() failed after creating some parts: release them.
+  absl::Status Abandon(absl::Status status) {
+    ReleaseParts();
     stopped_ = true;
     return status;
   }
