@@ -19,27 +19,14 @@
 #include <thread>
 #include <vector>
 
+#include "http/plain_server_options.h"
 #include "kubestat/http/server.h"
 #include "prometheus/registry.h"
 
 namespace kubestat::http {
 namespace {
 
-constexpr auto kLong = std::chrono::seconds(60);
 constexpr auto kDeadline = std::chrono::seconds(20);
-
-ServerOptions PlainOptions() {
-  ServerOptions options;
-  options.address = "127.0.0.1";
-  options.tls.enabled = false;
-  options.io_threads = 1;
-  options.worker_threads = 2;
-  options.limits.header_timeout = kLong;
-  options.limits.read_timeout = kLong;
-  options.limits.write_timeout = kLong;
-  options.limits.idle_timeout = kLong;
-  return options;
-}
 
 // A blocking loopback client; each receive gives up after the deadline.
 class Client {

@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "http/plain_server_options.h"
 #include "kubestat/core/gzip.h"
 #include "prometheus/registry.h"
 #include "support/poll.h"
@@ -35,7 +36,6 @@ using ::testing::Not;
 using testing::PollUntil;
 
 constexpr auto kShort = std::chrono::milliseconds(200);
-constexpr auto kLong = std::chrono::seconds(60);
 constexpr int kDeadlineSeconds = 20;
 constexpr std::chrono::seconds kDeadline(kDeadlineSeconds);
 
@@ -173,19 +173,6 @@ double MetricValue(prometheus::Registry& registry, const std::string& name,
     }
   }
   return -1;
-}
-
-ServerOptions PlainOptions() {
-  ServerOptions options;
-  options.address = "127.0.0.1";
-  options.tls.enabled = false;
-  options.io_threads = 1;
-  options.worker_threads = 2;
-  options.limits.header_timeout = kLong;
-  options.limits.read_timeout = kLong;
-  options.limits.write_timeout = kLong;
-  options.limits.idle_timeout = kLong;
-  return options;
 }
 
 // The request the handler saw last, copied out of the views.
