@@ -1,23 +1,18 @@
-// List+watch of nodes and pods on the kube API.
-//
-// Why it is shaped this way: a watch may end at any time (server timeout, proxy, network);
-// resuming from the last resourceVersion seen gives every change exactly once. When that
-// version has been compacted away the server says 410 Gone, and only a fresh list can
-// bring the snapshot back; the list is diffed against the snapshot so listeners still see
-// deletions that happened while the watch was down.
+// List+watch of nodes and pods on the kube API: what is particular to them, decoding a
+// NodeInfo or a PodInfo from an object's JSON and feeding the Discovery snapshot. The
+// list+watch itself (pages, resuming a watch, relisting on 410 Gone, backoff, stop) is
+// kube::ListWatch (kube/list_watch.h); a relist's items replace the snapshot, which emits
+// the differences, so listeners still see deletions that happened while the watch was down.
 #include <simdjson.h>
 
-#include <stop_token>
-#include <thread>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "fetch_status.h"
 #include "kubestat/http/client.h"
 #include "kubestat/kube/bearer_token.h"
+#include "kubestat/kube/list_watch.h"
+#include "kubestat/kube/watch_event.h"
 #include "kubestat/scrapers/discovery.h"
-#include "kubestat/scrapers/fetch_error.h"
 
 namespace kubestat::scrapers {
 namespace {
@@ -95,29 +90,15 @@ absl::StatusOr<PodInfo> ParsePod(element item) {
 
 enum class Resource { kNodes, kPods };
 
-// `text` percent-encoded for a query parameter value (RFC 3986 unreserved bytes kept).
-std::string QueryEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (absl::ascii_isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(c);
-    } else {
-      absl::StrAppend(&out, "%", absl::string_view(&"0123456789ABCDEF"[u >> 4], 1),
-                      absl::string_view(&"0123456789ABCDEF"[u & 0xf], 1));
-    }
+ChangeType ChangeFor(kube::WatchEventType type) {
+  switch (type) {
+    case kube::WatchEventType::kModified:
+      return ChangeType::kModified;
+    case kube::WatchEventType::kDeleted:
+      return ChangeType::kDeleted;
+    default:  // ListWatch hands on only ADDED, MODIFIED and DELETED
+      return ChangeType::kAdded;
   }
-  return out;
-}
-
-// A request of the discovery: GET `path`, JSON wanted, abandoned on `stop`.
-http::ClientRequest Get(std::string path, std::stop_token stop) {
-  http::ClientRequest request;
-  request.path_and_query = std::move(path);
-  request.headers.emplace_back("Accept", "application/json");
-  request.stop = std::move(stop);
-  return request;
 }
 
 }  // namespace
@@ -140,235 +121,101 @@ absl::Status KubeApiDiscoveryOptions::Validate() const {
 }
 
 struct KubeApiDiscovery::Impl {
+  // Feeds one resource's lists and watch events into the discovery (runs on the resource's
+  // ListWatch thread).
+  class Feed final : public kube::ListWatchHandler {
+   public:
+    Feed(KubeApiDiscovery* owner, Resource resource, int resources)
+        : owner_(owner), resource_(resource), resources_(resources) {}
+
+    void OnListStart() override {
+      nodes_.clear();
+      pods_.clear();
+    }
+
+    void OnListItem(std::string_view object_json) override {
+      element item;
+      if (parser_.parse(object_json.data(), object_json.size()).get(item) != simdjson::SUCCESS) {
+        return;
+      }
+      if (resource_ == Resource::kNodes) {
+        if (auto node = ParseNode(item); node.ok()) nodes_.push_back(*std::move(node));
+      } else {
+        if (auto pod = ParsePod(item); pod.ok()) pods_.push_back(*std::move(pod));
+      }
+    }
+
+    void OnListComplete(std::string_view /*resource_version*/) override {
+      if (resource_ == Resource::kNodes) {
+        owner_->ReplaceNodes(std::exchange(nodes_, {}));
+      } else {
+        owner_->ReplacePods(std::exchange(pods_, {}));
+      }
+      owner_->MarkListed(resource_ == Resource::kNodes ? 0 : 1, resources_);
+    }
+
+    absl::Status OnEvent(const kube::WatchEvent& event) override {
+      element object;
+      if (auto error = parser_.parse(event.object_json).get(object); error != simdjson::SUCCESS) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("watch event object: ", simdjson::error_message(error)));
+      }
+      const ChangeType change = ChangeFor(event.type);
+      if (resource_ == Resource::kNodes) {
+        absl::StatusOr<NodeInfo> node = ParseNode(object);
+        if (!node.ok()) return node.status();
+        owner_->ApplyNode(change, *std::move(node));
+      } else {
+        absl::StatusOr<PodInfo> pod = ParsePod(object);
+        if (!pod.ok()) return pod.status();
+        owner_->ApplyPod(change, *std::move(pod));
+      }
+      owner_->CountStat(&DiscoveryStats::events);
+      return absl::OkStatus();
+    }
+
+    void OnWatchStart() override { owner_->CountStat(&DiscoveryStats::watches); }
+    void OnExpired() override { owner_->CountStat(&DiscoveryStats::relists_after_gone); }
+    // Failed requests and undecodable events alike (an event that fails also ends its
+    // watch, which counts as a failed watch).
+    void OnError(const kube::ListWatchError& /*error*/) override {
+      owner_->CountStat(&DiscoveryStats::errors);
+    }
+
+   private:
+    KubeApiDiscovery* const owner_;
+    const Resource resource_;
+    const int resources_;
+    simdjson::dom::parser parser_;
+    // The list being read.
+    std::vector<NodeInfo> nodes_;
+    std::vector<PodInfo> pods_;
+  };
+
   KubeApiDiscoveryOptions options;
-  KubeApiDiscovery* owner = nullptr;
   std::unique_ptr<http::Client> list_client;
   std::unique_ptr<http::Client> watch_client;
-  std::stop_source stop;
-  std::mutex mu;
-  std::condition_variable stop_cv;
-  bool stopping = false;
-  std::string node_rv;
-  std::string pod_rv;
-  std::vector<std::thread> threads;
+  // Index 0: nodes; 1: pods when watched. The watches go first when destroyed.
+  std::vector<std::unique_ptr<Feed>> feeds;
+  std::vector<std::unique_ptr<kube::ListWatch>> watches;
 
-  int resources() const { return options.watch_pods ? 2 : 1; }
-
-  std::string& RvFor(Resource r) { return r == Resource::kNodes ? node_rv : pod_rv; }
-
-  void SetRv(Resource r, std::string rv) {
-    std::lock_guard<std::mutex> lock(mu);
-    RvFor(r) = std::move(rv);
-  }
-  std::string GetRv(Resource r) {
-    std::lock_guard<std::mutex> lock(mu);
-    return RvFor(r);
-  }
-
-  // Waits for the retry backoff; false when stopping.
-  bool Backoff() {
-    std::unique_lock<std::mutex> lock(mu);
-    stop_cv.wait_for(lock, options.retry_backoff, [this] { return stopping; });
-    return !stopping;
-  }
-
-  bool Stopping() {
-    std::lock_guard<std::mutex> lock(mu);
-    return stopping;
-  }
-
-  // Lists every page of `r` and replaces the snapshot; stores the list's resourceVersion.
-  absl::Status List(Resource r, simdjson::dom::parser& parser) {
-    const char* base = r == Resource::kNodes ? "/api/v1/nodes" : "/api/v1/pods";
-    std::vector<NodeInfo> nodes;
-    std::vector<PodInfo> pods;
-    std::string continue_token;
-    std::string rv;
-    do {
-      std::string path = absl::StrCat(base, "?limit=", options.list_page_size);
-      if (!continue_token.empty()) {
-        absl::StrAppend(&path, "&continue=", QueryEscape(continue_token));
-      }
-      http::ClientRequest request = Get(std::move(path), stop.get_token());
-      request.body_spare_capacity = simdjson::SIMDJSON_PADDING;
-      absl::StatusOr<http::ClientResponse> page = list_client->Do(request);
-      if (!page.ok()) return internal::FromClientError(page.status());
-      if (page->code < 200 || page->code > 299) {
-        return internal::FromHttpCode(page->code, page->body);
-      }
-      element doc;
-      if (auto error = parser.parse(page->body).get(doc); error != simdjson::SUCCESS) {
-        return WithFailureReason(
-            absl::InvalidArgumentError(
-                absl::StrCat("list ", base, ": invalid JSON: ", simdjson::error_message(error))),
-            "decode");
-      }
-      element metadata;
-      continue_token.clear();
-      if (doc["metadata"].get(metadata) == simdjson::SUCCESS) {
-        rv = Str(metadata, "resourceVersion");
-        continue_token = Str(metadata, "continue");
-      }
-      simdjson::dom::array items;
-      if (doc["items"].get(items) == simdjson::SUCCESS) {
-        for (element item : items) {
-          if (r == Resource::kNodes) {
-            if (auto node = ParseNode(item); node.ok()) nodes.push_back(*std::move(node));
-          } else {
-            if (auto pod = ParsePod(item); pod.ok()) pods.push_back(*std::move(pod));
-          }
-        }
-      }
-    } while (!continue_token.empty());
-    if (r == Resource::kNodes) {
-      owner->ReplaceNodes(std::move(nodes));
-    } else {
-      owner->ReplacePods(std::move(pods));
-    }
-    SetRv(r, rv);
-    owner->MarkListed(r == Resource::kNodes ? 0 : 1, resources());
-    return absl::OkStatus();
-  }
-
-  // Applies one watch event line. Returns false with *gone set when the server said 410.
-  absl::Status ApplyEvent(Resource r, std::string_view line, simdjson::dom::parser& parser,
-                          bool* gone) {
-    element event;
-    if (auto error = parser.parse(line.data(), line.size()).get(event);
-        error != simdjson::SUCCESS) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("watch event is not JSON: ", simdjson::error_message(error)));
-    }
-    std::string type = Str(event, "type");
-    element object;
-    if (event["object"].get(object) != simdjson::SUCCESS) {
-      return absl::InvalidArgumentError("watch event without object");
-    }
-    if (type == "ERROR") {
-      int64_t code = 0;
-      if (object["code"].get(code) == simdjson::SUCCESS && code == 410) {
-        *gone = true;
-        return absl::OkStatus();
-      }
-      return absl::UnavailableError(absl::StrCat("watch error: ", Str(object, "message")));
-    }
-    std::string rv;
-    element metadata;
-    if (object["metadata"].get(metadata) == simdjson::SUCCESS)
-      rv = Str(metadata, "resourceVersion");
-    if (type == "BOOKMARK") {
-      if (!rv.empty()) SetRv(r, rv);
-      return absl::OkStatus();
-    }
-    ChangeType change;
-    if (type == "ADDED") {
-      change = ChangeType::kAdded;
-    } else if (type == "MODIFIED") {
-      change = ChangeType::kModified;
-    } else if (type == "DELETED") {
-      change = ChangeType::kDeleted;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown watch event type \"", type, "\""));
-    }
-    if (r == Resource::kNodes) {
-      absl::StatusOr<NodeInfo> node = ParseNode(object);
-      if (!node.ok()) return node.status();
-      owner->ApplyNode(change, *std::move(node));
-    } else {
-      absl::StatusOr<PodInfo> pod = ParsePod(object);
-      if (!pod.ok()) return pod.status();
-      owner->ApplyPod(change, *std::move(pod));
-    }
-    owner->CountStat(&DiscoveryStats::events);
-    if (!rv.empty()) SetRv(r, rv);
-    return absl::OkStatus();
-  }
-
-  // One watch request from the stored resourceVersion; returns when it ends.
-  absl::Status Watch(Resource r, simdjson::dom::parser& parser, bool* gone) {
-    const char* base = r == Resource::kNodes ? "/api/v1/nodes" : "/api/v1/pods";
-    const int64_t timeout_seconds =
-        std::chrono::duration_cast<std::chrono::seconds>(options.watch_timeout).count();
-    std::string path =
-        absl::StrCat(base, "?watch=true&allowWatchBookmarks=true&resourceVersion=", GetRv(r),
-                     "&timeoutSeconds=", timeout_seconds);
-    owner->CountStat(&DiscoveryStats::watches);
-    std::string pending;
-    absl::Status event_error;
-    int status_code = 0;
-    std::string error_body;
-    absl::Status status = watch_client->Stream(
-        Get(std::move(path), stop.get_token()), options.request_timeout,
-        [&](std::string_view chunk) {
-          pending.append(chunk);
-          size_t start = 0;
-          for (size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
-               start = newline + 1) {
-            std::string_view line(pending.data() + start, newline - start);
-            if (line.empty() || line == "\r") continue;
-            absl::Status applied = ApplyEvent(r, line, parser, gone);
-            if (*gone) return false;
-            if (!applied.ok()) {
-              owner->CountStat(&DiscoveryStats::errors);
-              event_error = applied;
-              return false;
-            }
-          }
-          pending.erase(0, start);
-          if (pending.size() > options.max_response_bytes) {
-            event_error = absl::ResourceExhaustedError("watch event larger than the cap");
-            return false;
-          }
-          return true;
-        },
-        &status_code, &error_body);
-    if (!status.ok()) return internal::FromClientError(status);
-    if (status_code == 410) {
-      *gone = true;
-      return absl::OkStatus();
-    }
-    if (status_code < 200 || status_code > 299) {
-      return internal::FromHttpCode(status_code, error_body);
-    }
-    return event_error;
-  }
-
-  void Run(Resource r) {
-    simdjson::dom::parser parser;
-    bool need_list = true;
-    while (!Stopping()) {
-      if (need_list) {
-        // A parser of its own: a list's document is as large as the cluster (the watch's
-        // events are small), and it is freed when the list is done.
-        simdjson::dom::parser list_parser;
-        absl::Status listed = List(r, list_parser);
-        if (Stopping()) return;
-        if (!listed.ok()) {
-          owner->CountStat(&DiscoveryStats::errors);
-          if (!Backoff()) return;
-          continue;
-        }
-        need_list = false;
-      }
-      bool gone = false;
-      absl::Status watched = Watch(r, parser, &gone);
-      if (Stopping()) return;
-      if (gone) {
-        owner->CountStat(&DiscoveryStats::relists_after_gone);
-        need_list = true;
-        continue;
-      }
-      if (!watched.ok()) {
-        owner->CountStat(&DiscoveryStats::errors);
-        if (!Backoff()) return;
-      }
-      // A watch that ended cleanly is resumed at once from the stored resourceVersion.
-    }
+  void AddResource(KubeApiDiscovery* owner, Resource resource) {
+    kube::ListWatchOptions watch_options;
+    watch_options.path = resource == Resource::kNodes ? "/api/v1/nodes" : "/api/v1/pods";
+    watch_options.page_size = options.list_page_size;
+    watch_options.watch_timeout = options.watch_timeout;
+    watch_options.watch_head_timeout = options.request_timeout;
+    watch_options.retry_backoff = options.retry_backoff;
+    watch_options.max_event_bytes = options.max_response_bytes;
+    feeds.push_back(std::make_unique<Feed>(owner, resource, options.watch_pods ? 2 : 1));
+    watches.push_back(std::make_unique<kube::ListWatch>(std::move(watch_options), *list_client,
+                                                        *watch_client, *feeds.back()));
   }
 };
 
 KubeApiDiscovery::KubeApiDiscovery(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
-  impl_->owner = this;
+  impl_->AddResource(this, Resource::kNodes);
+  if (impl_->options.watch_pods) impl_->AddResource(this, Resource::kPods);
 }
 
 KubeApiDiscovery::~KubeApiDiscovery() { Stop(); }
@@ -413,31 +260,19 @@ absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> KubeApiDiscovery::Create(
 }
 
 void KubeApiDiscovery::Start() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (!impl_->threads.empty() || impl_->stopping) return;
-  impl_->threads.emplace_back([this] { impl_->Run(Resource::kNodes); });
-  if (impl_->options.watch_pods) {
-    impl_->threads.emplace_back([this] { impl_->Run(Resource::kPods); });
-  }
+  for (const auto& watch : impl_->watches) watch->Start();
 }
 
 void KubeApiDiscovery::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    if (impl_->stopping) return;
-    impl_->stopping = true;
-  }
-  impl_->stop.request_stop();
-  impl_->stop_cv.notify_all();
-  for (std::thread& thread : impl_->threads) {
-    if (thread.joinable()) thread.join();
-  }
+  for (const auto& watch : impl_->watches) watch->Stop();
 }
 
 std::string KubeApiDiscovery::node_resource_version() const {
-  return impl_->GetRv(Resource::kNodes);
+  return impl_->watches[0]->resource_version();
 }
 
-std::string KubeApiDiscovery::pod_resource_version() const { return impl_->GetRv(Resource::kPods); }
+std::string KubeApiDiscovery::pod_resource_version() const {
+  return impl_->watches.size() > 1 ? impl_->watches[1]->resource_version() : "";
+}
 
 }  // namespace kubestat::scrapers
