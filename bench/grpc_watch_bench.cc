@@ -6,8 +6,8 @@
 #include <string>
 
 #include "aggregator/grpc_fake_source.h"
-#include "kubestat/aggregator/grpc_convert.h"
 #include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/metrics_api/proto.h"
 
 namespace kubestat::aggregator {
 namespace {
@@ -62,7 +62,7 @@ BENCHMARK(BM_OnRoundNothingChanged)->Arg(100)->Arg(1000)->Unit(benchmark::kMilli
 
 void BM_PodToProto(benchmark::State& state) {
   PodView pod = MakePod("shop", "web-1", "node-a", {{"app", "web"}}, BaseTime(), 100, 2);
-  for (auto _ : state) benchmark::DoNotOptimize(PodToProto(pod));
+  for (auto _ : state) benchmark::DoNotOptimize(metrics_api::ToProto(pod));
 }
 BENCHMARK(BM_PodToProto);
 

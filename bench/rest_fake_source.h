@@ -29,14 +29,13 @@ class SyntheticMetricsSource final : public MetricsSource {
     std::mt19937_64 rng(seed);
     const Timestamp end = Timestamp(std::chrono::seconds(1795255210));
     auto series = [&](uint64_t base) {
-      SeriesWindows s;
-      s.endtime = end;
+      std::vector<metrics_api::Statistics> s;
       const Duration lengths[] = {std::chrono::seconds(10), std::chrono::minutes(1),
                                   std::chrono::hours(1), std::chrono::hours(24)};
       uint64_t count = 2;
       for (Duration length : lengths) {
         const uint64_t v = base + rng() % (base / 4 + 1);
-        WindowStats w;
+        metrics_api::Statistics w;
         w.window = length;
         w.endtime = end;
         w.count = count;
@@ -47,7 +46,7 @@ class SyntheticMetricsSource final : public MetricsSource {
         w.p50 = v - v / 10;
         w.p95 = v + v / 2 + 3;
         w.p99 = v + v / 2 + v / 3 + 7;
-        s.windows.push_back(w);
+        s.push_back(w);
       }
       return s;
     };

@@ -5,12 +5,22 @@
 #include <string>
 
 #include "kubestat/aggregator/rest_handler.h"
-#include "kubestat/aggregator/rest_render.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/metrics_api/query.h"
+#include "kubestat/metrics_api/render.h"
 #include "rest_fake_source.h"
 
 namespace kubestat::aggregator {
 namespace {
+
+using metrics_api::GroupVersion;
+using metrics_api::ListQuery;
+using metrics_api::ParseListQuery;
+using metrics_api::ParseQueryString;
+using metrics_api::RenderContext;
+using metrics_api::RenderNodeList;
+using metrics_api::RenderPodList;
+using ApiResource = metrics_api::Resource;
 
 const bench::SyntheticMetricsSource& Source() {
   // 1,000 nodes x 30 pods in 1,000 namespaces: 30 pods per namespace.
@@ -18,13 +28,13 @@ const bench::SyntheticMetricsSource& Source() {
   return source;
 }
 
-RenderContext Context(MetricsApi api) {
+RenderContext Context(GroupVersion api) {
   return RenderContext{api, Timestamp(std::chrono::seconds(1795255230)), 0};
 }
 
-void RenderNamespacePods(benchmark::State& state, MetricsApi api) {
+void RenderNamespacePods(benchmark::State& state, GroupVersion api) {
   const std::vector<PodView>& pods = Source().pods_of("ns-0007");
-  const MetricsQuery query;
+  const ListQuery query;
   const RenderContext ctx = Context(api);
   size_t bytes = 0;
   for (auto _ : state) {
@@ -37,9 +47,9 @@ void RenderNamespacePods(benchmark::State& state, MetricsApi api) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 
-void RenderAllNodes(benchmark::State& state, MetricsApi api) {
+void RenderAllNodes(benchmark::State& state, GroupVersion api) {
   const std::vector<NodeView>& nodes = Source().nodes();
-  const MetricsQuery query;
+  const ListQuery query;
   const RenderContext ctx = Context(api);
   size_t bytes = 0;
   for (auto _ : state) {
@@ -53,24 +63,24 @@ void RenderAllNodes(benchmark::State& state, MetricsApi api) {
 }
 
 void BM_RenderNamespacePodsV1beta1(benchmark::State& state) {
-  RenderNamespacePods(state, MetricsApi::kV1beta1);
+  RenderNamespacePods(state, GroupVersion::kV1beta1);
 }
 void BM_RenderNamespacePodsV1alpha1(benchmark::State& state) {
-  RenderNamespacePods(state, MetricsApi::kV1alpha1);
+  RenderNamespacePods(state, GroupVersion::kV1alpha1);
 }
 void BM_RenderNodeListV1beta1(benchmark::State& state) {
-  RenderAllNodes(state, MetricsApi::kV1beta1);
+  RenderAllNodes(state, GroupVersion::kV1beta1);
 }
 void BM_RenderNodeListV1alpha1(benchmark::State& state) {
-  RenderAllNodes(state, MetricsApi::kV1alpha1);
+  RenderAllNodes(state, GroupVersion::kV1alpha1);
 }
 
 // A label selector over every pod of the cluster (30,000), v1beta1.
 void BM_RenderAllPodsWithLabelSelectorV1beta1(benchmark::State& state) {
   const std::vector<PodView> pods = Source().ListPods("");
-  absl::StatusOr<MetricsQuery> query = ParseMetricsQuery(
-      ParseQueryString("labelSelector=app%3Dapp-7,tier%3Dbackend"), MetricsResource::kPods);
-  const RenderContext ctx = Context(MetricsApi::kV1beta1);
+  absl::StatusOr<ListQuery> query = ParseListQuery(
+      ParseQueryString("labelSelector=app%3Dapp-7,tier%3Dbackend"), ApiResource::kPods, "");
+  const RenderContext ctx = Context(GroupVersion::kV1beta1);
   for (auto _ : state) {
     std::string body = RenderPodList(pods, *query, ctx);
     benchmark::DoNotOptimize(body);

@@ -18,16 +18,14 @@ using kubestat::aggregator::ContainerView;
 using kubestat::aggregator::NodeView;
 using kubestat::aggregator::PodView;
 using kubestat::aggregator::ResourceWindows;
-using kubestat::aggregator::SeriesWindows;
-using kubestat::aggregator::WindowStats;
 
 ResourceWindows Usage(uint64_t v) {
-  SeriesWindows series;
-  WindowStats w;
+  std::vector<kubestat::metrics_api::Statistics> series;
+  kubestat::metrics_api::Statistics w;
   w.window = std::chrono::seconds(10);
   w.count = 3;
   w.mean = w.min = w.max = w.p50 = w.p95 = w.p99 = v;
-  series.windows.push_back(w);
+  series.push_back(w);
   return ResourceWindows{series, series};
 }
 

@@ -6,21 +6,18 @@ namespace kubestat::aggregator {
 
 namespace {
 
-void Assign(ResourceWindows* windows, SeriesWindows series) {
-  if (series.key.resource == Resource::kCpu) {
-    windows->cpu = std::move(series);
-  } else {
-    windows->memory = std::move(series);
-  }
+void Assign(ResourceWindows* windows, const SeriesWindows& series) {
+  (series.key.resource == Resource::kCpu ? windows->cpu : windows->memory) =
+      ToApiStatistics(series.windows);
 }
 
 // Series of one kind grouped by container name (series arrive in key order, so the
 // containers come out sorted by name).
-void AddContainer(std::vector<ContainerView>* containers, SeriesWindows series) {
+void AddContainer(std::vector<ContainerView>* containers, const SeriesWindows& series) {
   if (containers->empty() || containers->back().name != series.key.container) {
     containers->push_back({series.key.container, {}});
   }
-  Assign(&containers->back().windows, std::move(series));
+  Assign(&containers->back().windows, series);
 }
 
 }  // namespace
@@ -31,11 +28,11 @@ NodeView AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
   NodeView view;
   view.name = std::move(snapshot.name);
   view.labels = labels_->NodeLabels(view.name).value_or(Labels{});
-  for (SeriesWindows& series : snapshot.series) {
+  for (const SeriesWindows& series : snapshot.series) {
     if (series.key.kind == ObjectKind::kNode) {
-      Assign(&view.machine, std::move(series));
+      Assign(&view.machine, series);
     } else if (series.key.kind == ObjectKind::kSystemContainer) {
-      AddContainer(&view.system_containers, std::move(series));
+      AddContainer(&view.system_containers, series);
     }
   }
   return view;
@@ -50,11 +47,11 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
     view.labels = std::move(info->labels);
     if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
   }
-  for (SeriesWindows& series : snapshot.series) {
+  for (const SeriesWindows& series : snapshot.series) {
     if (series.key.kind == ObjectKind::kPod) {
-      Assign(&view.pod, std::move(series));
+      Assign(&view.pod, series);
     } else if (series.key.kind == ObjectKind::kContainer) {
-      AddContainer(&view.containers, std::move(series));
+      AddContainer(&view.containers, series);
     }
   }
   return view;

@@ -9,15 +9,26 @@
 #include <array>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "kubestat/aggregator/grpc_convert.h"
 #include "kubestat/core/log.h"
+#include "kubestat/metrics_api/proto.h"
+#include "kubestat/metrics_api/query.h"
 
 namespace kubestat::aggregator {
 namespace {
+
+using metrics_api::GroupVersion;
+using metrics_api::kGrpcFieldNames;
+using metrics_api::ListQuery;
+using metrics_api::MakeListQuery;
+using metrics_api::Select;
+using metrics_api::ToProtoTimestamp;
+using metrics_api::WindowFilter;
+using ApiResource = metrics_api::Resource;
 
 enum Method { kListNodes = 0, kListPods = 1, kWatch = 2 };
 constexpr std::array<const char*, 3> kMethodNames = {"ListNodes", "ListPods", "Watch"};
@@ -99,7 +110,7 @@ class GaugeScope {
 // ADDED or MODIFIED, and a removal or a selector mismatch is DELETED only when it was sent).
 class WatchStreamState {
  public:
-  WatchStreamState(std::optional<ObjectFilter> nodes, std::optional<ObjectFilter> pods,
+  WatchStreamState(std::optional<ListQuery> nodes, std::optional<ListQuery> pods,
                    WindowFilter windows)
       : nodes_(std::move(nodes)), pods_(std::move(pods)), windows_(std::move(windows)) {}
 
@@ -142,8 +153,8 @@ class WatchStreamState {
   }
 
  private:
-  std::optional<ObjectFilter> nodes_;
-  std::optional<ObjectFilter> pods_;
+  std::optional<ListQuery> nodes_;
+  std::optional<ListQuery> pods_;
   WindowFilter windows_;
   std::set<std::string, std::less<>> sent_nodes_;
   std::set<std::pair<std::string, std::string>> sent_pods_;
@@ -269,8 +280,9 @@ grpc::Status AggregatorService::Watch(grpc::ServerContext* context, const v1::Wa
 
 grpc::Status AggregatorService::DoListNodes(const v1::ListNodesRequest& request,
                                             v1::ListNodesResponse* response) {
-  absl::StatusOr<ObjectFilter> filter =
-      ObjectFilter::ForNodes(request.label_selector(), request.field_selector());
+  absl::StatusOr<ListQuery> filter =
+      MakeListQuery(ApiResource::kNodes, "", request.label_selector(), request.field_selector(),
+                    request.limit(), request.continue_(), kGrpcFieldNames);
   if (!filter.ok()) return ToGrpc(filter.status());
   absl::StatusOr<WindowFilter> windows =
       WindowFilter::Create({request.windows().begin(), request.windows().end()}, options_.windows);
@@ -282,19 +294,22 @@ grpc::Status AggregatorService::DoListNodes(const v1::ListNodesRequest& request,
   response->set_revision(hub_->revision());
   *response->mutable_tick_time() = ToProtoTimestamp(hub_->last_tick());
   const std::shared_ptr<const MetricsSnapshot> cut = source_->Snapshot();
-  for (const std::shared_ptr<const NodeView>& node : cut->nodes) {
-    if (!filter->Matches(*node)) continue;
+  const metrics_api::Page page = Select(*filter, GroupVersion::kV1alpha1, cut->nodes);
+  response->mutable_items()->Reserve(static_cast<int>(page.indices.size()));
+  for (size_t i : page.indices) {
     v1::NodeMetrics* item = response->add_items();
-    *item = NodeToProto(*node);
+    *item = metrics_api::ToProto(*cut->nodes[i]);
     windows->Apply(item);
   }
+  response->set_continue_(page.continue_token);
   return grpc::Status::OK;
 }
 
 grpc::Status AggregatorService::DoListPods(const v1::ListPodsRequest& request,
                                            v1::ListPodsResponse* response) {
-  absl::StatusOr<ObjectFilter> filter = ObjectFilter::ForPods(
-      request.namespace_(), request.label_selector(), request.field_selector());
+  absl::StatusOr<ListQuery> filter = MakeListQuery(
+      ApiResource::kPods, request.namespace_(), request.label_selector(), request.field_selector(),
+      request.limit(), request.continue_(), kGrpcFieldNames);
   if (!filter.ok()) return ToGrpc(filter.status());
   absl::StatusOr<WindowFilter> windows =
       WindowFilter::Create({request.windows().begin(), request.windows().end()}, options_.windows);
@@ -306,13 +321,16 @@ grpc::Status AggregatorService::DoListPods(const v1::ListPodsRequest& request,
   *response->mutable_tick_time() = ToProtoTimestamp(hub_->last_tick());
   const std::shared_ptr<const MetricsSnapshot> cut = source_->Snapshot();
   const auto [first, last] = cut->NamespaceRange(request.namespace_());
-  for (size_t i = first; i < last; ++i) {
-    const PodView& pod = *cut->pods[i];
-    if (!filter->Matches(pod)) continue;
+  const std::span<const std::shared_ptr<const PodView>> pods(cut->pods.data() + first,
+                                                             last - first);
+  const metrics_api::Page page = Select(*filter, GroupVersion::kV1alpha1, pods);
+  response->mutable_items()->Reserve(static_cast<int>(page.indices.size()));
+  for (size_t i : page.indices) {
     v1::PodMetrics* item = response->add_items();
-    *item = PodToProto(pod);
+    *item = metrics_api::ToProto(*pods[i]);
     windows->Apply(item);
   }
+  response->set_continue_(page.continue_token);
   return grpc::Status::OK;
 }
 
@@ -324,18 +342,19 @@ grpc::Status AggregatorService::DoWatch(grpc::ServerContext* context,
                         "a watch must choose nodes, pods or both (set WatchRequest.nodes "
                         "and/or WatchRequest.pods, even empty)");
   }
-  std::optional<ObjectFilter> nodes;
+  std::optional<ListQuery> nodes;
   if (request.has_nodes()) {
-    absl::StatusOr<ObjectFilter> filter =
-        ObjectFilter::ForNodes(request.nodes().label_selector(), request.nodes().field_selector());
+    absl::StatusOr<ListQuery> filter =
+        MakeListQuery(ApiResource::kNodes, "", request.nodes().label_selector(),
+                      request.nodes().field_selector(), 0, "", kGrpcFieldNames);
     if (!filter.ok()) return ToGrpc(filter.status());
     nodes = *std::move(filter);
   }
-  std::optional<ObjectFilter> pods;
+  std::optional<ListQuery> pods;
   if (request.has_pods()) {
-    absl::StatusOr<ObjectFilter> filter =
-        ObjectFilter::ForPods(request.pods().namespace_(), request.pods().label_selector(),
-                              request.pods().field_selector());
+    absl::StatusOr<ListQuery> filter = MakeListQuery(
+        ApiResource::kPods, request.pods().namespace_(), request.pods().label_selector(),
+        request.pods().field_selector(), 0, "", kGrpcFieldNames);
     if (!filter.ok()) return ToGrpc(filter.status());
     pods = *std::move(filter);
   }

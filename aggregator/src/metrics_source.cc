@@ -6,6 +6,15 @@
 
 namespace kubestat::aggregator {
 
+std::vector<metrics_api::Statistics> ToApiStatistics(const std::vector<WindowStats>& windows) {
+  std::vector<metrics_api::Statistics> out;
+  out.reserve(windows.size());
+  for (const WindowStats& w : windows) {
+    out.push_back({w.window, w.endtime, w.count, w.mean, w.min, w.max, w.p50, w.p95, w.p99});
+  }
+  return out;
+}
+
 std::pair<size_t, size_t> MetricsSnapshot::NamespaceRange(std::string_view namespace_name) const {
   if (namespace_name.empty()) return {0, pods.size()};
   auto first = std::lower_bound(pods.begin(), pods.end(), namespace_name,

@@ -11,14 +11,43 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "kubestat/aggregator/rest_render.h"
 #include "kubestat/core/gzip.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/status.h"
 #include "kubestat/core/time.h"
+#include "kubestat/core/url.h"
+#include "kubestat/metrics_api/discovery.h"
+#include "kubestat/metrics_api/group_version.h"
+#include "kubestat/metrics_api/query.h"
+#include "kubestat/metrics_api/render.h"
 
 namespace kubestat::aggregator {
 namespace {
+
+using metrics_api::GroupName;
+using metrics_api::GroupVersion;
+using metrics_api::GroupVersions;
+using metrics_api::kGroupMetrics;
+using metrics_api::kGroupMetricsK8sIo;
+using metrics_api::ListQuery;
+using metrics_api::ParseListQuery;
+using metrics_api::ParseQueryString;
+using metrics_api::PrettyRequested;
+using metrics_api::QueryParams;
+using metrics_api::RenderApiGroup;
+using metrics_api::RenderApiGroupList;
+using metrics_api::RenderApiResourceList;
+using metrics_api::RenderApiVersions;
+using metrics_api::RenderContext;
+using metrics_api::RenderNode;
+using metrics_api::RenderNodeList;
+using metrics_api::RenderNodeListItem;
+using metrics_api::RenderPod;
+using metrics_api::RenderPodList;
+using metrics_api::ResourceName;
+using metrics_api::Select;
+using metrics_api::VersionName;
+using ApiResource = metrics_api::Resource;
 
 // Route templates of one group version, for the self-metrics' `route` label.
 struct ApiRoutes {
@@ -61,40 +90,17 @@ constexpr ApiRoutes kV1alpha1Routes = {
     "/apis/metrics/v1alpha1/namespaces/{namespace}/pods/{pod}",
 };
 
-const ApiRoutes& RoutesOf(MetricsApi api) {
+const ApiRoutes& RoutesOf(GroupVersion api) {
   switch (api) {
-    case MetricsApi::kV1alpha1:
+    case GroupVersion::kV1alpha1:
       return kV1alpha1Routes;
-    case MetricsApi::kV1beta1:
+    case GroupVersion::kV1beta1:
       return kV1beta1Routes;
-    case MetricsApi::kV1:
+    case GroupVersion::kV1:
       return kV1Routes;
   }
-  assert(false && "unknown MetricsApi");
+  assert(false && "unknown GroupVersion");
   return kV1alpha1Routes;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Percent-decodes one path segment ('+' stays '+'); a malformed escape is kept as written.
-std::string DecodePathSegment(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && HexValue(text[i + 1]) >= 0 &&
-        HexValue(text[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(HexValue(text[i + 1]) * 16 + HexValue(text[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
 }
 
 // The decoded segments of `path` without its leading '/' and one trailing '/'.
@@ -105,7 +111,7 @@ std::vector<std::string> SplitPath(std::string_view path) {
   if (path.empty()) return segments;
   while (true) {
     const size_t slash = path.find('/');
-    segments.push_back(DecodePathSegment(path.substr(0, slash)));
+    segments.push_back(PercentDecodeLenient(path.substr(0, slash), /*plus_is_space=*/false));
     if (slash == std::string_view::npos) break;
     path.remove_prefix(slash + 1);
   }
@@ -152,8 +158,8 @@ RestResponse TextResponse(int code, std::string body) {
 
 // A request for metric objects, after routing.
 struct MetricsRequest {
-  MetricsApi api;
-  MetricsResource resource;
+  GroupVersion api;
+  ApiResource resource;
   bool collection;             // a list (nodes, pods) rather than one object
   std::string namespace_name;  // pods of one namespace; empty for all
   std::string name;            // the object of a GET; empty for lists
@@ -161,9 +167,9 @@ struct MetricsRequest {
 };
 
 // Routes the segments after /apis/{group}/{version}; std::nullopt for an unknown path.
-std::optional<MetricsRequest> RouteMetrics(MetricsApi api, std::vector<std::string>& rest) {
+std::optional<MetricsRequest> RouteMetrics(GroupVersion api, std::vector<std::string>& rest) {
   const ApiRoutes& routes = RoutesOf(api);
-  MetricsRequest request{api, MetricsResource::kNodes, true, {}, {}, {}};
+  MetricsRequest request{api, ApiResource::kNodes, true, {}, {}, {}};
   if (rest.size() == 1 && rest[0] == "nodes") {
     request.route = routes.nodes;
   } else if (rest.size() == 2 && rest[0] == "nodes" && !rest[1].empty()) {
@@ -171,11 +177,11 @@ std::optional<MetricsRequest> RouteMetrics(MetricsApi api, std::vector<std::stri
     request.name = std::move(rest[1]);
     request.route = routes.node;
   } else if (rest.size() == 1 && rest[0] == "pods") {
-    request.resource = MetricsResource::kPods;
+    request.resource = ApiResource::kPods;
     request.route = routes.pods;
   } else if ((rest.size() == 3 || rest.size() == 4) && rest[0] == "namespaces" &&
              !rest[1].empty() && rest[2] == "pods") {
-    request.resource = MetricsResource::kPods;
+    request.resource = ApiResource::kPods;
     request.namespace_name = std::move(rest[1]);
     request.route = routes.namespace_pods;
     if (rest.size() == 4) {
@@ -193,9 +199,9 @@ std::optional<MetricsRequest> RouteMetrics(MetricsApi api, std::vector<std::stri
 // Renders the pods of `namespace_name` (all when empty) that match `query`, reading only
 // the candidates the snapshot's indexes give for the query's exact namespace or node; the
 // renderer still applies the whole query.
-std::string RenderPods(const MetricsSnapshot& cut, std::string_view namespace_name,
-                       const MetricsQuery& query, const RenderContext& ctx) {
-  std::string_view ns = namespace_name;
+std::string RenderPods(const MetricsSnapshot& cut, const ListQuery& query,
+                       const RenderContext& ctx) {
+  std::string_view ns = query.namespace_name;
   if (ns.empty()) ns = query.fields.RequiresExactMatch("metadata.namespace").value_or("");
   if (std::optional<std::string_view> node = query.fields.RequiresExactMatch("spec.nodeName")) {
     std::vector<std::shared_ptr<const PodView>> on_node;
@@ -211,6 +217,13 @@ std::string RenderPods(const MetricsSnapshot& cut, std::string_view namespace_na
   return RenderPodList(
       std::span<const std::shared_ptr<const PodView>>(cut.pods.data() + first, last - first), query,
       ctx);
+}
+
+// A query for every pod.
+ListQuery PodQuery() {
+  ListQuery query;
+  query.resource = ApiResource::kPods;
+  return query;
 }
 
 // gzip level 1: the kube-apiserver's choice; higher levels cost several times the CPU for
@@ -266,7 +279,7 @@ std::shared_ptr<RestHandler::SnapshotCache> RestHandler::CacheOf(
 const std::vector<std::string>& RestHandler::NodeItems(SnapshotCache& cache, Timestamp now) const {
   std::call_once(cache.node_items_once, [&] {
     cache.node_items.reserve(cache.cut->nodes.size());
-    const RenderContext ctx{MetricsApi::kV1alpha1, now, 0};
+    const RenderContext ctx{GroupVersion::kV1alpha1, now, 0};
     for (const std::shared_ptr<const NodeView>& node : cache.cut->nodes) {
       cache.node_items.push_back(RenderNodeListItem(*node, ctx));
     }
@@ -276,14 +289,16 @@ const std::vector<std::string>& RestHandler::NodeItems(SnapshotCache& cache, Tim
 
 const std::string& RestHandler::WholeNodeListGzip(SnapshotCache& cache, Timestamp now) const {
   return GzipOnce(cache.nodes_gzip_once, cache.nodes_gzip, compression_.min_bytes, [&] {
-    return RenderNodeList(cache.cut->nodes, NodeItems(cache, now), MetricsQuery{},
-                          RenderContext{MetricsApi::kV1alpha1, now, 0});
+    const std::span<const std::shared_ptr<const NodeView>> nodes(cache.cut->nodes);
+    return RenderNodeList(nodes, NodeItems(cache, now),
+                          Select(ListQuery{}, GroupVersion::kV1alpha1, nodes),
+                          RenderContext{GroupVersion::kV1alpha1, now, 0});
   });
 }
 
 const std::string& RestHandler::WholePodListGzip(SnapshotCache& cache, Timestamp now) const {
   return GzipOnce(cache.pods_gzip_once, cache.pods_gzip, compression_.min_bytes, [&] {
-    return RenderPods(*cache.cut, "", MetricsQuery{}, RenderContext{MetricsApi::kV1alpha1, now, 0});
+    return RenderPods(*cache.cut, PodQuery(), RenderContext{GroupVersion::kV1alpha1, now, 0});
   });
 }
 
@@ -393,20 +408,20 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   if (segments.size() < 2 || segments[0] != "apis") return NotFoundPath();
 
   // The group's preferred version, until the path names one.
-  MetricsApi api;
+  GroupVersion api;
   if (segments[1] == kGroupMetricsK8sIo) {
-    api = MetricsApi::kV1;
+    api = GroupVersion::kV1;
   } else if (segments[1] == kGroupMetrics) {
-    api = MetricsApi::kV1alpha1;
+    api = GroupVersion::kV1alpha1;
   } else {
     return NotFoundPath();
   }
   if (segments.size() == 2) {
     return document(RoutesOf(api).group, [api](int indent) { return RenderApiGroup(api, indent); });
   }
-  const std::span<const MetricsApi> versions = GroupVersions(api);
+  const std::span<const GroupVersion> versions = GroupVersions(api);
   const auto version = std::find_if(versions.begin(), versions.end(),
-                                    [&](MetricsApi v) { return segments[2] == ApiVersionName(v); });
+                                    [&](GroupVersion v) { return segments[2] == VersionName(v); });
   if (version == versions.end()) return NotFoundPath();
   api = *version;
   const ApiRoutes& routes = RoutesOf(api);
@@ -421,8 +436,8 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   if (!metrics) return NotFoundPath();
   *matched_route = metrics->route;
 
-  const std::string_view group = ApiGroupName(api);
-  const std::string_view resource = MetricsResourceName(metrics->resource);
+  const std::string_view group = GroupName(api);
+  const std::string_view resource = ResourceName(metrics->resource);
   RestResponse response;
   if (!is_get) {
     response = ErrorResponse(
@@ -440,7 +455,8 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
     response.route = metrics->route;
     return response;
   }
-  absl::StatusOr<MetricsQuery> query = ParseMetricsQuery(params, metrics->resource);
+  absl::StatusOr<ListQuery> query =
+      ParseListQuery(params, metrics->resource, metrics->namespace_name);
   if (!query.ok()) {
     response = ErrorResponse(ApiError::BadRequest(std::string(query.status().message())), indent);
     response.route = metrics->route;
@@ -448,17 +464,16 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   }
   const RenderContext ctx{api, clock_.Now(), indent};
   // A whole metrics/v1alpha1 list depends on the snapshot alone, so its gzip form is kept.
-  const bool whole_list_gzip = api == MetricsApi::kV1alpha1 && indent == 0 && metrics->collection &&
-                               metrics->namespace_name.empty() && query->labels.Empty() &&
-                               query->fields.Empty() && request.accepts_gzip &&
+  const bool whole_list_gzip = api == GroupVersion::kV1alpha1 && indent == 0 &&
+                               metrics->collection && query->SelectsAll() && request.accepts_gzip &&
                                compression_.enabled;
 
   std::optional<std::string> body;
-  if (metrics->resource == MetricsResource::kNodes) {
+  if (metrics->resource == ApiResource::kNodes) {
     if (metrics->collection) {
       const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
       const std::span<const std::shared_ptr<const NodeView>> nodes(cut->nodes);
-      if (api == MetricsApi::kV1alpha1 && indent == 0) {
+      if (api == GroupVersion::kV1alpha1 && indent == 0) {
         // Every window of every node: rendered once per snapshot, then copied.
         const std::shared_ptr<SnapshotCache> cache = CacheOf(cut);
         node_items_asked_.store(ctx.now, std::memory_order_relaxed);
@@ -468,7 +483,7 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
           if (!packed.empty()) response = GzipJsonResponse(packed);
         }
         if (response.content_encoding.empty()) {
-          body = RenderNodeList(nodes, NodeItems(*cache, ctx.now), *query, ctx);
+          body = RenderNodeList(nodes, NodeItems(*cache, ctx.now), Select(*query, api, nodes), ctx);
         }
       } else {
         body = RenderNodeList(nodes, *query, ctx);
@@ -485,7 +500,7 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
         if (!packed.empty()) response = GzipJsonResponse(packed);
       }
       if (response.content_encoding.empty()) {
-        body = RenderPods(*cut, metrics->namespace_name, *query, ctx);
+        body = RenderPods(*cut, *query, ctx);
       }
     } else if (std::optional<PodView> pod =
                    source_.GetPod(metrics->namespace_name, metrics->name)) {

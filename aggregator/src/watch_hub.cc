@@ -6,7 +6,7 @@
 #include <tuple>
 #include <utility>
 
-#include "kubestat/aggregator/grpc_convert.h"
+#include "kubestat/metrics_api/proto.h"
 
 namespace kubestat::aggregator {
 
@@ -64,8 +64,8 @@ WatchHub::~WatchHub() { Shutdown(); }
 
 namespace {
 
-void Build(const NodeView& view, v1::NodeMetrics* proto) { *proto = NodeToProto(view); }
-void Build(const PodView& view, v1::PodMetrics* proto) { *proto = PodToProto(view); }
+void Build(const NodeView& view, v1::NodeMetrics* proto) { *proto = metrics_api::ToProto(view); }
+void Build(const PodView& view, v1::PodMetrics* proto) { *proto = metrics_api::ToProto(view); }
 
 // Sort keys: a node's name; a pod's (namespace, name).
 std::tuple<std::string_view, std::string_view> KeyOf(const NodeView& node) {
@@ -74,9 +74,6 @@ std::tuple<std::string_view, std::string_view> KeyOf(const NodeView& node) {
 std::tuple<std::string_view, std::string_view> KeyOf(const PodView& pod) {
   return {pod.namespace_name, pod.name};
 }
-
-bool Same(const NodeView& a, const NodeView& b) { return SameNode(a, b); }
-bool Same(const PodView& a, const PodView& b) { return SamePod(a, b); }
 
 void SetKey(const NodeView& node, WatchChange* change) { change->name = node.name; }
 void SetKey(const PodView& pod, WatchChange* change) {
@@ -114,7 +111,7 @@ void Diff(const std::vector<std::shared_ptr<const Watched<View, Proto>>>& held,
     while (old != held.end() && KeyOf((*old)->view()) < key) remove(*old++);
     if (old != held.end() && KeyOf((*old)->view()) == key) {
       const auto& watched = *old++;
-      if (watched->shared_view() == view || Same(watched->view(), *view)) {
+      if (watched->shared_view() == view || watched->view() == *view) {
         next->push_back(watched);
         continue;
       }

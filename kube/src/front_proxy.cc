@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/core/str_cat.h"
+#include "kubestat/core/url.h"
 #include "kubestat/kube/request_attributes.h"
 
 namespace kubestat::kube {

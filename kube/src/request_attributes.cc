@@ -9,16 +9,10 @@
 #include "absl/status/statusor.h"
 #include "kubestat/core/field_selector.h"
 #include "kubestat/core/str_cat.h"
+#include "kubestat/core/url.h"
 
 namespace kubestat::kube {
 namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -81,35 +75,6 @@ bool IsValidPathSegmentName(std::string_view name) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '%') {
-      const int hi = i + 1 < text.size() ? HexValue(text[i + 1]) : -1;
-      const int lo = i + 2 < text.size() ? HexValue(text[i + 2]) : -1;
-      if (hi < 0 || lo < 0) {
-        // Quote only the escape itself (at most three bytes), hex-safe.
-        std::string escape(text.substr(i, 3));
-        for (char& e : escape) {
-          if (static_cast<unsigned char>(e) < 0x21 || static_cast<unsigned char>(e) > 0x7e) {
-            e = '?';
-          }
-        }
-        return absl::InvalidArgumentError(StrCat("invalid URL escape \"", escape, "\""));
-      }
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out.push_back(' ');
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
 
 absl::StatusOr<RequestAttributes> ParseRequestAttributes(std::string_view method,
                                                          std::string_view raw_path,

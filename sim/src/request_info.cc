@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "kubestat/core/url.h"
+
 namespace kubestat::sim {
 namespace {
 
@@ -20,31 +22,6 @@ std::vector<std::string> SplitPath(std::string_view path) {
   return parts;
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Query-string decoding: '+' is a space, %XX a byte; malformed escapes stay as they are.
-std::string DecodeQueryComponent(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '+') {
-      out.push_back(' ');
-    } else if (in[i] == '%' && i + 2 < in.size() && HexValue(in[i + 1]) >= 0 &&
-               HexValue(in[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(HexValue(in[i + 1]) * 16 + HexValue(in[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(in[i]);
-    }
-  }
-  return out;
-}
-
 // The first value of `key` in the query; `found` says whether the key was there.
 std::string QueryValue(std::string_view raw_query, std::string_view key, bool* found) {
   *found = false;
@@ -53,10 +30,10 @@ std::string QueryValue(std::string_view raw_query, std::string_view key, bool* f
     const size_t amp = raw_query.find('&', start);
     std::string_view item = raw_query.substr(start, amp - start);
     const size_t eq = item.find('=');
-    if (DecodeQueryComponent(item.substr(0, eq)) == key) {
+    if (PercentDecodeLenient(item.substr(0, eq), /*plus_is_space=*/true) == key) {
       *found = true;
       return eq == std::string_view::npos ? std::string()
-                                          : DecodeQueryComponent(item.substr(eq + 1));
+                                          : PercentDecodeLenient(item.substr(eq + 1), true);
     }
     if (amp == std::string_view::npos) break;
     start = amp + 1;

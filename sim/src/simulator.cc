@@ -22,6 +22,7 @@
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/label_selector.h"
 #include "kubestat/core/status.h"
+#include "kubestat/core/url.h"
 #include "kubestat/http/server.h"
 #include "kubestat/sim/access_review.h"
 #include "kubestat/sim/render.h"
@@ -70,27 +71,6 @@ absl::StatusOr<std::string> ListenAddress(const std::string& host) {
     return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", ec.message()));
   }
   return results.begin()->endpoint().address().to_string();
-}
-
-// The value of %XX escapes; anything else as it is.
-std::string PercentDecode(std::string_view in) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '%' && i + 2 < in.size() && hex(in[i + 1]) >= 0 && hex(in[i + 2]) >= 0) {
-      out += static_cast<char>(hex(in[i + 1]) * 16 + hex(in[i + 2]));
-      i += 2;
-    } else {
-      out += in[i];
-    }
-  }
-  return out;
 }
 
 // "a=1&b=2" as a map, values still encoded; a key without '=' has an empty value, and a
@@ -649,8 +629,9 @@ struct Simulator::State {
         return ReplyError(ApiError::Unauthorized());
       }
       if (!IsMetricsGroupPath(path) || options.authorize_proxied_requests) {
-        const RequestInfo info =
-            ParseRequestInfo(std::string(req.method), PercentDecode(path), std::string(req.query));
+        const RequestInfo info = ParseRequestInfo(
+            std::string(req.method), PercentDecodeLenient(path, /*plus_is_space=*/false),
+            std::string(req.query));
         if (!users->Authorize(user->name, user->groups, info).allowed) {
           return ReplyError(ForbiddenError(user->name, info));
         }
@@ -851,7 +832,7 @@ struct Simulator::State {
   static std::optional<LabelSelector> ListSelector(const std::map<std::string, std::string>& query,
                                                    Response* error) {
     absl::StatusOr<LabelSelector> selector =
-        LabelSelector::Parse(PercentDecode(QueryParam(query, "labelSelector")));
+        LabelSelector::Parse(PercentDecodeLenient(QueryParam(query, "labelSelector"), true));
     if (!selector.ok()) {
       *error = ReplyError(ApiError::BadRequest(std::string(selector.status().message())));
       return std::nullopt;
@@ -875,7 +856,7 @@ struct Simulator::State {
   // The node a "spec.nodeName=X" field selector names, "" for none. Other field selectors
   // are accepted and ignored.
   static std::string NodeFilter(const std::map<std::string, std::string>& query) {
-    const std::string fs = PercentDecode(QueryParam(query, "fieldSelector"));
+    const std::string fs = PercentDecodeLenient(QueryParam(query, "fieldSelector"), true);
     for (const std::string prefix : {"spec.nodeName=", "spec.nodeName=="}) {
       const size_t at = fs.find(prefix);
       if (at != std::string::npos) {

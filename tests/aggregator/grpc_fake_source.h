@@ -16,69 +16,16 @@
 
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/core/clock.h"
+#include "support/metrics_objects.h"
 
 namespace kubestat::aggregator::testing {
 
-// 2026-11-21T10:00:00Z.
-inline Timestamp BaseTime() { return Timestamp(std::chrono::seconds(1795255200)); }
-
-inline const std::vector<Duration>& DefaultWindows() {
-  static const std::vector<Duration> windows = {std::chrono::seconds(10), std::chrono::minutes(1),
-                                                std::chrono::hours(1), std::chrono::hours(24)};
-  return windows;
-}
-
-// One series' windows: for window i, count 1+i, min v, mean v+i, p50 v+1, p95 v+5,
-// p99 v+9, max v+10+i, all ending at `endtime`.
-inline SeriesWindows MakeSeries(Timestamp endtime, uint64_t v) {
-  SeriesWindows series;
-  series.endtime = endtime;
-  const std::vector<Duration>& windows = DefaultWindows();
-  for (size_t i = 0; i < windows.size(); ++i) {
-    WindowStats w;
-    w.window = windows[i];
-    w.endtime = endtime;
-    w.count = 1 + i;
-    w.min = v;
-    w.mean = v + i;
-    w.p50 = v + 1;
-    w.p95 = v + 5;
-    w.p99 = v + 9;
-    w.max = v + 10 + i;
-    w.exact_percentiles = windows[i] <= std::chrono::minutes(1);
-    series.windows.push_back(w);
-  }
-  return series;
-}
-
-// cpu = cpu_value nanocores, memory = cpu_value * 1000 bytes.
-inline ResourceWindows MakeWindows(Timestamp endtime, uint64_t cpu_value) {
-  return ResourceWindows{MakeSeries(endtime, cpu_value), MakeSeries(endtime, cpu_value * 1000)};
-}
-
-inline NodeView MakeNode(std::string name, Labels labels, Timestamp endtime, uint64_t v) {
-  NodeView node;
-  node.name = std::move(name);
-  node.labels = std::move(labels);
-  node.machine = MakeWindows(endtime, v);
-  node.system_containers.push_back(ContainerView{"kubelet", MakeWindows(endtime, v / 10)});
-  return node;
-}
-
-inline PodView MakePod(std::string namespace_name, std::string name, std::string node_name,
-                       Labels labels, Timestamp endtime, uint64_t v, int containers = 1) {
-  PodView pod;
-  pod.namespace_name = std::move(namespace_name);
-  pod.name = std::move(name);
-  pod.node_name = std::move(node_name);
-  pod.labels = std::move(labels);
-  pod.pod = MakeWindows(endtime, v);
-  for (int i = 0; i < containers; ++i) {
-    pod.containers.push_back(
-        ContainerView{"c" + std::to_string(i), MakeWindows(endtime, v + static_cast<uint64_t>(i))});
-  }
-  return pod;
-}
+using kubestat::testing::BaseTime;
+using kubestat::testing::DefaultWindows;
+using kubestat::testing::MakeNode;
+using kubestat::testing::MakePod;
+using kubestat::testing::MakeSeries;
+using kubestat::testing::MakeWindows;
 
 class FakeMetricsSource final : public MetricsSource {
  public:

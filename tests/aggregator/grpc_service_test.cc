@@ -153,7 +153,7 @@ TEST_F(GrpcListTest, ListNodesConvertsEveryWindowAndStatistic) {
 
 TEST_F(GrpcListTest, ResourceWithoutSamplesIsLeftUnset) {
   PodView pod = MakePod("shop", "fresh", "node-a", {}, BaseTime(), 7);
-  pod.pod.cpu.reset();  // one scrape: memory only, no rate yet
+  pod.pod.cpu.clear();  // one scrape: memory only, no rate yet
   source_.PutPod(pod);
   v1::ListPodsRequest request;
   request.set_field_selector("metadata.name=fresh");
@@ -202,6 +202,36 @@ TEST_F(GrpcListTest, ListPodsAppliesNamespaceAndSelectors) {
   EXPECT_THAT(PodNames("", "", "metadata.name=web-2"), ElementsAre("shop/web-2"));
   EXPECT_THAT(PodNames("shop", "app=web", "spec.nodeName!=node-a"), ElementsAre("shop/web-2"));
   EXPECT_THAT(PodNames("ops", "app=web", ""), ElementsAre());
+}
+
+TEST_F(GrpcListTest, ListPodsPagesWithLimitAndContinueLikeTheRestApi) {
+  std::vector<std::string> names;
+  std::string token;
+  int pages = 0;
+  do {
+    v1::ListPodsRequest request;
+    request.set_limit(3);
+    request.set_continue_(token);
+    v1::ListPodsResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub_->ListPods(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_LE(response.items_size(), 3);
+    for (const v1::PodMetrics& pod : response.items()) {
+      names.push_back(pod.namespace_() + "/" + pod.name());
+    }
+    token = response.continue_();
+  } while (!token.empty() && ++pages < 5);
+  EXPECT_EQ(pages, 1);  // two pages: the first with a token, the second without
+  EXPECT_THAT(names, ElementsAre("ops/agent-1", "shop/db-1", "shop/web-1", "shop/web-2"));
+
+  v1::ListNodesRequest bad;
+  bad.set_continue_("***");
+  v1::ListNodesResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub_->ListNodes(&context, bad, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("continue: invalid continue token"));
 }
 
 TEST_F(GrpcListTest, BadSelectorsAreInvalidArgumentWithTheParsersMessage) {

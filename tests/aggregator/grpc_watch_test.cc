@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "grpc_fake_source.h"
-#include "kubestat/aggregator/grpc_convert.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/metrics_api/proto.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
 #include "support/poll.h"
 
@@ -467,7 +467,7 @@ TEST(WatchHubTest, ARoundKeepsWhatDidNotChangeAndHandsBackWhatItLetGo) {
   // The proto is built on first use, equal to a direct conversion, and then kept.
   const v1::NodeMetrics& node_proto = old["n1"]->node->proto();
   EXPECT_EQ(node_proto.SerializeAsString(),
-            NodeToProto(old["n1"]->node->view()).SerializeAsString());
+            metrics_api::ToProto(old["n1"]->node->view()).SerializeAsString());
   EXPECT_EQ(&old["n1"]->node->proto(), &node_proto);
 
   source.PutPod(MakePod("ns", "p1", "n1", {}, Tick(1), 5));

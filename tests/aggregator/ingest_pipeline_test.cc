@@ -641,10 +641,10 @@ TEST_F(IngestTest, AggregatorStateJoinsWindowsWithLabels) {
   EXPECT_EQ(nodes[0].name, "node-0");
   EXPECT_EQ(nodes[0].labels, (Labels{{"zone", "a"}}));
   EXPECT_TRUE(nodes[1].labels.empty());  // unknown to discovery: still listed
-  ASSERT_TRUE(nodes[0].machine.cpu);
-  ASSERT_TRUE(nodes[0].machine.memory);
-  EXPECT_EQ(nodes[0].machine.memory->windows[0].count, 1u);
-  EXPECT_EQ(nodes[0].machine.memory->windows[1].count, 3u);
+  ASSERT_FALSE(nodes[0].machine.cpu.empty());
+  ASSERT_FALSE(nodes[0].machine.memory.empty());
+  EXPECT_EQ(nodes[0].machine.memory[0].count, 1u);
+  EXPECT_EQ(nodes[0].machine.memory[1].count, 3u);
   ASSERT_EQ(nodes[0].system_containers.size(), 3u);
   EXPECT_EQ(nodes[0].system_containers[0].name, "kubelet");
   EXPECT_EQ(nodes[0].system_containers[1].name, "pods");
@@ -656,8 +656,8 @@ TEST_F(IngestTest, AggregatorStateJoinsWindowsWithLabels) {
   EXPECT_EQ(pods[0].labels, (Labels{{"app", "web"}}));
   ASSERT_EQ(pods[0].containers.size(), 2u);
   EXPECT_EQ(pods[0].containers[1].name, "c1");
-  ASSERT_TRUE(pods[0].pod.cpu);
-  EXPECT_EQ(pods[0].pod.cpu->windows[1].count, 2u);
+  ASSERT_FALSE(pods[0].pod.cpu.empty());
+  EXPECT_EQ(pods[0].pod.cpu[1].count, 2u);
   EXPECT_EQ(state.ListPods("shop").size(), 2u);
   EXPECT_TRUE(state.ListPods("absent").empty());
 

@@ -2,29 +2,46 @@
 // the last refresh, narrowed by its namespace and node indexes, and the metrics/v1alpha1
 // node items pre-rendered per snapshot are the same bytes as a direct render; gzip answers,
 // kept per snapshot for whole metrics/v1alpha1 lists, hold exactly the identity bytes.
+#include "kubestat/aggregator/rest_handler.h"
+
+// cpprestsdk's U() macro collides with GoogleTest's template parameters.
+#define _TURN_OFF_PLATFORM_STRING
+
+#include <cpprest/json.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "kubestat/aggregator/rest_handler.h"
-#include "kubestat/aggregator/rest_render.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/gzip.h"
 #include "kubestat/core/time.h"
+#include "kubestat/metrics_api/query.h"
+#include "kubestat/metrics_api/render.h"
 #include "rest_fake_source.h"
 
 namespace kubestat::aggregator {
 namespace {
 
+using metrics_api::GroupVersion;
+using metrics_api::ListQuery;
+using metrics_api::ParseListQuery;
+using metrics_api::ParseQueryString;
+using metrics_api::RenderContext;
+using metrics_api::RenderNodeList;
+using metrics_api::RenderPodList;
+using ApiResource = metrics_api::Resource;
+
 using rest_testing::EndTime;
 using rest_testing::FakeMetricsSource;
 using rest_testing::FillStandardCluster;
+using ::testing::ElementsAre;
 
-MetricsQuery Query(const std::string& query_string, MetricsResource resource) {
-  absl::StatusOr<MetricsQuery> query = ParseMetricsQuery(ParseQueryString(query_string), resource);
+ListQuery Query(const std::string& query_string, ApiResource resource) {
+  absl::StatusOr<ListQuery> query = ParseListQuery(ParseQueryString(query_string), resource, "");
   EXPECT_TRUE(query.ok()) << query.status();
   return *query;
 }
@@ -51,7 +68,7 @@ class RestHandlerSnapshotTest : public ::testing::Test {
     EXPECT_TRUE(body.ok()) << body.status();
     return body.value_or("");
   }
-  RenderContext Ctx(MetricsApi api, int indent = 0) const {
+  RenderContext Ctx(GroupVersion api, int indent = 0) const {
     return RenderContext{api, clock_.Now(), indent};
   }
 
@@ -62,6 +79,45 @@ class RestHandlerSnapshotTest : public ::testing::Test {
   RestHandler gzip_handler_{snapshot_, clock_, LivenessCheck{}, ResponseCompression{true, 64}};
 };
 
+TEST_F(RestHandlerSnapshotTest, ListsPageWithLimitAndContinueInEveryGroupVersion) {
+  for (const std::string path : {"/apis/metrics/v1alpha1/pods", "/apis/metrics.k8s.io/v1/pods",
+                                 "/apis/metrics.k8s.io/v1beta1/pods"}) {
+    std::vector<std::string> names;
+    std::string token;
+    int pages = 0;
+    do {
+      const RestResponse response =
+          Get(path, "limit=3" + (token.empty() ? std::string() : "&continue=" + token));
+      ASSERT_EQ(response.code, 200) << response.body;
+      const web::json::value doc = web::json::value::parse(response.body);
+      EXPECT_LE(doc.at("items").size(), 3u);
+      for (const web::json::value& item : doc.at("items").as_array()) {
+        names.push_back(item.at("metadata").at("namespace").as_string() + "/" +
+                        item.at("metadata").at("name").as_string());
+      }
+      const web::json::value& metadata = doc.at("metadata");
+      token = metadata.has_field("continue") ? metadata.at("continue").as_string() : "";
+    } while (!token.empty() && ++pages < 5);
+    EXPECT_EQ(pages, 1) << path;
+    EXPECT_THAT(names,
+                ElementsAre("kube-system/coredns-1", "shop/db-0", "shop/web-1", "shop/web-2"))
+        << path;
+  }
+  // The gzip form kept for whole lists is not served for a page.
+  const RestResponse page = GetGzip("/apis/metrics/v1alpha1/pods", "limit=1");
+  EXPECT_EQ(web::json::value::parse(Gunzip(page)).at("items").size(), 1u);
+}
+
+TEST_F(RestHandlerSnapshotTest, ABadLimitOrContinueIsABadRequestStatus) {
+  for (const std::string q : {"limit=-2", "limit=x", "continue=%25%25"}) {
+    const RestResponse response = Get("/apis/metrics.k8s.io/v1beta1/nodes", q);
+    EXPECT_EQ(response.code, 400) << q;
+    const web::json::value status = web::json::value::parse(response.body);
+    EXPECT_EQ(status.at("kind").as_string(), "Status");
+    EXPECT_EQ(status.at("reason").as_string(), "BadRequest");
+  }
+}
+
 TEST_F(RestHandlerSnapshotTest, V1alpha1NodeListsFromPreRenderedItemsAreTheDirectRender) {
   for (const std::string q : {"", "labelSelector=zone%3Da", "labelSelector=role%3Dworker",
                               "fieldSelector=metadata.name%3Dnode-2", "labelSelector=zone%3Dz"}) {
@@ -69,15 +125,15 @@ TEST_F(RestHandlerSnapshotTest, V1alpha1NodeListsFromPreRenderedItemsAreTheDirec
     for (int i = 0; i < 2; ++i) {
       const RestResponse response = Get("/apis/metrics/v1alpha1/nodes", q);
       ASSERT_EQ(response.code, 200) << q;
-      EXPECT_EQ(response.body, RenderNodeList(live_.ListNodes(), Query(q, MetricsResource::kNodes),
-                                              Ctx(MetricsApi::kV1alpha1)))
+      EXPECT_EQ(response.body, RenderNodeList(live_.ListNodes(), Query(q, ApiResource::kNodes),
+                                              Ctx(GroupVersion::kV1alpha1)))
           << q;
     }
   }
   // The pretty form is rendered per request, and holds the same objects.
   const RestResponse pretty = Get("/apis/metrics/v1alpha1/nodes", "pretty=true");
   EXPECT_EQ(pretty.body,
-            RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1, 2)));
+            RenderNodeList(live_.ListNodes(), ListQuery{}, Ctx(GroupVersion::kV1alpha1, 2)));
 }
 
 TEST_F(RestHandlerSnapshotTest, AnswersComeFromTheLastRefresh) {
@@ -97,11 +153,11 @@ TEST_F(RestHandlerSnapshotTest, AnswersComeFromTheLastRefresh) {
   const std::string after = Get("/apis/metrics/v1alpha1/nodes").body;
   EXPECT_EQ(after.find("\"node-1\""), std::string::npos);
   EXPECT_NE(after.find("\"node-2\""), std::string::npos);
-  EXPECT_EQ(after, RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
+  EXPECT_EQ(after, RenderNodeList(live_.ListNodes(), ListQuery{}, Ctx(GroupVersion::kV1alpha1)));
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1beta1/nodes").body,
-            RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1beta1)));
+            RenderNodeList(live_.ListNodes(), ListQuery{}, Ctx(GroupVersion::kV1beta1)));
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1/nodes").body,
-            RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1)));
+            RenderNodeList(live_.ListNodes(), ListQuery{}, Ctx(GroupVersion::kV1)));
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-2").code, 404);
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/web-2").code, 404);
 }
@@ -134,13 +190,13 @@ TEST_F(RestHandlerSnapshotTest, PodListsNarrowedByNamespaceAndNodeAreTheDirectRe
       {"/apis/metrics/v1alpha1/pods", "fieldSelector=spec.nodeName!%3Dnode-1", ""},
   };
   for (const Case& c : cases) {
-    MetricsApi api = MetricsApi::kV1;
-    if (c.path.find("/v1alpha1/") != std::string::npos) api = MetricsApi::kV1alpha1;
-    if (c.path.find("/v1beta1/") != std::string::npos) api = MetricsApi::kV1beta1;
+    GroupVersion api = GroupVersion::kV1;
+    if (c.path.find("/v1alpha1/") != std::string::npos) api = GroupVersion::kV1alpha1;
+    if (c.path.find("/v1beta1/") != std::string::npos) api = GroupVersion::kV1beta1;
     const RestResponse response = Get(c.path, c.query);
     ASSERT_EQ(response.code, 200) << c.path << "?" << c.query;
     EXPECT_EQ(response.body,
-              RenderPodList(live_.ListPods(c.ns), Query(c.query, MetricsResource::kPods), Ctx(api)))
+              RenderPodList(live_.ListPods(c.ns), Query(c.query, ApiResource::kPods), Ctx(api)))
         << c.path << "?" << c.query;
   }
   // And the narrowed answers hold what they should.
@@ -269,10 +325,10 @@ TEST_F(RestHandlerSnapshotTest, WholeV1alpha1ListsAreGzippedOncePerSnapshotAndFo
   snapshot_.Refresh();
   const std::string nodes = Gunzip(GetGzip("/apis/metrics/v1alpha1/nodes"));
   EXPECT_EQ(nodes.find("\"node-1\""), std::string::npos);
-  EXPECT_EQ(nodes, RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
+  EXPECT_EQ(nodes, RenderNodeList(live_.ListNodes(), ListQuery{}, Ctx(GroupVersion::kV1alpha1)));
   const std::string pods = Gunzip(GetGzip("/apis/metrics/v1alpha1/pods"));
   EXPECT_EQ(pods.find("\"web-2\""), std::string::npos);
-  EXPECT_EQ(pods, RenderPodList(live_.ListPods(""), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
+  EXPECT_EQ(pods, RenderPodList(live_.ListPods(""), ListQuery{}, Ctx(GroupVersion::kV1alpha1)));
 }
 
 TEST_F(RestHandlerSnapshotTest, SelectedNamespacedAndV1beta1AnswersAreGzippedPerRequest) {
@@ -368,7 +424,7 @@ TEST_F(RestHandlerSnapshotTest, PrepareMakesWhatWasAskedForLatelyForTheNewSnapsh
   // What was prepared is the new snapshot's answer.
   const std::string nodes = Gunzip(GetGzip("/apis/metrics/v1alpha1/nodes"));
   EXPECT_EQ(nodes.find("\"node-1\""), std::string::npos);
-  EXPECT_EQ(nodes, RenderNodeList(live_.ListNodes(), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
+  EXPECT_EQ(nodes, RenderNodeList(live_.ListNodes(), ListQuery{}, Ctx(GroupVersion::kV1alpha1)));
 
   // A selected list uses the node items, but not the whole list's gzip form.
   clock_.Advance(RestHandler::kPrepareIfAskedWithin + std::chrono::seconds(1));
@@ -400,7 +456,7 @@ TEST_F(RestHandlerSnapshotTest, PrepareMakesTheWholePodListGzipWhenAskedFor) {
   EXPECT_FALSE(prepared.nodes_gzip);
   const std::string pods = Gunzip(GetGzip("/apis/metrics/v1alpha1/pods"));
   EXPECT_EQ(pods.find("\"web-2\""), std::string::npos);
-  EXPECT_EQ(pods, RenderPodList(live_.ListPods(""), MetricsQuery{}, Ctx(MetricsApi::kV1alpha1)));
+  EXPECT_EQ(pods, RenderPodList(live_.ListPods(""), ListQuery{}, Ctx(GroupVersion::kV1alpha1)));
 }
 
 }  // namespace

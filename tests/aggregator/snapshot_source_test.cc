@@ -92,10 +92,10 @@ TEST_F(SnapshotSourceTest, RefreshPublishesEveryObjectSortedAndEqualToTheLiveSou
   EXPECT_EQ(job->node_name, "node-b");
   EXPECT_EQ(job->labels.at("app"), "job");
   ASSERT_EQ(job->containers.size(), 2u);
-  EXPECT_EQ(job->containers[1].windows.cpu->windows[0].max, 41u + 10u);
+  EXPECT_EQ(job->containers[1].windows.cpu[0].max, 41u + 10u);
   std::optional<NodeView> node = snapshot_.GetNode("node-b");
   ASSERT_TRUE(node.has_value());
-  EXPECT_EQ(node->machine.memory->windows[3].p95, 2000u * 1000u + 5u);
+  EXPECT_EQ(node->machine.memory[3].p95, 2000u * 1000u + 5u);
   EXPECT_EQ(snapshot_.Stats().nodes, 2u);
   EXPECT_EQ(snapshot_.Stats().pods, 4u);
 }
@@ -243,7 +243,7 @@ TEST_F(SnapshotSourceTest, ANodeReadAfterItsScrapeShowsAtTheNextPublishAlone) {
   snapshot_.Publish();
   EXPECT_EQ(Names(snapshot_.ListPods("shop")),
             (std::vector<std::string>{"shop/web-1", "shop/web-2", "shop/web-3"}));
-  EXPECT_EQ(snapshot_.GetNode("node-a")->machine.cpu->windows[0].max, 1500u + 10u);
+  EXPECT_EQ(snapshot_.GetNode("node-a")->machine.cpu[0].max, 1500u + 10u);
   EXPECT_EQ(OnNode(snapshot_, "node-a"),
             (std::vector<std::string>{"kube-system/dns-1", "shop/web-1", "shop/web-3"}));
   // node-b was not read again: its new pod waits for its own read.
@@ -309,8 +309,8 @@ TEST_F(SnapshotSourceTest, AnEarlierReadNeverReplacesALaterOne) {
     snapshot.RefreshNode("node-a");
   };
   snapshot.Refresh();
-  EXPECT_EQ(snapshot.GetNode("node-a")->machine.cpu->windows[0].max, 3000u + 10u);
-  EXPECT_EQ(snapshot.GetNode("node-b")->machine.cpu->windows[0].max, 2000u + 10u);
+  EXPECT_EQ(snapshot.GetNode("node-a")->machine.cpu[0].max, 3000u + 10u);
+  EXPECT_EQ(snapshot.GetNode("node-b")->machine.cpu[0].max, 2000u + 10u);
 }
 
 // A source whose pods are grouped by the node that reported them, whatever their node_name.

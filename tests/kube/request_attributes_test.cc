@@ -172,11 +172,5 @@ TEST(RequestAttributesTest, RejectsMalformedPaths) {
   }
 }
 
-TEST(RequestAttributesTest, PercentDecodeHandlesPlus) {
-  EXPECT_EQ(*PercentDecode("a+b%20c", true), "a b c");
-  EXPECT_EQ(*PercentDecode("a+b", false), "a+b");
-  EXPECT_EQ(PercentDecode("%", false).status().message(), "invalid URL escape \"%\"");
-}
-
 }  // namespace
 }  // namespace kubestat::kube

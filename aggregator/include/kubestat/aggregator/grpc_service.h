@@ -1,7 +1,7 @@
 // AggregatorService: the kubestat.v1.Aggregator gRPC service (see aggregator.proto).
 //
 // ListNodes / ListPods read the MetricsSource's Snapshot() at the time of the call, apply the
-// request's namespace, label and field selectors (grpc_convert.h) and window names, and answer with
+// request's namespace, label and field selectors (metrics_api/query.h) and window names, and answer with
 // the objects sorted as the source returns them. The response's revision and tick_time are
 // the WatchHub's newest revision and last round: the items are at least that new.
 //

@@ -24,38 +24,20 @@
 #include <vector>
 
 #include "kubestat/aggregator/window_types.h"
+#include "kubestat/metrics_api/objects.h"
 
 namespace kubestat::aggregator {
 
-using Labels = std::map<std::string, std::string>;
+// The objects a source returns are metrics_api's plain values (see objects.h there); the
+// aggregator names them as views.
+using Labels = metrics_api::Labels;
+using ResourceWindows = metrics_api::ResourceWindows;
+using ContainerView = metrics_api::ContainerMetrics;
+using NodeView = metrics_api::NodeMetrics;
+using PodView = metrics_api::PodMetrics;
 
-// The windows of one object: cpu (nanocores) and memory (bytes). A resource without any
-// sample yet is std::nullopt.
-struct ResourceWindows {
-  std::optional<SeriesWindows> cpu;
-  std::optional<SeriesWindows> memory;
-};
-
-struct ContainerView {
-  std::string name;
-  ResourceWindows windows;
-};
-
-struct NodeView {
-  std::string name;
-  Labels labels;
-  ResourceWindows machine;
-  std::vector<ContainerView> system_containers;
-};
-
-struct PodView {
-  std::string name;
-  std::string namespace_name;
-  std::string node_name;
-  Labels labels;
-  ResourceWindows pod;  // the pod's own series (sum of its containers at each scrape)
-  std::vector<ContainerView> containers;
-};
+// The engine's statistics of one series as the API's values (same fields, same order).
+std::vector<metrics_api::Statistics> ToApiStatistics(const std::vector<WindowStats>& windows);
 
 // Every node and pod of a source at one time, as shared immutable views: what a front end
 // that reads everything (the watch hub) takes without copying the objects.

@@ -21,7 +21,8 @@
 //   /readyz    200 "ok" when MetricsSource::Ready(), else 503 with the reason
 // {group}/{version} is metrics.k8s.io/v1, metrics.k8s.io/v1beta1 (the same objects and
 // answers, each under its own apiVersion and route) or metrics/v1alpha1.
-// Documents are rendered by rest_render.h; JSON is always the answer (a client asking for
+// Documents are rendered by metrics_api (render.h, discovery.h) and lists selected and paged
+// by its ListQuery (query.h: namespace, selectors, limit/continue); JSON is always the answer (a client asking for
 // protobuf, or for aggregated discovery, gets the plain JSON form, as metrics-server does).
 //
 // Errors are Kubernetes Status objects (application/json):

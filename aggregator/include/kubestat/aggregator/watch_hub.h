@@ -24,7 +24,7 @@
 // ones.
 //
 // Selection (which of the changes a watcher wants, and whether an upsert is ADDED or
-// MODIFIED for it) is the reader's business: see ObjectFilter in grpc_convert.h and the
+// MODIFIED for it) is the reader's business: see ListQuery in metrics_api/query.h and the
 // Watch handler of AggregatorService.
 //
 // Ownership: borrows the MetricsSource, which must outlive the hub. Subscriptions may

@@ -67,10 +67,6 @@ struct RequestAttributes {
                                                                        std::string_view raw_path,
                                                                        std::string_view raw_query);
 
-// Decodes %XX escapes; `plus_is_space` for query text. InvalidArgument for a '%' not followed
-// by two hex digits.
-[[nodiscard]] absl::StatusOr<std::string> PercentDecode(std::string_view text, bool plus_is_space);
-
 }  // namespace kubestat::kube
 
 #endif  // KUBESTAT_KUBE_REQUEST_ATTRIBUTES_H_

@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/rest_render.h"
+#include "kubestat/metrics_api/render.h"
 
 // cpprestsdk's U() macro collides with GoogleTest's template parameters.
 #define _TURN_OFF_PLATFORM_STRING
@@ -13,16 +13,18 @@
 #include "kubestat/core/label_selector.h"
 #include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
-#include "rest_fake_source.h"
+#include "kubestat/metrics_api/discovery.h"
+#include "kubestat/metrics_api/query.h"
 #include "support/fixtures.h"
+#include "support/metrics_objects.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::metrics_api {
 namespace {
 
-using rest_testing::EndTime;
-using rest_testing::FakeMetricsSource;
-using rest_testing::FillStandardCluster;
-using rest_testing::Window;
+using kubestat::testing::EndTime;
+using kubestat::testing::MakeStandardCluster;
+using kubestat::testing::StandardCluster;
+using kubestat::testing::Window;
 using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::ElementsAre;
@@ -31,9 +33,11 @@ using ::testing::StartsWith;
 
 Timestamp Now() { return EndTime() + seconds(20); }  // 2026-11-21T10:00:30Z
 
-RenderContext Beta(int indent = 0) { return RenderContext{MetricsApi::kV1beta1, Now(), indent}; }
-RenderContext V1(int indent = 0) { return RenderContext{MetricsApi::kV1, Now(), indent}; }
-RenderContext Alpha(int indent = 0) { return RenderContext{MetricsApi::kV1alpha1, Now(), indent}; }
+RenderContext Beta(int indent = 0) { return RenderContext{GroupVersion::kV1beta1, Now(), indent}; }
+RenderContext V1(int indent = 0) { return RenderContext{GroupVersion::kV1, Now(), indent}; }
+RenderContext Alpha(int indent = 0) {
+  return RenderContext{GroupVersion::kV1alpha1, Now(), indent};
+}
 
 web::json::value Parse(const std::string& text) { return web::json::value::parse(text); }
 
@@ -59,31 +63,47 @@ std::vector<std::string> ItemNames(const std::string& list) {
   return names;
 }
 
-MetricsQuery Query(const std::string& query_string, MetricsResource resource) {
-  absl::StatusOr<MetricsQuery> query = ParseMetricsQuery(ParseQueryString(query_string), resource);
+ListQuery Query(const std::string& query_string, Resource resource) {
+  absl::StatusOr<ListQuery> query = ParseListQuery(ParseQueryString(query_string), resource, "");
   EXPECT_TRUE(query.ok()) << query_string << ": " << query.status();
-  return query.ok() ? *query : MetricsQuery{};
+  return query.ok() ? *query : ListQuery{};
 }
 
-class RestRenderTest : public ::testing::Test {
- protected:
-  void SetUp() override { FillStandardCluster(source_); }
+// The objects of `cluster` as shared pointers, as a snapshot holds them.
+struct Shared {
+  std::vector<std::shared_ptr<const NodeMetrics>> nodes;
+  std::vector<std::shared_ptr<const PodMetrics>> pods;
+};
+Shared Share(const StandardCluster& cluster) {
+  Shared out;
+  for (const NodeMetrics& n : cluster.nodes) out.nodes.push_back(std::make_shared<NodeMetrics>(n));
+  for (const PodMetrics& p : cluster.pods) out.pods.push_back(std::make_shared<PodMetrics>(p));
+  return out;
+}
 
+std::vector<PodMetrics> PodsOf(const std::vector<PodMetrics>& pods, std::string_view ns) {
+  std::vector<PodMetrics> out;
+  for (const PodMetrics& pod : pods) {
+    if (pod.namespace_name == ns) out.push_back(pod);
+  }
+  return out;
+}
+
+class RenderTest : public ::testing::Test {
+ protected:
   std::vector<std::string> PodNames(const std::string& query_string) {
-    return ItemNames(
-        RenderPodList(source_.ListPods(""), Query(query_string, MetricsResource::kPods), Beta()));
+    return ItemNames(RenderPodList(source_.pods, Query(query_string, Resource::kPods), Beta()));
   }
   std::vector<std::string> NodeNames(const std::string& query_string,
-                                     MetricsApi api = MetricsApi::kV1alpha1) {
-    return ItemNames(RenderNodeList(source_.ListNodes(),
-                                    Query(query_string, MetricsResource::kNodes),
+                                     GroupVersion api = GroupVersion::kV1alpha1) {
+    return ItemNames(RenderNodeList(source_.nodes, Query(query_string, Resource::kNodes),
                                     RenderContext{api, Now(), 0}));
   }
 
-  FakeMetricsSource source_;
+  StandardCluster source_ = MakeStandardCluster();
 };
 
-TEST_F(RestRenderTest, V1beta1NodeIsExactlyMetricsServerShapeWithCanonicalQuantities) {
+TEST_F(RenderTest, V1beta1NodeIsExactlyMetricsServerShapeWithCanonicalQuantities) {
   std::optional<std::string> json = RenderNode(source_.nodes[0], Beta());
   ASSERT_TRUE(json.has_value());
   EXPECT_EQ(*json, R"({"kind":"NodeMetrics","apiVersion":"metrics.k8s.io/v1beta1",)"
@@ -93,7 +113,7 @@ TEST_F(RestRenderTest, V1beta1NodeIsExactlyMetricsServerShapeWithCanonicalQuanti
                    R"("usage":{"cpu":"120m","memory":"302Mi"}})");
 }
 
-TEST_F(RestRenderTest, V1NodeIsTheV1beta1NodeUnderV1) {
+TEST_F(RenderTest, V1NodeIsTheV1beta1NodeUnderV1) {
   std::optional<std::string> json = RenderNode(source_.nodes[0], V1());
   ASSERT_TRUE(json.has_value());
   EXPECT_EQ(*json, R"({"kind":"NodeMetrics","apiVersion":"metrics.k8s.io/v1",)"
@@ -105,7 +125,7 @@ TEST_F(RestRenderTest, V1NodeIsTheV1beta1NodeUnderV1) {
   EXPECT_EQ(*RenderNode(source_.nodes[1], V1(2)), BetaToV1(*RenderNode(source_.nodes[1], Beta(2))));
 }
 
-TEST_F(RestRenderTest, V1PodIsTheV1beta1PodUnderV1) {
+TEST_F(RenderTest, V1PodIsTheV1beta1PodUnderV1) {
   std::optional<std::string> json = RenderPod(source_.pods[2], V1());
   ASSERT_TRUE(json.has_value());
   EXPECT_EQ(*json, R"({"kind":"PodMetrics","apiVersion":"metrics.k8s.io/v1",)"
@@ -114,67 +134,66 @@ TEST_F(RestRenderTest, V1PodIsTheV1beta1PodUnderV1) {
                    R"("labels":{"app":"web","tier":"frontend"}},)"
                    R"("timestamp":"2026-11-21T10:00:10Z","window":"10s",)"
                    R"("containers":[{"name":"app","usage":{"cpu":"120m","memory":"302Mi"}}]})");
-  for (const PodView& pod : source_.pods) {
+  for (const PodMetrics& pod : source_.pods) {
     EXPECT_EQ(*RenderPod(pod, V1()), BetaToV1(*RenderPod(pod, Beta()))) << pod.name;
   }
 }
 
-TEST_F(RestRenderTest, V1ListsAreTheV1beta1ListsUnderV1) {
-  const std::string nodes = RenderNodeList(source_.ListNodes(), MetricsQuery{}, V1());
-  EXPECT_EQ(nodes, BetaToV1(RenderNodeList(source_.ListNodes(), MetricsQuery{}, Beta())));
+TEST_F(RenderTest, V1ListsAreTheV1beta1ListsUnderV1) {
+  const std::string nodes = RenderNodeList(source_.nodes, ListQuery{}, V1());
+  EXPECT_EQ(nodes, BetaToV1(RenderNodeList(source_.nodes, ListQuery{}, Beta())));
   EXPECT_THAT(nodes, StartsWith(R"({"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1",)"
                                 R"("metadata":{},"items":[{"metadata":{"name":"node-1",)"));
   EXPECT_THAT(ItemNames(nodes), ElementsAre("node-1", "node-2"));  // node-3 has no memory
-  const MetricsQuery web = Query("labelSelector=app%3Dweb", MetricsResource::kPods);
-  const std::string pods = RenderPodList(source_.ListPods(""), web, V1(2));
-  EXPECT_EQ(pods, BetaToV1(RenderPodList(source_.ListPods(""), web, Beta(2))));
+  const ListQuery web = Query("labelSelector=app%3Dweb", Resource::kPods);
+  const std::string pods = RenderPodList(source_.pods, web, V1(2));
+  EXPECT_EQ(pods, BetaToV1(RenderPodList(source_.pods, web, Beta(2))));
   EXPECT_EQ(Parse(pods).at("apiVersion").as_string(), "metrics.k8s.io/v1");
   EXPECT_THAT(ItemNames(pods), ElementsAre("shop/web-1", "shop/web-2"));
 }
 
-TEST_F(RestRenderTest, VersionNamesOfEachApi) {
-  EXPECT_EQ(ApiGroupName(MetricsApi::kV1), "metrics.k8s.io");
-  EXPECT_EQ(ApiVersionName(MetricsApi::kV1), "v1");
-  EXPECT_EQ(ApiGroupVersion(MetricsApi::kV1), "metrics.k8s.io/v1");
-  EXPECT_EQ(ApiGroupName(MetricsApi::kV1beta1), "metrics.k8s.io");
-  EXPECT_EQ(ApiVersionName(MetricsApi::kV1beta1), "v1beta1");
-  EXPECT_EQ(ApiGroupVersion(MetricsApi::kV1beta1), "metrics.k8s.io/v1beta1");
-  EXPECT_EQ(ApiGroupName(MetricsApi::kV1alpha1), "metrics");
-  EXPECT_EQ(ApiVersionName(MetricsApi::kV1alpha1), "v1alpha1");
-  EXPECT_EQ(ApiGroupVersion(MetricsApi::kV1alpha1), "metrics/v1alpha1");
-  EXPECT_TRUE(IsMetricsK8sIo(MetricsApi::kV1));
-  EXPECT_TRUE(IsMetricsK8sIo(MetricsApi::kV1beta1));
-  EXPECT_FALSE(IsMetricsK8sIo(MetricsApi::kV1alpha1));
-  EXPECT_THAT(GroupVersions(MetricsApi::kV1beta1),
-              ElementsAre(MetricsApi::kV1, MetricsApi::kV1beta1));
-  EXPECT_THAT(GroupVersions(MetricsApi::kV1), ElementsAre(MetricsApi::kV1, MetricsApi::kV1beta1));
-  EXPECT_THAT(GroupVersions(MetricsApi::kV1alpha1), ElementsAre(MetricsApi::kV1alpha1));
+TEST_F(RenderTest, VersionNamesOfEachApi) {
+  EXPECT_EQ(GroupName(GroupVersion::kV1), "metrics.k8s.io");
+  EXPECT_EQ(VersionName(GroupVersion::kV1), "v1");
+  EXPECT_EQ(ApiVersion(GroupVersion::kV1), "metrics.k8s.io/v1");
+  EXPECT_EQ(GroupName(GroupVersion::kV1beta1), "metrics.k8s.io");
+  EXPECT_EQ(VersionName(GroupVersion::kV1beta1), "v1beta1");
+  EXPECT_EQ(ApiVersion(GroupVersion::kV1beta1), "metrics.k8s.io/v1beta1");
+  EXPECT_EQ(GroupName(GroupVersion::kV1alpha1), "metrics");
+  EXPECT_EQ(VersionName(GroupVersion::kV1alpha1), "v1alpha1");
+  EXPECT_EQ(ApiVersion(GroupVersion::kV1alpha1), "metrics/v1alpha1");
+  EXPECT_TRUE(IsMetricsK8sIo(GroupVersion::kV1));
+  EXPECT_TRUE(IsMetricsK8sIo(GroupVersion::kV1beta1));
+  EXPECT_FALSE(IsMetricsK8sIo(GroupVersion::kV1alpha1));
+  EXPECT_THAT(GroupVersions(GroupVersion::kV1beta1),
+              ElementsAre(GroupVersion::kV1, GroupVersion::kV1beta1));
+  EXPECT_THAT(GroupVersions(GroupVersion::kV1),
+              ElementsAre(GroupVersion::kV1, GroupVersion::kV1beta1));
+  EXPECT_THAT(GroupVersions(GroupVersion::kV1alpha1), ElementsAre(GroupVersion::kV1alpha1));
 }
 
-TEST_F(RestRenderTest, ListsOverSharedViewsRenderTheSameBytesAsOverValues) {
+TEST_F(RenderTest, ListsOverSharedViewsRenderTheSameBytesAsOverValues) {
   // The REST handler renders a snapshot's shared views; tests elsewhere render values.
-  const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
-  ASSERT_EQ(cut->nodes.size(), source_.nodes.size());
-  for (MetricsApi api : {MetricsApi::kV1, MetricsApi::kV1beta1, MetricsApi::kV1alpha1}) {
+  const Shared cut = Share(source_);
+  ASSERT_EQ(cut.nodes.size(), source_.nodes.size());
+  for (GroupVersion api : {GroupVersion::kV1, GroupVersion::kV1beta1, GroupVersion::kV1alpha1}) {
     const RenderContext ctx{api, Now(), 2};
     for (const char* q : {"", "labelSelector=zone%3Da", "fieldSelector=metadata.name%3Dnode-2"}) {
-      const MetricsQuery nodes = Query(q, MetricsResource::kNodes);
-      EXPECT_EQ(
-          RenderNodeList(std::span<const std::shared_ptr<const NodeView>>(cut->nodes), nodes, ctx),
-          RenderNodeList(source_.ListNodes(), nodes, ctx))
+      const ListQuery nodes = Query(q, Resource::kNodes);
+      EXPECT_EQ(RenderNodeList(SharedNodes(cut.nodes), nodes, ctx),
+                RenderNodeList(source_.nodes, nodes, ctx))
           << q;
     }
     for (const char* q : {"", "labelSelector=app%3Dweb", "fieldSelector=spec.nodeName%3Dnode-1"}) {
-      const MetricsQuery pods = Query(q, MetricsResource::kPods);
-      const std::string shared =
-          RenderPodList(std::span<const std::shared_ptr<const PodView>>(cut->pods), pods, ctx);
-      EXPECT_EQ(shared, RenderPodList(source_.ListPods(""), pods, ctx)) << q;
+      const ListQuery pods = Query(q, Resource::kPods);
+      const std::string shared = RenderPodList(SharedPods(cut.pods), pods, ctx);
+      EXPECT_EQ(shared, RenderPodList(source_.pods, pods, ctx)) << q;
       EXPECT_NE(ItemNames(shared).size(), 0u) << q;
     }
   }
 }
 
-TEST_F(RestRenderTest, V1beta1PodIsExactlyMetricsServerShape) {
+TEST_F(RenderTest, V1beta1PodIsExactlyMetricsServerShape) {
   std::optional<std::string> json = RenderPod(source_.pods[2], Beta());
   ASSERT_TRUE(json.has_value());
   EXPECT_EQ(*json, R"({"kind":"PodMetrics","apiVersion":"metrics.k8s.io/v1beta1",)"
@@ -185,7 +204,7 @@ TEST_F(RestRenderTest, V1beta1PodIsExactlyMetricsServerShape) {
                    R"("containers":[{"name":"app","usage":{"cpu":"120m","memory":"302Mi"}}]})");
 }
 
-TEST_F(RestRenderTest, V1beta1MatchesTheFieldsOfTheCapturedMetricsServerObjects) {
+TEST_F(RenderTest, V1beta1MatchesTheFieldsOfTheCapturedMetricsServerObjects) {
   KUBESTAT_REQUIRE_FIXTURES();
   const web::json::value node_fixture = Parse(kubestat::testing::ReadFixture(
       "metrics-k8s-io/k8s-website_resource-metrics-pipeline_NodeMetrics_minikube.json"));
@@ -218,21 +237,18 @@ TEST_F(RestRenderTest, V1beta1MatchesTheFieldsOfTheCapturedMetricsServerObjects)
   }
 }
 
-TEST_F(RestRenderTest, V1alpha1NodeHasEveryWindowAndStatisticExactly) {
-  NodeView node;
+TEST_F(RenderTest, V1alpha1NodeHasEveryWindowAndStatisticExactly) {
+  NodeMetrics node;
   node.name = "node-1";
   node.labels = {{"role", "worker"}};
-  node.machine.cpu = SeriesWindows{};
-  node.machine.cpu->windows = {
+  node.machine.cpu = {
       Window(seconds(10), 3, 120000000, 250000000, 240000000, 100000000, 110000000, 250000000),
       Window(minutes(1), 9, 60000000, 60000000, 60000000, 60000000, 60000000, 60000000),
   };
-  node.machine.memory = SeriesWindows{};
-  node.machine.memory->windows = {Window(seconds(10), 4, 316669952, 1073741824, 536870912, 1000,
-                                         316670976, 1073741824, EndTime() + seconds(2))};
-  ContainerView kubelet{"kubelet", {}};
-  kubelet.windows.memory = SeriesWindows{};
-  kubelet.windows.memory->windows = {
+  node.machine.memory = {Window(seconds(10), 4, 316669952, 1073741824, 536870912, 1000, 316670976,
+                                1073741824, EndTime() + seconds(2))};
+  ContainerMetrics kubelet{"kubelet", {}};
+  kubelet.windows.memory = {
       Window(seconds(10), 2, 10485760, 10485760, 10485760, 10485760, 10485760, 10485760)};
   node.system_containers.push_back(kubelet);
 
@@ -255,18 +271,16 @@ TEST_F(RestRenderTest, V1alpha1NodeHasEveryWindowAndStatisticExactly) {
             R"("99th":{"memory":"10Mi"},"count":2}}}]})");
 }
 
-TEST_F(RestRenderTest, V1alpha1PodHasItsOwnWindowsUnderPodAndItsContainers) {
-  PodView pod;
+TEST_F(RenderTest, V1alpha1PodHasItsOwnWindowsUnderPodAndItsContainers) {
+  PodMetrics pod;
   pod.name = "web-1";
   pod.namespace_name = "shop";
   pod.labels = {{"app", "web"}};
-  pod.pod.cpu = SeriesWindows{};
-  pod.pod.cpu->windows = {Window(seconds(10), 2, 1500000000, 2000000000, 2000000000, 1000000000,
-                                 1000000000, 2000000000)};
-  pod.pod.memory = SeriesWindows{};
-  pod.pod.memory->windows = {Window(seconds(10), 3, 2147483648, 2147483648, 2147483648, 2147483648,
-                                    2147483648, 2147483648)};
-  pod.containers.push_back(ContainerView{"app", pod.pod});
+  pod.pod.cpu = {Window(seconds(10), 2, 1500000000, 2000000000, 2000000000, 1000000000, 1000000000,
+                        2000000000)};
+  pod.pod.memory = {Window(seconds(10), 3, 2147483648, 2147483648, 2147483648, 2147483648,
+                           2147483648, 2147483648)};
+  pod.containers.push_back(ContainerMetrics{"app", pod.pod});
 
   std::optional<std::string> json = RenderPod(pod, Alpha());
   ASSERT_TRUE(json.has_value());
@@ -282,7 +296,7 @@ TEST_F(RestRenderTest, V1alpha1PodHasItsOwnWindowsUnderPodAndItsContainers) {
                        windows + "}]}");
 }
 
-TEST_F(RestRenderTest, V1alpha1WindowsAreKeyedByLengthInAscendingOrder) {
+TEST_F(RenderTest, V1alpha1WindowsAreKeyedByLengthInAscendingOrder) {
   const std::string json = *RenderNode(source_.nodes[0], Alpha());
   const size_t machine = json.find("\"machine\":");
   const size_t w10s = json.find("\"10s\":", machine);
@@ -301,8 +315,8 @@ TEST_F(RestRenderTest, V1alpha1WindowsAreKeyedByLengthInAscendingOrder) {
   EXPECT_EQ(node.at("machine").at("1h").at("95th").at("cpu").as_string(), "180m");
 }
 
-TEST_F(RestRenderTest, ListsHaveKindApiVersionEmptyMetadataAndItemsWithoutKind) {
-  const std::string beta = RenderNodeList(source_.ListNodes(), MetricsQuery{}, Beta());
+TEST_F(RenderTest, ListsHaveKindApiVersionEmptyMetadataAndItemsWithoutKind) {
+  const std::string beta = RenderNodeList(source_.nodes, ListQuery{}, Beta());
   web::json::value doc = Parse(beta);
   EXPECT_EQ(doc.at("kind").as_string(), "NodeMetricsList");
   EXPECT_EQ(doc.at("apiVersion").as_string(), "metrics.k8s.io/v1beta1");
@@ -312,16 +326,16 @@ TEST_F(RestRenderTest, ListsHaveKindApiVersionEmptyMetadataAndItemsWithoutKind) 
   EXPECT_EQ(doc.at("items").at(1).at("usage").at("cpu").as_string(), "1500m");
   EXPECT_EQ(doc.at("items").at(1).at("usage").at("memory").as_string(), "2Gi");
 
-  web::json::value alpha = Parse(RenderPodList(source_.ListPods("shop"), MetricsQuery{}, Alpha()));
+  web::json::value alpha = Parse(RenderPodList(PodsOf(source_.pods, "shop"), ListQuery{}, Alpha()));
   EXPECT_EQ(alpha.at("kind").as_string(), "PodMetricsList");
   EXPECT_EQ(alpha.at("apiVersion").as_string(), "metrics/v1alpha1");
   EXPECT_EQ(alpha.at("items").size(), 3u);
   EXPECT_EQ(
-      Parse(RenderNodeList(std::span<const NodeView>(), MetricsQuery{}, Beta())).at("items").size(),
+      Parse(RenderNodeList(std::span<const NodeMetrics>(), ListQuery{}, Beta())).at("items").size(),
       0u);
 }
 
-TEST_F(RestRenderTest, V1alpha1ServesANodeWithOneResourceLeavingTheOtherOut) {
+TEST_F(RenderTest, V1alpha1ServesANodeWithOneResourceLeavingTheOtherOut) {
   EXPECT_THAT(NodeNames(""), ElementsAre("node-1", "node-2", "node-3"));
   EXPECT_FALSE(RenderNode(source_.nodes[2], Beta()).has_value());
   EXPECT_FALSE(RenderNode(source_.nodes[2], V1()).has_value());
@@ -329,9 +343,9 @@ TEST_F(RestRenderTest, V1alpha1ServesANodeWithOneResourceLeavingTheOtherOut) {
   EXPECT_EQ(node.at("machine").at("10s").at("mean").serialize(), R"({"cpu":"5m"})");
 }
 
-TEST_F(RestRenderTest, V1beta1LeavesOutPodsWithoutContainerUsage) {
+TEST_F(RenderTest, V1beta1LeavesOutPodsWithoutContainerUsage) {
   source_.pods[0].containers.clear();
-  source_.pods[1].containers[0].windows.cpu.reset();
+  source_.pods[1].containers[0].windows.cpu.clear();
   EXPECT_FALSE(RenderPod(source_.pods[0], Beta()).has_value());
   EXPECT_FALSE(RenderPod(source_.pods[1], Beta()).has_value());
   EXPECT_FALSE(RenderPod(source_.pods[0], V1()).has_value());
@@ -339,18 +353,18 @@ TEST_F(RestRenderTest, V1beta1LeavesOutPodsWithoutContainerUsage) {
   EXPECT_THAT(PodNames(""), ElementsAre("shop/web-1", "shop/web-2"));
 }
 
-TEST_F(RestRenderTest, PodTimestampIsTheNewestContainerWindowEnd) {
-  PodView pod = source_.pods[2];
-  ContainerView sidecar = pod.containers[0];
+TEST_F(RenderTest, PodTimestampIsTheNewestContainerWindowEnd) {
+  PodMetrics pod = source_.pods[2];
+  ContainerMetrics sidecar = pod.containers[0];
   sidecar.name = "sidecar";
-  sidecar.windows.memory->windows[0].endtime = EndTime() + seconds(5);
+  sidecar.windows.memory[0].endtime = EndTime() + seconds(5);
   pod.containers.push_back(sidecar);
   web::json::value json = Parse(*RenderPod(pod, Beta()));
   EXPECT_EQ(json.at("timestamp").as_string(), "2026-11-21T10:00:15Z");
   EXPECT_EQ(json.at("containers").size(), 2u);
 }
 
-TEST_F(RestRenderTest, LabelSelectorEqualityForms) {
+TEST_F(RenderTest, LabelSelectorEqualityForms) {
   EXPECT_THAT(PodNames("labelSelector=app%3Dweb"), ElementsAre("shop/web-1", "shop/web-2"));
   EXPECT_THAT(PodNames("labelSelector=app%3D%3Dweb"), ElementsAre("shop/web-1", "shop/web-2"));
   // != also matches objects without the label.
@@ -358,21 +372,21 @@ TEST_F(RestRenderTest, LabelSelectorEqualityForms) {
               ElementsAre("kube-system/coredns-1", "shop/db-0"));
 }
 
-TEST_F(RestRenderTest, LabelSelectorSetForms) {
+TEST_F(RenderTest, LabelSelectorSetForms) {
   EXPECT_THAT(PodNames("labelSelector=app+in+(web,db)"),
               ElementsAre("shop/db-0", "shop/web-1", "shop/web-2"));
   EXPECT_THAT(PodNames("labelSelector=app%20notin%20(web)"),
               ElementsAre("kube-system/coredns-1", "shop/db-0"));
 }
 
-TEST_F(RestRenderTest, LabelSelectorExistenceForms) {
+TEST_F(RenderTest, LabelSelectorExistenceForms) {
   EXPECT_THAT(PodNames("labelSelector=tier"), ElementsAre("shop/db-0", "shop/web-1"));
   EXPECT_THAT(PodNames("labelSelector=!tier"), ElementsAre("kube-system/coredns-1", "shop/web-2"));
   EXPECT_THAT(PodNames("labelSelector=app,!tier"), ElementsAre("shop/web-2"));
   EXPECT_THAT(NodeNames("labelSelector=role%3Dworker"), ElementsAre("node-1", "node-3"));
 }
 
-TEST_F(RestRenderTest, FieldSelectorsOnPods) {
+TEST_F(RenderTest, FieldSelectorsOnPods) {
   EXPECT_THAT(PodNames("fieldSelector=metadata.name%3Dweb-1"), ElementsAre("shop/web-1"));
   EXPECT_THAT(PodNames("fieldSelector=metadata.namespace%3Dkube-system"),
               ElementsAre("kube-system/coredns-1"));
@@ -384,7 +398,7 @@ TEST_F(RestRenderTest, FieldSelectorsOnPods) {
               ElementsAre("shop/web-1"));
 }
 
-TEST_F(RestRenderTest, FieldSelectorsOnNodes) {
+TEST_F(RenderTest, FieldSelectorsOnNodes) {
   EXPECT_THAT(NodeNames("fieldSelector=metadata.name%3Dnode-2"), ElementsAre("node-2"));
   EXPECT_THAT(NodeNames("fieldSelector=metadata.name!%3Dnode-2"), ElementsAre("node-1", "node-3"));
   // Nodes have no namespace: it reads as "".
@@ -393,31 +407,31 @@ TEST_F(RestRenderTest, FieldSelectorsOnNodes) {
   EXPECT_THAT(NodeNames("fieldSelector=metadata.namespace%3Dshop"), ElementsAre());
 }
 
-TEST_F(RestRenderTest, BadLabelSelectorGivesTheParsersMessage) {
-  absl::StatusOr<MetricsQuery> query =
-      ParseMetricsQuery(ParseQueryString("labelSelector=app+in+(web"), MetricsResource::kPods);
+TEST_F(RenderTest, BadLabelSelectorGivesTheParsersMessage) {
+  absl::StatusOr<ListQuery> query =
+      ParseListQuery(ParseQueryString("labelSelector=app+in+(web"), Resource::kPods, "");
   ASSERT_FALSE(query.ok());
   EXPECT_EQ(query.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(query.status().message(), LabelSelector::Parse("app in (web").status().message());
   EXPECT_FALSE(query.status().message().empty());
 }
 
-TEST_F(RestRenderTest, UnsupportedFieldLabelIsRejected) {
-  absl::StatusOr<MetricsQuery> pods = ParseMetricsQuery(
-      ParseQueryString("fieldSelector=status.phase%3DRunning"), MetricsResource::kPods);
+TEST_F(RenderTest, UnsupportedFieldLabelIsRejected) {
+  absl::StatusOr<ListQuery> pods =
+      ParseListQuery(ParseQueryString("fieldSelector=status.phase%3DRunning"), Resource::kPods, "");
   ASSERT_FALSE(pods.ok());
   EXPECT_EQ(pods.status().message(), "field label not supported: status.phase");
   // spec.nodeName exists for pods only.
-  absl::StatusOr<MetricsQuery> nodes = ParseMetricsQuery(
-      ParseQueryString("fieldSelector=spec.nodeName%3Dx"), MetricsResource::kNodes);
+  absl::StatusOr<ListQuery> nodes =
+      ParseListQuery(ParseQueryString("fieldSelector=spec.nodeName%3Dx"), Resource::kNodes, "");
   ASSERT_FALSE(nodes.ok());
   EXPECT_EQ(nodes.status().message(), "field label not supported: spec.nodeName");
-  absl::StatusOr<MetricsQuery> bad =
-      ParseMetricsQuery(ParseQueryString("fieldSelector=nonsense"), MetricsResource::kPods);
+  absl::StatusOr<ListQuery> bad =
+      ParseListQuery(ParseQueryString("fieldSelector=nonsense"), Resource::kPods, "");
   EXPECT_FALSE(bad.ok());
 }
 
-TEST_F(RestRenderTest, QueryStringDecodingFollowsGo) {
+TEST_F(RenderTest, QueryStringDecodingFollowsGo) {
   QueryParams params = ParseQueryString("a=x%20y+z&b=%zz&a=second&&c&pretty=1");
   EXPECT_EQ(params.at("a"), "x y z");  // the first value wins
   EXPECT_EQ(params.at("b"), "%zz");    // a malformed escape is kept
@@ -433,7 +447,7 @@ TEST_F(RestRenderTest, QueryStringDecodingFollowsGo) {
   EXPECT_FALSE(PrettyRequested(ParseQueryString("")));
 }
 
-TEST_F(RestRenderTest, PrettyOutputIsIndentedAndEquivalent) {
+TEST_F(RenderTest, PrettyOutputIsIndentedAndEquivalent) {
   const std::string pretty = *RenderNode(source_.nodes[0], Beta(2));
   const std::string compact = *RenderNode(source_.nodes[0], Beta());
   EXPECT_THAT(pretty, HasSubstr("{\n  \"kind\": \"NodeMetrics\",\n  \"apiVersion\""));
@@ -441,11 +455,11 @@ TEST_F(RestRenderTest, PrettyOutputIsIndentedAndEquivalent) {
   EXPECT_EQ(Parse(pretty), Parse(compact));
 }
 
-TEST_F(RestRenderTest, ApiResourceListMatchesTheCapturedDiscoveryDocument) {
+TEST_F(RenderTest, ApiResourceListMatchesTheCapturedDiscoveryDocument) {
   KUBESTAT_REQUIRE_FIXTURES();
   const web::json::value fixture = Parse(kubestat::testing::ReadFixture(
       "metrics-k8s-io/keda-issue-210_APIResourceList_metrics.k8s.io-v1beta1.json"));
-  const web::json::value ours = Parse(RenderApiResourceList(MetricsApi::kV1beta1, 0));
+  const web::json::value ours = Parse(RenderApiResourceList(GroupVersion::kV1beta1, 0));
   ASSERT_EQ(ours.size(), fixture.size());
   for (const auto& [key, value] : fixture.as_object()) {
     ASSERT_TRUE(ours.has_field(key)) << key;
@@ -463,21 +477,21 @@ TEST_F(RestRenderTest, ApiResourceListMatchesTheCapturedDiscoveryDocument) {
     }
   }
   // v1 and v1alpha1 are the same list under their own group versions.
-  EXPECT_EQ(RenderApiResourceList(MetricsApi::kV1, 0),
+  EXPECT_EQ(RenderApiResourceList(GroupVersion::kV1, 0),
             R"({"kind":"APIResourceList","apiVersion":"v1","groupVersion":"metrics.k8s.io/v1",)"
             R"("resources":[{"name":"nodes","singularName":"","namespaced":false,)"
             R"("kind":"NodeMetrics","verbs":["get","list"]},)"
             R"({"name":"pods","singularName":"","namespaced":true,"kind":"PodMetrics",)"
             R"("verbs":["get","list"]}]})");
-  web::json::value v1 = Parse(RenderApiResourceList(MetricsApi::kV1, 0));
+  web::json::value v1 = Parse(RenderApiResourceList(GroupVersion::kV1, 0));
   v1["groupVersion"] = fixture.at("groupVersion");
   EXPECT_EQ(v1, fixture);
-  web::json::value alpha = Parse(RenderApiResourceList(MetricsApi::kV1alpha1, 0));
+  web::json::value alpha = Parse(RenderApiResourceList(GroupVersion::kV1alpha1, 0));
   EXPECT_EQ(alpha.at("groupVersion").as_string(), "metrics/v1alpha1");
   EXPECT_EQ(alpha.at("resources"), fixture.at("resources"));
 }
 
-TEST_F(RestRenderTest, GroupDocumentsNameBothGroupsWithV1Preferred) {
+TEST_F(RenderTest, GroupDocumentsNameBothGroupsWithV1Preferred) {
   EXPECT_EQ(RenderApiGroupList(0),
             R"({"kind":"APIGroupList","apiVersion":"v1","groups":[)"
             R"({"name":"metrics.k8s.io","versions":[)"
@@ -493,9 +507,9 @@ TEST_F(RestRenderTest, GroupDocumentsNameBothGroupsWithV1Preferred) {
       R"({"groupVersion":"metrics.k8s.io/v1","version":"v1"},)"
       R"({"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}],)"
       R"("preferredVersion":{"groupVersion":"metrics.k8s.io/v1","version":"v1"}})";
-  EXPECT_EQ(RenderApiGroup(MetricsApi::kV1, 0), metrics_k8s_io);
-  EXPECT_EQ(RenderApiGroup(MetricsApi::kV1beta1, 0), metrics_k8s_io);
-  web::json::value group = Parse(RenderApiGroup(MetricsApi::kV1alpha1, 0));
+  EXPECT_EQ(RenderApiGroup(GroupVersion::kV1, 0), metrics_k8s_io);
+  EXPECT_EQ(RenderApiGroup(GroupVersion::kV1beta1, 0), metrics_k8s_io);
+  web::json::value group = Parse(RenderApiGroup(GroupVersion::kV1alpha1, 0));
   EXPECT_EQ(group.at("kind").as_string(), "APIGroup");
   EXPECT_EQ(group.at("name").as_string(), "metrics");
   EXPECT_EQ(group.at("preferredVersion").at("version").as_string(), "v1alpha1");
@@ -504,12 +518,12 @@ TEST_F(RestRenderTest, GroupDocumentsNameBothGroupsWithV1Preferred) {
   EXPECT_EQ(versions.at("versions").size(), 0u);
 }
 
-TEST_F(RestRenderTest, QuantitiesBeyondInt64AreClampedNotWrapped) {
-  NodeView node = source_.nodes[0];
-  node.machine.memory->windows[0].mean = UINT64_MAX;
+TEST_F(RenderTest, QuantitiesBeyondInt64AreClampedNotWrapped) {
+  NodeMetrics node = source_.nodes[0];
+  node.machine.memory[0].mean = UINT64_MAX;
   web::json::value json = Parse(*RenderNode(node, Beta()));
   EXPECT_EQ(json.at("usage").at("memory").as_string(), FormatMemoryBytes(INT64_MAX));
 }
 
 }  // namespace
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::metrics_api

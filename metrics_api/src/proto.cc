@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/grpc_convert.h"
+#include "kubestat/metrics_api/proto.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,10 +7,12 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kubestat/core/absl_view.h"
 #include "kubestat/core/time.h"
 
-namespace kubestat::aggregator {
+namespace kubestat::metrics_api {
 namespace {
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
@@ -20,7 +22,7 @@ int64_t Clamp(uint64_t v) {
   return static_cast<int64_t>(std::min(v, kMax));
 }
 
-void FillStats(const WindowStats& stats, v1::ResourceStats* out) {
+void FillStats(const Statistics& stats, v1::ResourceStats* out) {
   out->set_mean(Clamp(stats.mean));
   out->set_max(Clamp(stats.max));
   out->set_min(Clamp(stats.min));
@@ -30,10 +32,10 @@ void FillStats(const WindowStats& stats, v1::ResourceStats* out) {
   out->set_sample_count(Clamp(stats.count));
 }
 
-void AppendContainers(const std::vector<ContainerView>& containers,
+void AppendContainers(const std::vector<ContainerMetrics>& containers,
                       google::protobuf::RepeatedPtrField<v1::ContainerMetrics>* out) {
   out->Reserve(static_cast<int>(containers.size()));
-  for (const ContainerView& container : containers) {
+  for (const ContainerMetrics& container : containers) {
     v1::ContainerMetrics* c = out->Add();
     c->set_name(container.name);
     AppendWindows(container.windows, c->mutable_windows());
@@ -51,20 +53,72 @@ void FilterContainers(const WindowFilter& filter,
   for (v1::ContainerMetrics& c : *containers) FilterWindows(filter, c.mutable_windows());
 }
 
-bool SameContainers(const std::vector<ContainerView>& a, const std::vector<ContainerView>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].name != b[i].name || a[i].windows.cpu != b[i].windows.cpu ||
-        a[i].windows.memory != b[i].windows.memory) {
-      return false;
-    }
-  }
-  return true;
+absl::Status Negative(std::string_view path) {
+  return absl::InvalidArgumentError(absl::StrCat(AbslView(path), ": must not be negative"));
 }
 
-absl::Status WithField(std::string_view field, const absl::Status& status) {
-  return absl::InvalidArgumentError(
-      std::string(field).append(": ").append(status.message().data(), status.message().size()));
+// One resource's statistics of a window; `path` names it in errors.
+absl::StatusOr<Statistics> StatsFromProto(const v1::Window& window, const v1::ResourceStats& in,
+                                          const std::string& path) {
+  const int64_t values[] = {in.mean(), in.max(), in.min(),         in.p50(),
+                            in.p95(),  in.p99(), in.sample_count()};
+  for (int64_t v : values) {
+    if (v < 0) return Negative(path);
+  }
+  Statistics out;
+  out.window = FromProtoDuration(window.duration());
+  out.endtime = FromProtoTimestamp(window.endtime());
+  out.mean = static_cast<uint64_t>(in.mean());
+  out.max = static_cast<uint64_t>(in.max());
+  out.min = static_cast<uint64_t>(in.min());
+  out.p50 = static_cast<uint64_t>(in.p50());
+  out.p95 = static_cast<uint64_t>(in.p95());
+  out.p99 = static_cast<uint64_t>(in.p99());
+  out.count = static_cast<uint64_t>(in.sample_count());
+  return out;
+}
+
+absl::StatusOr<ResourceWindows> WindowsFromProto(
+    const google::protobuf::RepeatedPtrField<v1::Window>& windows, std::string_view path) {
+  ResourceWindows out;
+  for (const v1::Window& window : windows) {
+    const std::string at = absl::StrCat(AbslView(path), "[\"", window.name(), "\"]");
+    if (window.duration().seconds() < 0 || window.duration().nanos() < 0) {
+      return Negative(absl::StrCat(at, ".duration"));
+    }
+    if (window.has_cpu_nanocores()) {
+      absl::StatusOr<Statistics> cpu =
+          StatsFromProto(window, window.cpu_nanocores(), absl::StrCat(at, ".cpu_nanocores"));
+      if (!cpu.ok()) return cpu.status();
+      out.cpu.push_back(*cpu);
+    }
+    if (window.has_memory_bytes()) {
+      absl::StatusOr<Statistics> memory =
+          StatsFromProto(window, window.memory_bytes(), absl::StrCat(at, ".memory_bytes"));
+      if (!memory.ok()) return memory.status();
+      out.memory.push_back(*memory);
+    }
+  }
+  const auto by_length = [](const Statistics& a, const Statistics& b) {
+    return a.window < b.window;
+  };
+  std::stable_sort(out.cpu.begin(), out.cpu.end(), by_length);
+  std::stable_sort(out.memory.begin(), out.memory.end(), by_length);
+  return out;
+}
+
+absl::StatusOr<std::vector<ContainerMetrics>> ContainersFromProto(
+    const google::protobuf::RepeatedPtrField<v1::ContainerMetrics>& containers,
+    std::string_view path) {
+  std::vector<ContainerMetrics> out;
+  out.reserve(containers.size());
+  for (const v1::ContainerMetrics& container : containers) {
+    absl::StatusOr<ResourceWindows> windows = WindowsFromProto(
+        container.windows(), absl::StrCat(AbslView(path), "[", container.name(), "].windows"));
+    if (!windows.ok()) return windows.status();
+    out.push_back(ContainerMetrics{container.name(), *std::move(windows)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -87,6 +141,10 @@ Timestamp FromProtoTimestamp(const google::protobuf::Timestamp& t) {
   return Timestamp(Duration(t.seconds() * kNanosPerSecond + t.nanos()));
 }
 
+Duration FromProtoDuration(const google::protobuf::Duration& d) {
+  return Duration(d.seconds() * kNanosPerSecond + d.nanos());
+}
+
 google::protobuf::Duration ToProtoDuration(Duration d) {
   google::protobuf::Duration out;
   // Durations keep the sign in both fields (duration.proto).
@@ -98,18 +156,14 @@ google::protobuf::Duration ToProtoDuration(Duration d) {
 void AppendWindows(const ResourceWindows& windows,
                    google::protobuf::RepeatedPtrField<v1::Window>* out) {
   struct Pair {
-    const WindowStats* cpu = nullptr;
-    const WindowStats* memory = nullptr;
+    const Statistics* cpu = nullptr;
+    const Statistics* memory = nullptr;
   };
   // Both resources normally carry every configured window; merging by length keeps a
   // window that only one of them has.
   std::map<Duration, Pair> by_length;
-  if (windows.cpu) {
-    for (const WindowStats& w : windows.cpu->windows) by_length[w.window].cpu = &w;
-  }
-  if (windows.memory) {
-    for (const WindowStats& w : windows.memory->windows) by_length[w.window].memory = &w;
-  }
+  for (const Statistics& w : windows.cpu) by_length[w.window].cpu = &w;
+  for (const Statistics& w : windows.memory) by_length[w.window].memory = &w;
   out->Reserve(out->size() + static_cast<int>(by_length.size()));
   for (const auto& [length, pair] : by_length) {
     v1::Window* w = out->Add();
@@ -132,7 +186,7 @@ void AppendWindows(const ResourceWindows& windows,
   }
 }
 
-v1::NodeMetrics NodeToProto(const NodeView& node) {
+v1::NodeMetrics ToProto(const NodeMetrics& node) {
   v1::NodeMetrics out;
   out.set_name(node.name);
   out.mutable_labels()->insert(node.labels.begin(), node.labels.end());
@@ -141,7 +195,7 @@ v1::NodeMetrics NodeToProto(const NodeView& node) {
   return out;
 }
 
-v1::PodMetrics PodToProto(const PodView& pod) {
+v1::PodMetrics ToProto(const PodMetrics& pod) {
   v1::PodMetrics out;
   out.set_name(pod.name);
   out.set_namespace_(pod.namespace_name);
@@ -152,16 +206,34 @@ v1::PodMetrics PodToProto(const PodView& pod) {
   return out;
 }
 
-bool SameNode(const NodeView& a, const NodeView& b) {
-  return a.name == b.name && a.labels == b.labels && a.machine.cpu == b.machine.cpu &&
-         a.machine.memory == b.machine.memory &&
-         SameContainers(a.system_containers, b.system_containers);
+absl::StatusOr<NodeMetrics> FromProto(const v1::NodeMetrics& node) {
+  NodeMetrics out;
+  out.name = node.name();
+  out.labels.insert(node.labels().begin(), node.labels().end());
+  absl::StatusOr<ResourceWindows> machine = WindowsFromProto(node.machine(), "machine");
+  if (!machine.ok()) return machine.status();
+  out.machine = *std::move(machine);
+  absl::StatusOr<std::vector<ContainerMetrics>> containers =
+      ContainersFromProto(node.system_containers(), "system_containers");
+  if (!containers.ok()) return containers.status();
+  out.system_containers = *std::move(containers);
+  return out;
 }
 
-bool SamePod(const PodView& a, const PodView& b) {
-  return a.name == b.name && a.namespace_name == b.namespace_name && a.node_name == b.node_name &&
-         a.labels == b.labels && a.pod.cpu == b.pod.cpu && a.pod.memory == b.pod.memory &&
-         SameContainers(a.containers, b.containers);
+absl::StatusOr<PodMetrics> FromProto(const v1::PodMetrics& pod) {
+  PodMetrics out;
+  out.name = pod.name();
+  out.namespace_name = pod.namespace_();
+  out.node_name = pod.node_name();
+  out.labels.insert(pod.labels().begin(), pod.labels().end());
+  absl::StatusOr<ResourceWindows> windows = WindowsFromProto(pod.windows(), "windows");
+  if (!windows.ok()) return windows.status();
+  out.pod = *std::move(windows);
+  absl::StatusOr<std::vector<ContainerMetrics>> containers =
+      ContainersFromProto(pod.containers(), "containers");
+  if (!containers.ok()) return containers.status();
+  out.containers = *std::move(containers);
+  return out;
 }
 
 absl::StatusOr<WindowFilter> WindowFilter::Create(const std::vector<std::string>& requested,
@@ -198,56 +270,4 @@ void WindowFilter::Apply(v1::PodMetrics* pod) const {
   FilterContainers(*this, pod->mutable_containers());
 }
 
-absl::StatusOr<ObjectFilter> ObjectFilter::ForNodes(std::string_view label_selector,
-                                                    std::string_view field_selector) {
-  ObjectFilter filter;
-  absl::StatusOr<LabelSelector> labels = LabelSelector::Parse(label_selector);
-  if (!labels.ok()) return WithField("label_selector", labels.status());
-  absl::StatusOr<FieldSelector> fields = FieldSelector::Parse(field_selector);
-  if (!fields.ok()) return WithField("field_selector", fields.status());
-  absl::Status supported = fields->CheckSupported({kFieldMetadataName, kFieldMetadataNamespace});
-  if (!supported.ok()) return WithField("field_selector", supported);
-  filter.labels_ = *std::move(labels);
-  filter.fields_ = *std::move(fields);
-  return filter;
-}
-
-absl::StatusOr<ObjectFilter> ObjectFilter::ForPods(std::string_view namespace_name,
-                                                   std::string_view label_selector,
-                                                   std::string_view field_selector) {
-  ObjectFilter filter;
-  filter.namespace_ = std::string(namespace_name);
-  absl::StatusOr<LabelSelector> labels = LabelSelector::Parse(label_selector);
-  if (!labels.ok()) return WithField("label_selector", labels.status());
-  absl::StatusOr<FieldSelector> fields = FieldSelector::Parse(field_selector);
-  if (!fields.ok()) return WithField("field_selector", fields.status());
-  absl::Status supported =
-      fields->CheckSupported({kFieldMetadataName, kFieldMetadataNamespace, kFieldSpecNodeName});
-  if (!supported.ok()) return WithField("field_selector", supported);
-  filter.labels_ = *std::move(labels);
-  filter.fields_ = *std::move(fields);
-  return filter;
-}
-
-bool ObjectFilter::Matches(const NodeView& node) const {
-  if (!labels_.Matches(node.labels)) return false;
-  if (fields_.Empty()) return true;
-  return fields_.Matches(FieldLookup([&node](const std::string& field) -> std::string_view {
-    if (field == kFieldMetadataName) return node.name;
-    return {};
-  }));
-}
-
-bool ObjectFilter::Matches(const PodView& pod) const {
-  if (!namespace_.empty() && pod.namespace_name != namespace_) return false;
-  if (!labels_.Matches(pod.labels)) return false;
-  if (fields_.Empty()) return true;
-  return fields_.Matches(FieldLookup([&pod](const std::string& field) -> std::string_view {
-    if (field == kFieldMetadataName) return pod.name;
-    if (field == kFieldMetadataNamespace) return pod.namespace_name;
-    if (field == kFieldSpecNodeName) return pod.node_name;
-    return {};
-  }));
-}
-
-}  // namespace kubestat::aggregator
+}  // namespace kubestat::metrics_api

@@ -1,0 +1,5 @@
+# The metrics objects' JSON, read by servers from writers they do not control.
+if(TARGET kubestat_metrics_api)
+  kubestat_fuzzer(metrics_api_parse_fuzz
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/metrics_api_parse_fuzz.cc LIBS kubestat::metrics_api)
+endif()

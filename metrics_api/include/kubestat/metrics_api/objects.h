@@ -1,0 +1,83 @@
+// NodeMetrics and PodMetrics as plain values: what every served group-version is rendered
+// from and what a JSON document is parsed into.
+//
+// One object carries everything any group-version shows of it. metrics/v1alpha1 shows all of
+// it (every window of the object and of each container); metrics.k8s.io/v1 and v1beta1 show
+// the mean of the shortest window as `usage`, with its length and end (render.h).
+//
+// Units: cpu in nanocores, memory in bytes. A resource without samples has no windows.
+//
+// Plain value types; thread-compatible.
+#ifndef KUBESTAT_METRICS_API_OBJECTS_H_
+#define KUBESTAT_METRICS_API_OBJECTS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kubestat/core/clock.h"
+
+namespace kubestat::metrics_api {
+
+using Labels = std::map<std::string, std::string>;
+
+// The statistics of one resource over one window (interval (endtime - window, endtime]).
+// count, min, max and mean are exact; the percentiles are nearest-rank (see the window
+// engine for their accuracy).
+struct Statistics {
+  Duration window{0};  // the window's length (10s, 1m, ...)
+  Timestamp endtime;   // the time of the resource's newest sample in the window
+  uint64_t count = 0;
+  uint64_t mean = 0;
+  uint64_t min = 0;
+  uint64_t max = 0;
+  uint64_t p50 = 0;
+  uint64_t p95 = 0;
+  uint64_t p99 = 0;
+
+  friend bool operator==(const Statistics&, const Statistics&) = default;
+};
+
+// The windows of one object, per resource, ascending by length (empty: no samples yet).
+struct ResourceWindows {
+  std::vector<Statistics> cpu;     // nanocores
+  std::vector<Statistics> memory;  // bytes
+
+  // Both resources have at least one window: what metrics.k8s.io needs to show usage.
+  bool HasUsage() const { return !cpu.empty() && !memory.empty(); }
+
+  friend bool operator==(const ResourceWindows&, const ResourceWindows&) = default;
+};
+
+// A pod's container, or a node's system container (kubelet, runtime, pods, misc).
+struct ContainerMetrics {
+  std::string name;
+  ResourceWindows windows;
+
+  friend bool operator==(const ContainerMetrics&, const ContainerMetrics&) = default;
+};
+
+struct NodeMetrics {
+  std::string name;
+  Labels labels;
+  ResourceWindows machine;  // the whole node
+  std::vector<ContainerMetrics> system_containers;
+
+  friend bool operator==(const NodeMetrics&, const NodeMetrics&) = default;
+};
+
+struct PodMetrics {
+  std::string name;
+  std::string namespace_name;
+  std::string node_name;  // spec.nodeName; empty when unknown
+  Labels labels;
+  ResourceWindows pod;  // the pod's own series: at each scrape the sum of its containers
+  std::vector<ContainerMetrics> containers;
+
+  friend bool operator==(const PodMetrics&, const PodMetrics&) = default;
+};
+
+}  // namespace kubestat::metrics_api
+
+#endif  // KUBESTAT_METRICS_API_OBJECTS_H_

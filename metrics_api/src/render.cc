@@ -1,0 +1,299 @@
+#include "kubestat/metrics_api/render.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "kubestat/core/json_writer.h"
+#include "kubestat/core/quantity.h"
+#include "kubestat/core/time.h"
+
+namespace kubestat::metrics_api {
+namespace {
+// Engine values are unsigned; a quantity is built from an int64. Values beyond int64 are
+// not physical (9.2 exabytes, 9.2e9 cores), so clamping loses nothing real.
+int64_t ClampToInt64(uint64_t value) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  return static_cast<int64_t>(std::min(value, kMax));
+}
+
+// Every window of a list shares a few lengths and usually one endtime: format each once
+// per thread instead of once per window (a 1,000-node v1alpha1 list has 8,000 windows).
+// The returned reference is valid until the next call on the same thread.
+const std::string& CachedDuration(Duration d) {
+  thread_local std::vector<std::pair<Duration, std::string>> cache;
+  for (const auto& [length, text] : cache) {
+    if (length == d) return text;
+  }
+  if (cache.size() >= 16) cache.clear();
+  cache.emplace_back(d, FormatDuration(d));
+  return cache.back().second;
+}
+
+const std::string& CachedRfc3339(Timestamp t) {
+  thread_local std::vector<std::pair<Timestamp, std::string>> cache;
+  for (const auto& [time, text] : cache) {
+    if (time == t) return text;
+  }
+  if (cache.size() >= 16) cache.clear();
+  cache.emplace_back(t, FormatRfc3339(t));
+  return cache.back().second;
+}
+
+// One statistic of a window, for both resources.
+void WriteStat(JsonWriter& w, std::string_view name, uint64_t Statistics::*field,
+               const Statistics* cpu, const Statistics* memory) {
+  // Keys, quantities and times are the program's own text: written without escaping.
+  w.PlainKey(name).BeginObject();
+  if (cpu != nullptr) {
+    w.PlainKey("cpu").PlainString(FormatCpuNanoCores(ClampToInt64(cpu->*field)));
+  }
+  if (memory != nullptr) {
+    w.PlainKey("memory").PlainString(FormatMemoryBytes(ClampToInt64(memory->*field)));
+  }
+  w.EndObject();
+}
+
+// `"<len>": {endtime, mean, max, 95th, min, 50th, 99th, count}` for one window length;
+// at least one of cpu and memory is set.
+void WriteWindow(JsonWriter& w, const Statistics* cpu, const Statistics* memory) {
+  const Statistics& any = cpu != nullptr ? *cpu : *memory;
+  w.PlainKey(CachedDuration(any.window)).BeginObject();
+  Timestamp endtime = any.endtime;
+  uint64_t count = any.count;
+  if (cpu != nullptr && memory != nullptr) {
+    endtime = std::max(cpu->endtime, memory->endtime);
+    count = std::max(cpu->count, memory->count);
+  }
+  w.PlainKey("endtime").PlainString(CachedRfc3339(endtime));
+  WriteStat(w, "mean", &Statistics::mean, cpu, memory);
+  WriteStat(w, "max", &Statistics::max, cpu, memory);
+  WriteStat(w, "95th", &Statistics::p95, cpu, memory);
+  WriteStat(w, "min", &Statistics::min, cpu, memory);
+  WriteStat(w, "50th", &Statistics::p50, cpu, memory);
+  WriteStat(w, "99th", &Statistics::p99, cpu, memory);
+  w.PlainKey("count").Uint(count);
+  w.EndObject();
+}
+
+// The <windows> object: the union of cpu's and memory's window lengths, ascending (both
+// lists are ascending; they normally hold the same lengths).
+void WriteWindows(JsonWriter& w, const ResourceWindows& windows) {
+  w.BeginObject();
+  const std::vector<Statistics>& cpu = windows.cpu;
+  const std::vector<Statistics>& memory = windows.memory;
+  size_t i = 0;
+  size_t j = 0;
+  while (i < cpu.size() || j < memory.size()) {
+    if (j == memory.size() || (i < cpu.size() && cpu[i].window < memory[j].window)) {
+      WriteWindow(w, &cpu[i++], nullptr);
+    } else if (i == cpu.size() || memory[j].window < cpu[i].window) {
+      WriteWindow(w, nullptr, &memory[j++]);
+    } else {
+      WriteWindow(w, &cpu[i++], &memory[j++]);
+    }
+  }
+  w.EndObject();
+}
+
+void WriteLabels(JsonWriter& w, const Labels& labels) {
+  if (labels.empty()) return;
+  w.Key("labels").BeginObject();
+  for (const auto& [key, value] : labels) w.Key(key).String(value);
+  w.EndObject();
+}
+
+void WriteTypeMeta(JsonWriter& w, std::string_view kind, GroupVersion gv) {
+  w.Key("kind").String(kind);
+  w.Key("apiVersion").String(ApiVersion(gv));
+}
+
+void WriteMetadata(JsonWriter& w, std::string_view name, std::string_view namespace_name,
+                   const Labels& labels, const RenderContext& ctx) {
+  w.Key("metadata").BeginObject();
+  w.Key("name").String(name);
+  if (!namespace_name.empty()) w.Key("namespace").String(namespace_name);
+  if (IsMetricsK8sIo(ctx.gv)) w.Key("creationTimestamp").String(CachedRfc3339(ctx.now));
+  WriteLabels(w, labels);
+  w.EndObject();
+}
+
+// `"usage": {cpu, memory}` from the shortest windows (HasUsage must hold).
+void WriteUsage(JsonWriter& w, const ResourceWindows& windows) {
+  w.PlainKey("usage").BeginObject();
+  w.PlainKey("cpu").PlainString(FormatCpuNanoCores(ClampToInt64(windows.cpu.front().mean)));
+  w.PlainKey("memory").PlainString(FormatMemoryBytes(ClampToInt64(windows.memory.front().mean)));
+  w.EndObject();
+}
+
+// The newest end of the shortest windows (HasUsage must hold).
+Timestamp UsageTimestamp(const ResourceWindows& windows) {
+  return std::max(windows.cpu.front().endtime, windows.memory.front().endtime);
+}
+
+void WriteTimestampAndWindow(JsonWriter& w, Timestamp timestamp, Duration window) {
+  w.PlainKey("timestamp").PlainString(CachedRfc3339(timestamp));
+  w.PlainKey("window").PlainString(CachedDuration(window));
+}
+
+// `"<key>": [{metadata{name}, metrics: <windows>}, ...]` (metrics/v1alpha1).
+void WriteContainerWindows(JsonWriter& w, std::string_view key,
+                           const std::vector<ContainerMetrics>& containers) {
+  w.Key(key).BeginArray();
+  for (const ContainerMetrics& container : containers) {
+    w.BeginObject();
+    w.Key("metadata").BeginObject().Key("name").String(container.name).EndObject();
+    w.Key("metrics");
+    WriteWindows(w, container.windows);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteNodeObject(JsonWriter& w, const NodeMetrics& node, const RenderContext& ctx,
+                     bool with_type) {
+  w.BeginObject();
+  if (with_type) WriteTypeMeta(w, "NodeMetrics", ctx.gv);
+  WriteMetadata(w, node.name, {}, node.labels, ctx);
+  if (IsMetricsK8sIo(ctx.gv)) {
+    WriteTimestampAndWindow(w, UsageTimestamp(node.machine), node.machine.cpu.front().window);
+    WriteUsage(w, node.machine);
+  } else {
+    w.Key("machine");
+    WriteWindows(w, node.machine);
+    WriteContainerWindows(w, "systemContainers", node.system_containers);
+  }
+  w.EndObject();
+}
+
+void WritePodObject(JsonWriter& w, const PodMetrics& pod, const RenderContext& ctx,
+                    bool with_type) {
+  w.BeginObject();
+  if (with_type) WriteTypeMeta(w, "PodMetrics", ctx.gv);
+  WriteMetadata(w, pod.name, pod.namespace_name, pod.labels, ctx);
+  if (IsMetricsK8sIo(ctx.gv)) {
+    Timestamp timestamp = UsageTimestamp(pod.containers.front().windows);
+    for (const ContainerMetrics& container : pod.containers) {
+      timestamp = std::max(timestamp, UsageTimestamp(container.windows));
+    }
+    WriteTimestampAndWindow(w, timestamp, pod.containers.front().windows.cpu.front().window);
+    w.Key("containers").BeginArray();
+    for (const ContainerMetrics& container : pod.containers) {
+      w.BeginObject();
+      w.Key("name").String(container.name);
+      WriteUsage(w, container.windows);
+      w.EndObject();
+    }
+    w.EndArray();
+  } else {
+    w.Key("pod");
+    WriteWindows(w, pod.pod);
+    WriteContainerWindows(w, "containers", pod.containers);
+  }
+  w.EndObject();
+}
+
+void BeginList(JsonWriter& w, std::string_view kind, GroupVersion gv,
+               std::string_view continue_token) {
+  w.BeginObject();
+  WriteTypeMeta(w, kind, gv);
+  w.Key("metadata").BeginObject();
+  if (!continue_token.empty()) w.Key("continue").String(continue_token);
+  w.EndObject();
+  w.Key("items").BeginArray();
+}
+
+void EndList(JsonWriter& w) { w.EndArray().EndObject(); }
+
+// A rough size of one rendered object, so the output grows without many reallocations.
+size_t EstimatedObjectBytes(GroupVersion gv) { return IsMetricsK8sIo(gv) ? 320 : 4096; }
+
+// A list of `kind` over the objects of `page`; write(w, object, i) writes objects[i].
+template <typename Objects, typename WriteObject>
+std::string RenderList(const Objects& objects, const Page& page, std::string_view kind,
+                       const RenderContext& ctx, WriteObject write) {
+  JsonWriter w(ctx.indent);
+  w.Reserve(128 + page.indices.size() * EstimatedObjectBytes(ctx.gv));
+  BeginList(w, kind, ctx.gv, page.continue_token);
+  for (size_t i : page.indices) write(w, internal::Deref(objects[i]), i);
+  EndList(w);
+  return w.Take();
+}
+
+// Writes one item of a list (without kind and apiVersion).
+struct ListItemWriter {
+  const RenderContext& ctx;
+  void operator()(JsonWriter& w, const NodeMetrics& node, size_t /*index*/) const {
+    WriteNodeObject(w, node, ctx, /*with_type=*/false);
+  }
+  void operator()(JsonWriter& w, const PodMetrics& pod, size_t /*index*/) const {
+    WritePodObject(w, pod, ctx, /*with_type=*/false);
+  }
+};
+
+constexpr std::string_view kNodeList = "NodeMetricsList";
+constexpr std::string_view kPodList = "PodMetricsList";
+
+}  // namespace
+
+std::optional<std::string> RenderNode(const NodeMetrics& node, const RenderContext& ctx) {
+  if (!Servable(ctx.gv, node)) return std::nullopt;
+  JsonWriter w(ctx.indent);
+  w.Reserve(EstimatedObjectBytes(ctx.gv));
+  WriteNodeObject(w, node, ctx, /*with_type=*/true);
+  return w.Take();
+}
+
+std::optional<std::string> RenderPod(const PodMetrics& pod, const RenderContext& ctx) {
+  if (!Servable(ctx.gv, pod)) return std::nullopt;
+  JsonWriter w(ctx.indent);
+  w.Reserve(EstimatedObjectBytes(ctx.gv));
+  WritePodObject(w, pod, ctx, /*with_type=*/true);
+  return w.Take();
+}
+
+std::string RenderNodeListItem(const NodeMetrics& node, const RenderContext& ctx) {
+  assert(ctx.gv == GroupVersion::kV1alpha1 && ctx.indent == 0);
+  JsonWriter w;
+  WriteNodeObject(w, node, ctx, /*with_type=*/false);
+  return w.Take();
+}
+
+std::string RenderNodeList(SharedNodes nodes, const Page& page, const RenderContext& ctx) {
+  return RenderList(nodes, page, kNodeList, ctx, ListItemWriter{ctx});
+}
+
+std::string RenderPodList(SharedPods pods, const Page& page, const RenderContext& ctx) {
+  return RenderList(pods, page, kPodList, ctx, ListItemWriter{ctx});
+}
+
+std::string RenderNodeList(SharedNodes nodes, std::span<const std::string> items, const Page& page,
+                           const RenderContext& ctx) {
+  assert(ctx.gv == GroupVersion::kV1alpha1 && ctx.indent == 0 && items.size() == nodes.size());
+  return RenderList(nodes, page, kNodeList, ctx,
+                    [items](JsonWriter& w, const NodeMetrics&, size_t i) { w.Raw(items[i]); });
+}
+
+std::string RenderNodeList(std::span<const NodeMetrics> nodes, const ListQuery& query,
+                           const RenderContext& ctx) {
+  return RenderList(nodes, Select(query, ctx.gv, nodes), kNodeList, ctx, ListItemWriter{ctx});
+}
+
+std::string RenderPodList(std::span<const PodMetrics> pods, const ListQuery& query,
+                          const RenderContext& ctx) {
+  return RenderList(pods, Select(query, ctx.gv, pods), kPodList, ctx, ListItemWriter{ctx});
+}
+
+std::string RenderNodeList(SharedNodes nodes, const ListQuery& query, const RenderContext& ctx) {
+  return RenderNodeList(nodes, Select(query, ctx.gv, nodes), ctx);
+}
+
+std::string RenderPodList(SharedPods pods, const ListQuery& query, const RenderContext& ctx) {
+  return RenderPodList(pods, Select(query, ctx.gv, pods), ctx);
+}
+
+}  // namespace kubestat::metrics_api
