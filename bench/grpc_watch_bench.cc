@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "aggregator/grpc_fake_source.h"
+#include "aggregator/fake_metrics_source.h"
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/metrics_api/proto.h"
 

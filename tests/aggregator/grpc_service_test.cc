@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "grpc_fake_source.h"
+#include "fake_metrics_source.h"
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
 

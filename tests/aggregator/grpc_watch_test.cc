@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "grpc_fake_source.h"
+#include "fake_metrics_source.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/metrics_api/proto.h"

@@ -1,5 +1,5 @@
-// A MetricsSource with fixed windows for the REST tests, and a REST server over it on a
-// loopback port.
+// The REST tests' cluster: the standard objects (tests/support/metrics_objects.h) in the
+// shared fake source.
 #ifndef KUBESTAT_TESTS_AGGREGATOR_REST_FAKE_SOURCE_H_
 #define KUBESTAT_TESTS_AGGREGATOR_REST_FAKE_SOURCE_H_
 
@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fake_metrics_source.h"
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/core/clock.h"
 #include "support/metrics_objects.h"
@@ -30,49 +31,12 @@ using kubestat::testing::Series;
 using kubestat::testing::Usage;
 using kubestat::testing::Window;
 
-class FakeMetricsSource final : public MetricsSource {
- public:
-  bool Ready() const override { return ready.load(); }
-  std::vector<NodeView> ListNodes() const override {
-    if (throw_on_read.load()) throw std::runtime_error("store read failed");
-    return nodes;
-  }
-  std::optional<NodeView> GetNode(std::string_view name) const override {
-    if (throw_on_read.load()) throw std::runtime_error("store read failed");
-    for (const NodeView& node : nodes) {
-      if (node.name == name) return node;
-    }
-    return std::nullopt;
-  }
-  std::vector<PodView> ListPods(std::string_view namespace_name) const override {
-    if (throw_on_read.load()) throw std::runtime_error("store read failed");
-    std::vector<PodView> out;
-    for (const PodView& pod : pods) {
-      if (namespace_name.empty() || pod.namespace_name == namespace_name) out.push_back(pod);
-    }
-    return out;
-  }
-  std::optional<PodView> GetPod(std::string_view namespace_name,
-                                std::string_view name) const override {
-    if (throw_on_read.load()) throw std::runtime_error("store read failed");
-    for (const PodView& pod : pods) {
-      if (pod.namespace_name == namespace_name && pod.name == name) return pod;
-    }
-    return std::nullopt;
-  }
-
-  std::atomic<bool> ready{true};
-  std::atomic<bool> throw_on_read{false};
-  // Sorted as the MetricsSource contract says; set before serving.
-  std::vector<NodeView> nodes;
-  std::vector<PodView> pods;
-};
+using testing::FakeMetricsSource;
 
 // The cluster every REST test serves (testing::MakeStandardCluster).
 inline void FillStandardCluster(FakeMetricsSource& source) {
-  testing::StandardCluster cluster = testing::MakeStandardCluster();
-  source.nodes = std::move(cluster.nodes);
-  source.pods = std::move(cluster.pods);
+  kubestat::testing::StandardCluster cluster = kubestat::testing::MakeStandardCluster();
+  source.Set(std::move(cluster.nodes), std::move(cluster.pods));
 }
 
 }  // namespace kubestat::aggregator::rest_testing

@@ -141,8 +141,8 @@ TEST_F(RestHandlerSnapshotTest, AnswersComeFromTheLastRefresh) {
   const std::string beta_before = Get("/apis/metrics.k8s.io/v1beta1/nodes").body;
   const std::string v1_before = Get("/apis/metrics.k8s.io/v1/nodes").body;
   EXPECT_NE(before.find("node-1"), std::string::npos);
-  live_.nodes.erase(live_.nodes.begin());  // node-1 leaves the live source
-  live_.pods.pop_back();                   // shop/web-2 too
+  live_.RemoveNode("node-1");        // node-1 leaves the live source
+  live_.RemovePod("shop", "web-2");  // shop/web-2 too
   EXPECT_EQ(Get("/apis/metrics/v1alpha1/nodes").body, before);
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1beta1/nodes").body, beta_before);
   EXPECT_EQ(Get("/apis/metrics.k8s.io/v1/nodes").body, v1_before);
@@ -320,8 +320,8 @@ TEST_F(RestHandlerSnapshotTest, WholeV1alpha1ListsAreGzippedOncePerSnapshotAndFo
     EXPECT_EQ(GetGzip(path).body, first.body) << path << ": the kept form";
   }
 
-  live_.nodes.erase(live_.nodes.begin());  // node-1 leaves
-  live_.pods.pop_back();                   // shop/web-2 too
+  live_.RemoveNode("node-1");        // node-1 leaves
+  live_.RemovePod("shop", "web-2");  // shop/web-2 too
   snapshot_.Refresh();
   const std::string nodes = Gunzip(GetGzip("/apis/metrics/v1alpha1/nodes"));
   EXPECT_EQ(nodes.find("\"node-1\""), std::string::npos);
@@ -411,7 +411,7 @@ TEST_F(RestHandlerSnapshotTest, PrepareMakesWhatWasAskedForLatelyForTheNewSnapsh
   prepared = gzip_handler_.Prepare();
   EXPECT_FALSE(prepared.node_items || prepared.nodes_gzip || prepared.pods_gzip);
 
-  live_.nodes.erase(live_.nodes.begin());  // node-1 leaves
+  live_.RemoveNode("node-1");  // node-1 leaves
   snapshot_.Refresh();
   clock_.Advance(std::chrono::seconds(10));
   prepared = gzip_handler_.Prepare();
@@ -449,7 +449,7 @@ TEST_F(RestHandlerSnapshotTest, PrepareMakesWhatWasAskedForLatelyForTheNewSnapsh
 
 TEST_F(RestHandlerSnapshotTest, PrepareMakesTheWholePodListGzipWhenAskedFor) {
   ASSERT_EQ(GetGzip("/apis/metrics/v1alpha1/pods").code, 200);
-  live_.pods.pop_back();  // shop/web-2 leaves
+  live_.RemovePod("shop", "web-2");  // shop/web-2 leaves
   snapshot_.Refresh();
   const RestHandler::Prepared prepared = gzip_handler_.Prepare();
   EXPECT_TRUE(prepared.pods_gzip);

@@ -322,7 +322,7 @@ TEST_F(RestServerTest, HeadersOverTheCapAre431AndLongTargets414) {
 }
 
 TEST_F(RestServerTest, MetricPathsAre503UntilTheSourceIsReady) {
-  source_.ready = false;
+  source_.SetReady(false);
   for (const std::string& path :
        {std::string(kV1beta1) + "/nodes", std::string(kV1beta1) + "/nodes/node-1",
         std::string(kV1beta1) + "/namespaces/shop/pods", std::string(kV1alpha1) + "/pods",
@@ -340,19 +340,19 @@ TEST_F(RestServerTest, MetricPathsAre503UntilTheSourceIsReady) {
   EXPECT_EQ(readyz.code, 503);
   EXPECT_THAT(readyz.body, HasSubstr("not ready"));
 
-  source_.ready = true;
+  source_.SetReady(true);
   EXPECT_EQ(Get(std::string(kV1beta1) + "/nodes").code, 200);
   EXPECT_EQ(Get(std::string(kV1) + "/nodes").code, 200);
   EXPECT_EQ(Get("/readyz").body, "ok");
 }
 
 TEST_F(RestServerTest, SourceExceptionsAre500AndTheServerKeepsServing) {
-  source_.throw_on_read = true;
+  source_.SetThrowOnRead(true);
   const std::string message =
       ExpectStatus(Get(std::string(kV1beta1) + "/nodes"), 500, "InternalError");
   EXPECT_THAT(message, HasSubstr("store read failed"));
   ExpectStatus(Get(std::string(kV1alpha1) + "/namespaces/shop/pods/web-1"), 500, "InternalError");
-  source_.throw_on_read = false;
+  source_.SetThrowOnRead(false);
   EXPECT_EQ(Get(std::string(kV1beta1) + "/nodes").code, 200);
 }
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "grpc_fake_source.h"
+#include "fake_metrics_source.h"
 
 namespace kubestat::aggregator {
 namespace {

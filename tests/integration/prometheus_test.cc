@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "aggregator/grpc_fake_source.h"
+#include "aggregator/fake_metrics_source.h"
 #include "harness.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/watch_hub.h"

@@ -1,7 +1,8 @@
-// A MetricsSource the gRPC tests mutate between rounds, and builders of views with known
-// statistics.
-#ifndef KUBESTAT_TESTS_AGGREGATOR_GRPC_FAKE_SOURCE_H_
-#define KUBESTAT_TESTS_AGGREGATOR_GRPC_FAKE_SOURCE_H_
+// The MetricsSource of the aggregator's front-end tests (REST, gRPC, snapshot): objects the
+// test puts, replaces and removes between rounds, readiness, and reads that fail on demand.
+// Views with known statistics come from tests/support/metrics_objects.h.
+#ifndef KUBESTAT_TESTS_AGGREGATOR_FAKE_METRICS_SOURCE_H_
+#define KUBESTAT_TESTS_AGGREGATOR_FAKE_METRICS_SOURCE_H_
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +34,19 @@ class FakeMetricsSource final : public MetricsSource {
   void SetReady(bool ready) {
     std::lock_guard lock(mu_);
     ready_ = ready;
+  }
+  // Every read throws (as a failing store would) while set.
+  void SetThrowOnRead(bool fail) {
+    std::lock_guard lock(mu_);
+    throw_on_read_ = fail;
+  }
+  // Replaces every object.
+  void Set(std::vector<NodeView> nodes, std::vector<PodView> pods) {
+    std::lock_guard lock(mu_);
+    nodes_.clear();
+    pods_.clear();
+    for (NodeView& node : nodes) nodes_[node.name] = std::move(node);
+    for (PodView& pod : pods) pods_[{pod.namespace_name, pod.name}] = std::move(pod);
   }
   void PutNode(NodeView node) {
     std::lock_guard lock(mu_);
@@ -58,18 +73,21 @@ class FakeMetricsSource final : public MetricsSource {
   }
   std::vector<NodeView> ListNodes() const override {
     std::lock_guard lock(mu_);
+    if (throw_on_read_) throw std::runtime_error("store read failed");
     std::vector<NodeView> out;
     for (const auto& [name, node] : nodes_) out.push_back(node);
     return out;
   }
   std::optional<NodeView> GetNode(std::string_view name) const override {
     std::lock_guard lock(mu_);
+    if (throw_on_read_) throw std::runtime_error("store read failed");
     auto it = nodes_.find(std::string(name));
     if (it == nodes_.end()) return std::nullopt;
     return it->second;
   }
   std::vector<PodView> ListPods(std::string_view namespace_name) const override {
     std::lock_guard lock(mu_);
+    if (throw_on_read_) throw std::runtime_error("store read failed");
     std::vector<PodView> out;
     for (const auto& [key, pod] : pods_) {
       if (namespace_name.empty() || key.first == namespace_name) out.push_back(pod);
@@ -79,6 +97,7 @@ class FakeMetricsSource final : public MetricsSource {
   std::optional<PodView> GetPod(std::string_view namespace_name,
                                 std::string_view name) const override {
     std::lock_guard lock(mu_);
+    if (throw_on_read_) throw std::runtime_error("store read failed");
     auto it = pods_.find({std::string(namespace_name), std::string(name)});
     if (it == pods_.end()) return std::nullopt;
     return it->second;
@@ -87,10 +106,11 @@ class FakeMetricsSource final : public MetricsSource {
  private:
   mutable std::mutex mu_;
   bool ready_ = true;
+  bool throw_on_read_ = false;
   std::map<std::string, NodeView> nodes_;
   std::map<std::pair<std::string, std::string>, PodView> pods_;
 };
 
 }  // namespace kubestat::aggregator::testing
 
-#endif  // KUBESTAT_TESTS_AGGREGATOR_GRPC_FAKE_SOURCE_H_
+#endif  // KUBESTAT_TESTS_AGGREGATOR_FAKE_METRICS_SOURCE_H_
