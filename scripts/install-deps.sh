@@ -11,6 +11,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev libssl-dev libabsl-dev libyaml-cpp-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus wrk openssl curl procps sslscan
+  python3-kubernetes
 )
 
 missing=()

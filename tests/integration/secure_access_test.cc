@@ -7,10 +7,16 @@
 // cluster with SubjectAccessReview (and bearer tokens sent to it directly, with
 // TokenReview), as a delegating extension API server does.
 #include <grpcpp/grpcpp.h>
+
+// cpprestsdk's U() macro collides with GoogleTest's template parameters.
+#define _TURN_OFF_PLATFORM_STRING
+
+#include <cpprest/json.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -185,6 +191,60 @@ TEST_F(SecureAccessTest, TokensSentStraightToTheAggregatorAreReviewedByTheCluste
       HttpsGetReply(port_, "/apis/metrics.k8s.io/v1beta1/nodes", "admin-token");
   ASSERT_TRUE(admin);
   EXPECT_EQ(admin->code, 200) << admin->body;
+}
+
+// The official Kubernetes Python client (python3-kubernetes), through the fake apiserver:
+// pages of PodMetrics with limit and continue cover every pod once, and a user allowed one
+// namespace reads it and is refused the nodes with 403.
+constexpr char kPythonClient[] = R"(import json, sys
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+def api(user):
+    return client.CustomObjectsApi(
+        config.new_client_from_config(config_file=sys.argv[1] + "/" + user + ".kubeconfig"))
+
+out = {"pages": [], "names": []}
+token = None
+while len(out["pages"]) < 20:
+    page = api("admin").list_cluster_custom_object(
+        "metrics.k8s.io", "v1beta1", "pods", limit=5, _continue=token)
+    out["pages"].append(len(page["items"]))
+    out["names"] += [i["metadata"]["namespace"] + "/" + i["metadata"]["name"] for i in page["items"]]
+    token = page["metadata"].get("continue")
+    if not token:
+        break
+shop = api("alice").list_namespaced_custom_object("metrics.k8s.io", "v1beta1", "shop", "pods")
+out["shop"] = len(shop["items"])
+try:
+    api("alice").list_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes")
+    out["nodes"] = 200
+except ApiException as e:
+    out["nodes"] = e.status
+print(json.dumps(out))
+)";
+
+TEST_F(SecureAccessTest, TheOfficialPythonClientPagesAndIsAuthorizedPerNamespace) {
+  // Debian's interpreter, where python3-kubernetes is installed (not a PATH shim).
+  const fs::path python = "/usr/bin/python3";
+  const fs::path script = dir_.path() / "client.py";
+  std::ofstream(script) << kPythonClient;
+  RunResult probe = testing::Run(python.string(), {"-c", "import kubernetes"},
+                                 dir_.path() / "python-probe.log", std::chrono::seconds(60));
+  if (probe.exit_code != 0) GTEST_SKIP() << "python3-kubernetes is not installed; skipping";
+  RunResult run =
+      testing::Run(python.string(), {script.string(), (dir_.path() / "kubeconfigs").string()},
+                   dir_.path() / "python.log", std::chrono::seconds(120));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const web::json::value out = web::json::value::parse(run.output.substr(run.output.find('{')));
+  std::vector<int> pages;
+  for (const web::json::value& n : out.at("pages").as_array()) pages.push_back(n.as_integer());
+  EXPECT_EQ(pages, (std::vector<int>{5, 5, 5, 5, 4})) << run.output;
+  std::set<std::string> names;
+  for (const web::json::value& n : out.at("names").as_array()) names.insert(n.as_string());
+  EXPECT_EQ(names.size(), 24u) << run.output;  // every pod once
+  EXPECT_GT(out.at("shop").as_integer(), 0) << run.output;
+  EXPECT_EQ(out.at("nodes").as_integer(), 403) << run.output;
 }
 
 TEST_F(SecureAccessTest, NoTokenOrAWrongOneIsUnauthorized) {
