@@ -34,6 +34,7 @@
 #include "support/net.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
+#include "test_users.h"
 
 // This test's clients are cpprestsdk's; its https client keeps OpenSSL objects past exit,
 // and tests/lsan.supp suppresses leaks by their libcpprest frames. The uninstrumented
@@ -369,37 +370,7 @@ TEST(SimulatorTest, TlsKubeletsVerifyWithTheGeneratedCaAndRequireTheToken) {
 
 // ---- authentication, authorization, reviews and the aggregation proxy ---------------
 
-constexpr const char* kUsersYaml = R"(users:
-- name: admin
-  uid: "1"
-  token: admin-token
-  groups: [system:masters]
-- name: kubestat-aggregator
-  token: agg-token
-  groups: [kubestat:aggregators]
-- name: alice
-  uid: "1001"
-  token: alice-token
-  groups: [team-a]
-  extra: {scopes: [read, write]}
-rules:
-- groups: [kubestat:aggregators]
-  verbs: [get, list, watch]
-  apiGroups: [""]
-  resources: [nodes, pods, limitranges]
-- groups: [kubestat:aggregators]
-  verbs: [create]
-  apiGroups: [authentication.k8s.io, authorization.k8s.io]
-  resources: [tokenreviews, subjectaccessreviews]
-- users: [alice]
-  verbs: [get, list]
-  apiGroups: [metrics.k8s.io, metrics]
-  resources: [pods]
-  namespaces: [team-a]
-- groups: [system:authenticated]
-  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
-  verbs: [get]
-)";
+using test_users::kUsersYaml;
 
 struct Answer {
   int code = 0;

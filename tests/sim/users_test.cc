@@ -7,41 +7,12 @@
 #include "kubestat/core/status.h"
 #include "kubestat/sim/access_review.h"
 #include "kubestat/sim/request_info.h"
+#include "test_users.h"
 
 namespace kubestat::sim {
 namespace {
 
-constexpr std::string_view kUsers = R"(users:
-- name: admin
-  uid: "1"
-  token: admin-token
-  groups: [system:masters]
-- name: kubestat-aggregator
-  token: agg-token
-  groups: [kubestat:aggregators]
-- name: alice
-  uid: "1001"
-  token: alice-token
-  groups: [team-a]
-  extra: {scopes: [read]}
-rules:
-- groups: [kubestat:aggregators]
-  verbs: [get, list, watch]
-  apiGroups: [""]
-  resources: [nodes, pods, limitranges]
-- groups: [kubestat:aggregators]
-  verbs: [create]
-  apiGroups: [authentication.k8s.io, authorization.k8s.io]
-  resources: [tokenreviews, subjectaccessreviews]
-- users: [alice]
-  verbs: [get, list]
-  apiGroups: [metrics.k8s.io, metrics]
-  resources: [pods]
-  namespaces: [team-a]
-- groups: [system:authenticated]
-  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
-  verbs: [get]
-)";
+constexpr std::string_view kUsers = test_users::kUsersYaml;
 
 UsersFile Users() {
   absl::StatusOr<UsersFile> f = UsersFile::Parse(kUsers, "users.yaml");
@@ -58,7 +29,7 @@ TEST(UsersFileTest, ParsesUsersAndAddsTheAuthenticatedGroup) {
   EXPECT_EQ(alice->name, "alice");
   EXPECT_EQ(alice->uid, "1001");
   EXPECT_EQ(alice->groups, (std::vector<std::string>{"team-a", "system:authenticated"}));
-  EXPECT_EQ(alice->extra.at("scopes"), std::vector<std::string>{"read"});
+  EXPECT_EQ(alice->extra.at("scopes"), (std::vector<std::string>{"read", "write"}));
   EXPECT_EQ(users.Authenticate("alice-token "), nullptr);
   EXPECT_EQ(users.Authenticate(""), nullptr);
   EXPECT_EQ(users.Find("admin")->token, "admin-token");
