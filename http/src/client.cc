@@ -252,6 +252,16 @@ class Client::Impl {
                       "timeout");
   }
 
+  // One exchange: sends `message`, waits for the response head within `head_deadline`
+  // (DeadlineExceeded "<label>: <timed_out>" past it), then returns what `read_body`
+  // makes of the response; read_body(exchange, response, abandoned) waits through the
+  // exchange and returns abandoned(result) when a wait gives up. Stop, the deadline and
+  // cpprestsdk's exceptions become statuses here, so both calls classify them alike.
+  template <typename Result, typename ReadBody>
+  Result Send(web::http::http_request& message, const ClientRequest& request,
+              const std::string& label, Timestamp head_deadline, const std::string& timed_out,
+              ReadBody read_body);
+
   const ClientOptions options_;
   const Clock& clock_;
   const std::unique_ptr<web::http::client::http_client> client_;
@@ -331,22 +341,10 @@ absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
   absl::StatusOr<web::http::http_request> message = Prepare(request, label);
   if (!message.ok()) return message.status();
 
-  const uint64_t verify_failures_before = verify_log_->failures();
-  const Timestamp deadline = clock_.MonotonicNow() + options_.timeout;
-  Exchange exchange(clock_, deadline, request.stop);
   const std::string timed_out =
       absl::StrCat("no complete response within ", FormatDuration(options_.timeout));
-  auto abandoned = [&](WaitResult result) { return Abandoned(exchange, result, label, timed_out); };
-  bool after_head = false;
-  try {
-    pplx::task<web::http::http_response> response_task =
-        client_->request(*message, exchange.token());
-    if (WaitResult r = exchange.Wait(response_task, nullptr); r != WaitResult::kDone) {
-      return abandoned(r);
-    }
-    web::http::http_response response = response_task.get();
-    after_head = true;
-
+  const auto read_body = [&](Exchange& exchange, web::http::http_response& response,
+                             const auto& abandoned) -> absl::StatusOr<ClientResponse> {
     ClientResponse result;
     result.code = response.status_code();
     result.content_type = response.headers().content_type();
@@ -381,14 +379,10 @@ absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
       result.body.reserve(result.body.size() + request.body_spare_capacity);
     }
     return result;
-  } catch (const pplx::task_canceled&) {
-    // Cancelled from outside a wait: by stop, or by the deadline between two waits.
-    return abandoned(exchange.stopped() ? WaitResult::kStopped : WaitResult::kDeadline);
-  } catch (const std::exception& e) {
-    if (exchange.stopped()) return abandoned(WaitResult::kStopped);
-    if (exchange.past_deadline()) return abandoned(WaitResult::kDeadline);
-    return FromException(label, e, after_head, verify_log_->ReasonSince(verify_failures_before));
-  }
+  };
+  // The deadline covers the whole exchange, body included.
+  return Send<absl::StatusOr<ClientResponse>>(
+      *message, request, label, clock_.MonotonicNow() + options_.timeout, timed_out, read_body);
 }
 
 absl::Status Client::Impl::Stream(const ClientRequest& request, Duration header_timeout,
@@ -406,20 +400,10 @@ absl::Status Client::Impl::Stream(const ClientRequest& request, Duration header_
   absl::StatusOr<web::http::http_request> message = Prepare(request, label);
   if (!message.ok()) return message.status();
 
-  const uint64_t verify_failures_before = verify_log_->failures();
-  Exchange exchange(clock_, clock_.MonotonicNow() + header_timeout, request.stop);
   const std::string timed_out =
       absl::StrCat("no response head within ", FormatDuration(header_timeout));
-  auto abandoned = [&](WaitResult result) { return Abandoned(exchange, result, label, timed_out); };
-  bool after_head = false;
-  try {
-    pplx::task<web::http::http_response> response_task =
-        client_->request(*message, exchange.token());
-    if (WaitResult r = exchange.Wait(response_task, nullptr); r != WaitResult::kDone) {
-      return abandoned(r);
-    }
-    web::http::http_response response = response_task.get();
-    after_head = true;
+  const auto read_body = [&](Exchange& exchange, web::http::http_response& response,
+                             const auto& abandoned) -> absl::Status {
     *status_code = response.status_code();
     const bool success = *status_code >= 200 && *status_code <= 299;
     // The body is waited for without a deadline; only stop (or the backstop) ends a wait.
@@ -445,11 +429,35 @@ absl::Status Client::Impl::Stream(const ClientRequest& request, Duration header_
     }
     exchange.Cancel();  // the rest of the body is not wanted: close the connection
     return absl::OkStatus();
+  };
+  return Send<absl::Status>(*message, request, label, clock_.MonotonicNow() + header_timeout,
+                            timed_out, read_body);
+}
+
+template <typename Result, typename ReadBody>
+Result Client::Impl::Send(web::http::http_request& message, const ClientRequest& request,
+                          const std::string& label, Timestamp head_deadline,
+                          const std::string& timed_out, ReadBody read_body) {
+  const uint64_t verify_failures_before = verify_log_->failures();
+  Exchange exchange(clock_, head_deadline, request.stop);
+  auto abandoned = [&](WaitResult result) { return Abandoned(exchange, result, label, timed_out); };
+  bool after_head = false;
+  try {
+    pplx::task<web::http::http_response> response_task =
+        client_->request(message, exchange.token());
+    if (WaitResult r = exchange.Wait(response_task, nullptr); r != WaitResult::kDone) {
+      return abandoned(r);
+    }
+    web::http::http_response response = response_task.get();
+    after_head = true;
+    return read_body(exchange, response, abandoned);
   } catch (const pplx::task_canceled&) {
+    // Cancelled from outside a wait: by stop, or by the deadline between two waits.
     return abandoned(exchange.stopped() ? WaitResult::kStopped : WaitResult::kDeadline);
   } catch (const std::exception& e) {
     if (exchange.stopped()) return abandoned(WaitResult::kStopped);
-    if (!after_head && exchange.past_deadline()) return abandoned(WaitResult::kDeadline);
+    // A body without a deadline (a stream) has Timestamp::max() here, never past.
+    if (exchange.past_deadline()) return abandoned(WaitResult::kDeadline);
     return FromException(label, e, after_head, verify_log_->ReasonSince(verify_failures_before));
   }
 }
