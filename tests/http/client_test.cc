@@ -393,97 +393,6 @@ TEST_F(ClientTest, ResponseOverTheCapIsResourceExhausted) {
   EXPECT_EQ(FailureReason(big.status()), "too_large");
 }
 
-// A plain-HTTP peer on loopback that answers one request with a chunked body of `chunks`
-// chunks of `chunk_bytes` each (no Content-Length, so the cap is found while reading).
-class ChunkedPeer {
- public:
-  ChunkedPeer(int chunks, size_t chunk_bytes) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(::listen(listen_fd_, 4), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this, chunks, chunk_bytes] { Serve(chunks, chunk_bytes); });
-  }
-  ~ChunkedPeer() {
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    thread_.join();
-    ::close(listen_fd_);
-  }
-
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  void Serve(int chunks, size_t chunk_bytes) {
-    const int fd = ::accept(listen_fd_, nullptr, nullptr);
-    if (fd < 0) return;
-    timeval timeout{20, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    std::string head;
-    char buf[4096];
-    while (head.find("\r\n\r\n") == std::string::npos) {
-      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0) break;
-      head.append(buf, static_cast<size_t>(n));
-    }
-    std::ostringstream size_hex;
-    size_hex << std::hex << chunk_bytes;
-    std::string out =
-        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n";
-    for (int i = 0; i < chunks; ++i) {
-      out += size_hex.str() + "\r\n" + std::string(chunk_bytes, 'y') + "\r\n";
-    }
-    out += "0\r\n\r\n";
-    size_t sent = 0;
-    while (sent < out.size()) {
-      const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;  // the client stopped reading and closed
-      sent += static_cast<size_t>(n);
-    }
-    ::close(fd);
-  }
-
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-};
-
-TEST(ClientChunkedTest, BodyGrowingPastTheCapIsResourceExhausted) {
-  ChunkedPeer peer(/*chunks=*/64, /*chunk_bytes=*/size_t{16} * 1024);  // 1 MiB
-  ClientOptions options;
-  options.base_url = peer.base_url();
-  options.max_response_bytes = size_t{256} * 1024;
-  FakeClock clock;
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options, clock);
-  ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<ClientResponse> r = (*client)->Get("/stream");
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
-  EXPECT_EQ(FailureReason(r.status()), "too_large");
-}
-
-TEST(ClientChunkedTest, ChunkedBodyUnderTheCapIsReadWhole) {
-  ChunkedPeer peer(/*chunks=*/16, /*chunk_bytes=*/1000);
-  ClientOptions options;
-  options.base_url = peer.base_url();
-  options.max_response_bytes = 16000;
-  FakeClock clock;
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options, clock);
-  ASSERT_TRUE(client.ok()) << client.status();
-  ClientRequest request;
-  request.path_and_query = "/stream";
-  request.body_spare_capacity = 64;
-  absl::StatusOr<ClientResponse> r = (*client)->Do(request);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->body, std::string(16000, 'y'));
-  EXPECT_GE(r->body.capacity(), 16000u + 64u);
-}
-
 TEST_F(ClientTest, HandlerThatDoesNotAnswerBeforeTheDeadlineIsDeadlineExceeded) {
   Start([this](const Request&) {
     entered_.Open();
@@ -596,9 +505,9 @@ TEST_F(ClientTest, MalformedRequestsAreRefusedBeforeSending) {
   EXPECT_TRUE(seen().empty());
 }
 
-// A plain-HTTP peer on loopback for streamed answers, driven step by step by the test: it
-// takes one connection and reads the request head, then sends what the test hands it
-// (Send) and closes the connection when told (Close).
+// A plain-HTTP peer on loopback for answers written step by step by the test: it takes one
+// connection and reads the request head, then sends what the test hands it (Send) and closes
+// the connection when told (Close).
 class StreamPeer {
  public:
   StreamPeer() {
@@ -697,6 +606,48 @@ class StreamPeer {
 
 constexpr std::string_view kChunkedHead =
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+// A whole chunked answer of `chunks` chunks of `chunk_bytes` 'y's (no Content-Length, so a
+// cap is found while reading), then the connection closes.
+void SendChunkedBody(StreamPeer& peer, int chunks, size_t chunk_bytes) {
+  peer.Send(std::string(kChunkedHead));
+  for (int i = 0; i < chunks; ++i) peer.SendChunk(std::string(chunk_bytes, 'y'));
+  peer.Send("0\r\n\r\n");
+  peer.Close();
+}
+
+TEST(ClientChunkedTest, BodyGrowingPastTheCapIsResourceExhausted) {
+  StreamPeer peer;
+  SendChunkedBody(peer, /*chunks=*/64, /*chunk_bytes=*/size_t{16} * 1024);  // 1 MiB
+  ClientOptions options;
+  options.base_url = peer.base_url();
+  options.max_response_bytes = size_t{256} * 1024;
+  FakeClock clock;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options, clock);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<ClientResponse> r = (*client)->Get("/stream");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_EQ(FailureReason(r.status()), "too_large");
+}
+
+TEST(ClientChunkedTest, ChunkedBodyUnderTheCapIsReadWhole) {
+  StreamPeer peer;
+  SendChunkedBody(peer, /*chunks=*/16, /*chunk_bytes=*/1000);
+  ClientOptions options;
+  options.base_url = peer.base_url();
+  options.max_response_bytes = 16000;
+  FakeClock clock;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options, clock);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ClientRequest request;
+  request.path_and_query = "/stream";
+  request.body_spare_capacity = 64;
+  absl::StatusOr<ClientResponse> r = (*client)->Do(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, std::string(16000, 'y'));
+  EXPECT_GE(r->body.capacity(), 16000u + 64u);
+}
 
 // What a stream's callback was given, for the test thread to wait on.
 class Received {
