@@ -19,41 +19,18 @@ connections="${3:-20000}"
 sim="$build/sim/kubestat-sim"
 agg="$build/aggregator/kubestat-aggregator"
 probe="$build/bench/kubestat-http-probe"
+source "$(dirname "$0")/lib.sh"
 for b in "$sim" "$agg" "$probe"; do [[ -x "$b" ]] || { echo "build $b first" >&2; exit 1; }; done
 
-work="$(mktemp -d -t kubestat-abuse-XXXXXX)"
-pids=()
-cleanup() {
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill -TERM "${pids[i]}" 2>/dev/null || true
-    wait "${pids[i]}" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+bench_init abuse
 port=$(free_port)
 health_port=$(free_port)
-"$sim" --nodes="$nodes" --pods-per-node=30 --kubeconfig-out="$work/kubeconfig" \
-  >"$work/sim.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 600); do grep -q READY "$work/sim.log" && break; sleep 0.2; done
-grep -q READY "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
+start_sim "$sim" --nodes="$nodes" --pods-per-node=30
 
-token="probe-$RANDOM$RANDOM"
-echo "$token,prober,1000" >"$work/tokens.csv"
-printf '%s\n' 'rules:' '- users: [prober]' '  verbs: [get, list]' \
+bench_user prober '- users: [prober]' '  verbs: [get, list]' \
   '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods]' \
-  '- users: [prober]' '  verbs: [get]' '  nonResourceURLs: [/metrics]' >"$work/rules.yaml"
-"$agg" --kubeconfig="$work/kubeconfig" --kubelet-scheme=http \
-  --kubelet-preferred-address-types=InternalIP --metric-resolution=10s --kubelet-timeout=5s \
-  --listen-address=127.0.0.1 --secure-port="$port" --health-port="$health_port" \
-  --cert-dir="$work/certs" --token-auth-file="$work/tokens.csv" \
-  --authorization-rules-file="$work/rules.yaml" --grpc-port=0 --storage-dir="$work/store" \
-  >"$work/aggregator.log" 2>&1 &
-agg_pid=$!
-pids+=("$agg_pid")
+  '- users: [prober]' '  verbs: [get]' '  nonResourceURLs: [/metrics]'
+start_aggregator "$agg" "$port" --health-port="$health_port"
 for _ in $(seq 300); do
   curl -kfs "https://127.0.0.1:$health_port/readyz" >/dev/null 2>&1 && grep -q "round 1:" "$work/aggregator.log" && break
   sleep 0.2

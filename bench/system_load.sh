@@ -27,41 +27,20 @@ here="$(cd "$(dirname "$0")" && pwd)"
 sim="$build/sim/kubestat-sim"
 agg="$build/aggregator/kubestat-aggregator"
 [[ -x "$sim" && -x "$agg" ]] || { echo "build $sim and $agg first" >&2; exit 1; }
+source "$here/lib.sh"
 
 busy_cores="${BUSY_CORES:-0}"
-work="$(mktemp -d -t kubestat-load-XXXXXX)"
-pids=()
-cleanup() {
-  # The aggregator first (the last started), then the simulator it scrapes.
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill -TERM "${pids[i]}" 2>/dev/null || true
-    wait "${pids[i]}" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_init load
 
 tenants=$((nodes * (pods - 2) / 30))
 ((tenants > 0)) || tenants=1
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$sim" --nodes="$nodes" --pods-per-node="$pods" --tenant-namespaces="$tenants" \
-  --kubeconfig-out="$work/kubeconfig" \
-  --metrics-backend="https://127.0.0.1:$port" >"$work/sim.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 600); do grep -q READY "$work/sim.log" && break; sleep 0.2; done
-grep -q READY "$work/sim.log" || { cat "$work/sim.log"; exit 1; }
+port=$(free_port)
+start_sim "$sim" --nodes="$nodes" --pods-per-node="$pods" --tenant-namespaces="$tenants" \
+  --metrics-backend="https://127.0.0.1:$port"
 
-token="load-$RANDOM$RANDOM"
-echo "$token,loadtest,1000" >"$work/tokens.csv"
-printf '%s\n' 'rules:' '- users: [loadtest]' '  verbs: [get, list]' \
-  '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods]' >"$work/rules.yaml"
-"$agg" --kubeconfig="$work/kubeconfig" --kubelet-scheme=http \
-  --kubelet-preferred-address-types=InternalIP --metric-resolution=10s --kubelet-timeout=5s \
-  --listen-address=127.0.0.1 --secure-port="$port" --cert-dir="$work/certs" \
-  --token-auth-file="$work/tokens.csv" --authorization-rules-file="$work/rules.yaml" \
-  --grpc-port=0 --storage-dir="$work/store" >"$work/aggregator.log" 2>&1 &
-agg_pid=$!
-pids+=("$agg_pid")
+bench_user loadtest '- users: [loadtest]' '  verbs: [get, list]' \
+  '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods]'
+start_aggregator "$agg" "$port"
 
 # How many times the answer at URL $1 holds the text $2.
 auth=(-H "Authorization: Bearer $token")
