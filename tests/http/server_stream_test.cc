@@ -20,80 +20,16 @@
 #include <vector>
 
 #include "http/plain_server_options.h"
+#include "http/raw_client.h"
 #include "kubestat/http/server.h"
 #include "prometheus/registry.h"
 
 namespace kubestat::http {
 namespace {
 
-constexpr auto kDeadline = std::chrono::seconds(20);
+constexpr std::chrono::seconds kDeadline = testing::kRawClientDeadline;
 
-// A blocking loopback client; each receive gives up after the deadline.
-class Client {
- public:
-  explicit Client(int port, int receive_buffer = 0) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    timeval timeout{static_cast<time_t>(kDeadline.count()), 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    if (receive_buffer > 0) {
-      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
-    }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~Client() { Close(); }
-  Client(const Client&) = delete;
-  Client& operator=(const Client&) = delete;
-
-  bool connected() const { return connected_; }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
-  bool Send(const std::string& bytes) {
-    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-           static_cast<ssize_t>(bytes.size());
-  }
-
-  // Reads until the response head is complete; returns it ("" on EOF or the deadline).
-  std::string ReadHead() {
-    size_t end;
-    while ((end = pending_.find("\r\n\r\n")) == std::string::npos) {
-      if (!Fill()) return "";
-    }
-    std::string head = pending_.substr(0, end + 4);
-    pending_.erase(0, end + 4);
-    return head;
-  }
-
-  // Reads until the server closes; returns what came after the head. `clean` tells
-  // whether it ended with EOF (not a reset or the deadline).
-  std::string ReadToEnd(bool* clean) {
-    while (Fill()) {
-    }
-    *clean = eof_;
-    return std::move(pending_);
-  }
-
- private:
-  bool Fill() {
-    char buf[65536];
-    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-    if (n == 0) eof_ = true;
-    if (n <= 0) return false;
-    pending_.append(buf, static_cast<size_t>(n));
-    return true;
-  }
-
-  int fd_ = -1;
-  bool connected_ = false;
-  bool eof_ = false;
-  std::string pending_;
-};
+using Client = testing::RawClient;
 
 // Decodes a chunked body; false when the framing is wrong or the last chunk is missing.
 bool Dechunk(std::string_view in, std::vector<std::string>* chunks) {

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "http/plain_server_options.h"
+#include "http/raw_client.h"
 #include "kubestat/core/gzip.h"
 #include "prometheus/registry.h"
 #include "support/poll.h"
@@ -36,122 +37,10 @@ using ::testing::Not;
 using testing::PollUntil;
 
 constexpr auto kShort = std::chrono::milliseconds(200);
-constexpr int kDeadlineSeconds = 20;
-constexpr std::chrono::seconds kDeadline(kDeadlineSeconds);
+constexpr std::chrono::seconds kDeadline = testing::kRawClientDeadline;
 
-struct RawResponse {
-  int code = 0;
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;
-  bool complete = false;
-};
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// A blocking loopback TCP client; every read gives up after kDeadlineSeconds.
-class RawClient {
- public:
-  explicit RawClient(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    timeval timeout{kDeadlineSeconds, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~RawClient() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  RawClient(const RawClient&) = delete;
-  RawClient& operator=(const RawClient&) = delete;
-
-  bool connected() const { return connected_; }
-
-  bool Send(const std::string& bytes) {
-    size_t sent = 0;
-    while (sent < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      sent += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  // Reads one response (head, then Content-Length bytes of body).
-  RawResponse Read() {
-    RawResponse response;
-    size_t head_end;
-    while ((head_end = pending_.find("\r\n\r\n")) == std::string::npos) {
-      if (!Fill()) return response;
-    }
-    const std::string head = pending_.substr(0, head_end);
-    pending_.erase(0, head_end + 4);
-    size_t line_end = head.find("\r\n");
-    const std::string status = head.substr(0, line_end);
-    if (status.size() < 12) return response;
-    response.code = std::stoi(status.substr(9, 3));
-    while (line_end != std::string::npos) {
-      const size_t start = line_end + 2;
-      line_end = head.find("\r\n", start);
-      const std::string line =
-          head.substr(start, line_end == std::string::npos ? std::string::npos : line_end - start);
-      const size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      response.headers[Lower(line.substr(0, colon))] = line.substr(colon + 2);
-    }
-    size_t length = 0;
-    if (auto it = response.headers.find("content-length"); it != response.headers.end()) {
-      length = std::stoul(it->second);
-    }
-    if (!head_only_) {
-      while (pending_.size() < length) {
-        if (!Fill()) return response;
-      }
-      response.body = pending_.substr(0, length);
-      pending_.erase(0, length);
-    }
-    response.complete = true;
-    head_only_ = false;
-    return response;
-  }
-
-  // For a HEAD request: the next Read() takes no body.
-  void ExpectHeadOnly() { head_only_ = true; }
-
-  // True when the server closes the connection (EOF or reset) within the deadline, with no
-  // further bytes before it.
-  bool WaitClosed() {
-    while (true) {
-      char buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n == 0) return pending_.empty();
-      if (n < 0) return errno == ECONNRESET;  // EAGAIN: the deadline passed
-      pending_.append(buf, static_cast<size_t>(n));
-    }
-  }
-
-  const std::string& pending() const { return pending_; }
-
- private:
-  bool Fill() {
-    char buf[65536];
-    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-    if (n <= 0) return false;
-    pending_.append(buf, static_cast<size_t>(n));
-    return true;
-  }
-
-  int fd_ = -1;
-  bool connected_ = false;
-  bool head_only_ = false;
-  std::string pending_;
-};
+using testing::RawClient;
+using testing::RawResponse;
 
 // The value of one series of a counter or gauge in `registry`; -1 when absent.
 double MetricValue(prometheus::Registry& registry, const std::string& name,
