@@ -27,6 +27,49 @@ std::string Quoted(std::string_view text) {
   return absl::StrCat("\"", AbslView(text.substr(0, 64)), text.size() > 64 ? "...\"" : "\"");
 }
 
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// An RFC 1123 label part: lower-case alphanumerics and '-', alphanumeric at both ends.
+bool IsLabelPart(std::string_view s) {
+  if (s.empty() || !IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return IsLowerAlnum(c) || c == '-'; });
+}
+
+// An RFC 1123 label: a label part of at most 63 bytes (IsDNS1123Label).
+bool IsDnsLabel(std::string_view s) { return s.size() <= 63 && IsLabelPart(s); }
+
+// An RFC 1123 subdomain: dot-separated label parts, at most 253 bytes in all
+// (IsDNS1123Subdomain, whose pattern does not bound each part).
+bool IsDnsSubdomain(std::string_view s) {
+  if (s.size() > 253) return false;
+  while (true) {
+    const size_t dot = s.find('.');
+    if (!IsLabelPart(s.substr(0, dot))) return false;
+    if (dot == std::string_view::npos) return true;
+    s.remove_prefix(dot + 1);
+  }
+}
+
+// Kubernetes' field errors for names, namespaces and container names.
+absl::Status CheckName(std::string_view path, std::string_view value, bool subdomain) {
+  if (subdomain ? IsDnsSubdomain(value) : IsDnsLabel(value)) return absl::OkStatus();
+  const size_t limit = subdomain ? 253 : 63;
+  const std::string shown = Quoted(value);
+  if (value.size() > limit) {
+    return Error(path, absl::StrCat("Invalid value: ", shown, ": must be no more than ", limit,
+                                    " characters"));
+  }
+  return Error(path, subdomain
+                         ? absl::StrCat("Invalid value: ", shown,
+                                        ": a lowercase RFC 1123 subdomain must consist of lower "
+                                        "case alphanumeric characters, '-' or '.', and must "
+                                        "start and end with an alphanumeric character")
+                         : absl::StrCat("Invalid value: ", shown,
+                                        ": a lowercase RFC 1123 label must consist of lower case "
+                                        "alphanumeric characters or '-', and must start and end "
+                                        "with an alphanumeric character"));
+}
+
 // A string member; NotFound-like InvalidArgument when missing (when `required`) or not a
 // string.
 absl::StatusOr<std::string_view> StringField(object o, std::string_view key, std::string_view path,
@@ -201,7 +244,11 @@ absl::StatusOr<std::vector<ContainerMetrics>> ParseContainers(object o, std::str
       if (!windows.ok()) return windows.status();
       container.windows = *std::move(windows);
     }
-    if (container.name.empty()) return Error(at, "a container needs a name");
+    if (absl::Status name = CheckName(at + (k8s_io ? ".name" : ".metadata.name"), container.name,
+                                      /*subdomain=*/false);
+        !name.ok()) {
+      return name;
+    }
     out.push_back(std::move(container));
   }
   return out;
@@ -260,10 +307,13 @@ absl::StatusOr<Header> ParseHeader(simdjson::dom::parser& parser, std::string_vi
   return header;
 }
 
-absl::StatusOr<std::string> NameOf(object metadata, std::string_view key, std::string_view path) {
+// metadata.name (an RFC 1123 subdomain) or metadata.namespace (an RFC 1123 label).
+absl::StatusOr<std::string> NameOf(object metadata, std::string_view key, std::string_view path,
+                                   bool subdomain) {
   absl::StatusOr<std::string_view> name = StringField(metadata, key, path, true);
   if (!name.ok()) return name.status();
   if (name->empty()) return Error(path, "required");
+  if (absl::Status valid = CheckName(path, *name, subdomain); !valid.ok()) return valid;
   return std::string(*name);
 }
 
@@ -276,9 +326,13 @@ absl::StatusOr<Parsed<NodeMetrics>> ParseNodeMetrics(std::string_view json) {
   Parsed<NodeMetrics> out;
   out.gv = header->gv;
   NodeMetrics& node = out.object;
-  absl::StatusOr<std::string> name = NameOf(header->metadata, "name", "metadata.name");
+  absl::StatusOr<std::string> name = NameOf(header->metadata, "name", "metadata.name", true);
   if (!name.ok()) return name.status();
   node.name = *std::move(name);
+  absl::StatusOr<std::string_view> rv =
+      StringField(header->metadata, "resourceVersion", "metadata.resourceVersion", false);
+  if (!rv.ok()) return rv.status();
+  node.resource_version = std::string(*rv);
   absl::StatusOr<Labels> labels = LabelsOf(header->metadata, "metadata.labels");
   if (!labels.ok()) return labels.status();
   node.labels = *std::move(labels);
@@ -308,12 +362,17 @@ absl::StatusOr<Parsed<PodMetrics>> ParsePodMetrics(std::string_view json) {
   Parsed<PodMetrics> out;
   out.gv = header->gv;
   PodMetrics& pod = out.object;
-  absl::StatusOr<std::string> name = NameOf(header->metadata, "name", "metadata.name");
+  absl::StatusOr<std::string> name = NameOf(header->metadata, "name", "metadata.name", true);
   if (!name.ok()) return name.status();
   pod.name = *std::move(name);
-  absl::StatusOr<std::string> ns = NameOf(header->metadata, "namespace", "metadata.namespace");
+  absl::StatusOr<std::string> ns =
+      NameOf(header->metadata, "namespace", "metadata.namespace", false);
   if (!ns.ok()) return ns.status();
   pod.namespace_name = *std::move(ns);
+  absl::StatusOr<std::string_view> rv =
+      StringField(header->metadata, "resourceVersion", "metadata.resourceVersion", false);
+  if (!rv.ok()) return rv.status();
+  pod.resource_version = std::string(*rv);
   absl::StatusOr<Labels> labels = LabelsOf(header->metadata, "metadata.labels");
   if (!labels.ok()) return labels.status();
   pod.labels = *std::move(labels);

@@ -113,10 +113,12 @@ void WriteTypeMeta(JsonWriter& w, std::string_view kind, GroupVersion gv) {
 }
 
 void WriteMetadata(JsonWriter& w, std::string_view name, std::string_view namespace_name,
-                   const Labels& labels, const RenderContext& ctx) {
+                   std::string_view resource_version, const Labels& labels,
+                   const RenderContext& ctx) {
   w.Key("metadata").BeginObject();
   w.Key("name").String(name);
   if (!namespace_name.empty()) w.Key("namespace").String(namespace_name);
+  if (!resource_version.empty()) w.Key("resourceVersion").String(resource_version);
   if (IsMetricsK8sIo(ctx.gv)) w.Key("creationTimestamp").String(CachedRfc3339(ctx.now));
   WriteLabels(w, labels);
   w.EndObject();
@@ -158,7 +160,7 @@ void WriteNodeObject(JsonWriter& w, const NodeMetrics& node, const RenderContext
                      bool with_type) {
   w.BeginObject();
   if (with_type) WriteTypeMeta(w, "NodeMetrics", ctx.gv);
-  WriteMetadata(w, node.name, {}, node.labels, ctx);
+  WriteMetadata(w, node.name, {}, node.resource_version, node.labels, ctx);
   if (IsMetricsK8sIo(ctx.gv)) {
     WriteTimestampAndWindow(w, UsageTimestamp(node.machine), node.machine.cpu.front().window);
     WriteUsage(w, node.machine);
@@ -174,7 +176,7 @@ void WritePodObject(JsonWriter& w, const PodMetrics& pod, const RenderContext& c
                     bool with_type) {
   w.BeginObject();
   if (with_type) WriteTypeMeta(w, "PodMetrics", ctx.gv);
-  WriteMetadata(w, pod.name, pod.namespace_name, pod.labels, ctx);
+  WriteMetadata(w, pod.name, pod.namespace_name, pod.resource_version, pod.labels, ctx);
   if (IsMetricsK8sIo(ctx.gv)) {
     Timestamp timestamp = UsageTimestamp(pod.containers.front().windows);
     for (const ContainerMetrics& container : pod.containers) {
@@ -197,12 +199,12 @@ void WritePodObject(JsonWriter& w, const PodMetrics& pod, const RenderContext& c
   w.EndObject();
 }
 
-void BeginList(JsonWriter& w, std::string_view kind, GroupVersion gv,
-               std::string_view continue_token) {
+void BeginList(JsonWriter& w, std::string_view kind, GroupVersion gv, const Page& page) {
   w.BeginObject();
   WriteTypeMeta(w, kind, gv);
   w.Key("metadata").BeginObject();
-  if (!continue_token.empty()) w.Key("continue").String(continue_token);
+  if (!page.resource_version.empty()) w.Key("resourceVersion").String(page.resource_version);
+  if (!page.continue_token.empty()) w.Key("continue").String(page.continue_token);
   w.EndObject();
   w.Key("items").BeginArray();
 }
@@ -218,7 +220,7 @@ std::string RenderList(const Objects& objects, const Page& page, std::string_vie
                        const RenderContext& ctx, WriteObject write) {
   JsonWriter w(ctx.indent);
   w.Reserve(128 + page.indices.size() * EstimatedObjectBytes(ctx.gv));
-  BeginList(w, kind, ctx.gv, page.continue_token);
+  BeginList(w, kind, ctx.gv, page);
   for (size_t i : page.indices) write(w, internal::Deref(objects[i]), i);
   EndList(w);
   return w.Take();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kubestat/core/time.h"
+#include "kubestat/metrics_api/query.h"
 #include "kubestat/metrics_api/render.h"
 #include "support/metrics_objects.h"
 
@@ -112,6 +113,51 @@ TEST(ParseTest, ErrorsNameTheField) {
   EXPECT_EQ(NodeError(std::string(kHead) + R"("metadata":{"name":"n","labels":{"a":1}},)" +
                       R"("machine":{}})"),
             "metadata.labels[a]: must be a string");
+}
+
+TEST(ParseTest, ResourceVersionsAreRenderedAndReadBack) {
+  StandardCluster cluster = MakeStandardCluster();
+  cluster.pods[0].resource_version = "17";
+  const std::string json = *RenderPod(cluster.pods[0], Ctx(GroupVersion::kV1alpha1));
+  EXPECT_THAT(json, HasSubstr(R"("namespace":"kube-system","resourceVersion":"17")"));
+  absl::StatusOr<Parsed<PodMetrics>> parsed = ParsePodMetrics(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->object.resource_version, "17");
+  std::vector<std::shared_ptr<const PodMetrics>> shared;
+  for (const PodMetrics& pod : cluster.pods) shared.push_back(std::make_shared<PodMetrics>(pod));
+  Page page = Select(ListQuery{}, GroupVersion::kV1, shared);
+  page.resource_version = "99";
+  EXPECT_THAT(RenderPodList(SharedPods(shared), page, Ctx(GroupVersion::kV1)),
+              HasSubstr(R"("metadata":{"resourceVersion":"99"},"items")"));
+}
+
+TEST(ParseTest, NamesFollowKubernetesRules) {
+  const auto node = [](const std::string& name) {
+    return ParseNodeMetrics(std::string(kHead) + R"("metadata":{"name":")" + name +
+                            R"("},"machine":{}})");
+  };
+  EXPECT_TRUE(node("node-1.zone-a").ok());
+  EXPECT_TRUE(node(std::string(253, 'a')).ok());
+  EXPECT_THAT(std::string(node(std::string(254, 'a')).status().message()),
+              StartsWith("metadata.name: Invalid value: \"aaaa"));
+  EXPECT_THAT(std::string(node(std::string(254, 'a')).status().message()),
+              HasSubstr("must be no more than 253 characters"));
+  for (const char* bad : {"Node", "-node", "node-", "no_de", "a..b"}) {
+    EXPECT_FALSE(node(bad).ok()) << bad;
+  }
+  absl::StatusOr<Parsed<PodMetrics>> long_namespace = ParsePodMetrics(
+      R"({"kind":"PodMetrics","apiVersion":"metrics/v1alpha1","metadata":{"name":"p",)"
+      R"("namespace":")" +
+      std::string(64, 'n') + R"("},"pod":{}})");
+  ASSERT_FALSE(long_namespace.ok());
+  EXPECT_THAT(std::string(long_namespace.status().message()),
+              HasSubstr("must be no more than 63 characters"));
+  absl::StatusOr<Parsed<PodMetrics>> dotted_container = ParsePodMetrics(
+      R"({"kind":"PodMetrics","apiVersion":"metrics/v1alpha1","metadata":{"name":"p",)"
+      R"("namespace":"ns"},"pod":{},"containers":[{"metadata":{"name":"a.b"},"metrics":{}}]})");
+  ASSERT_FALSE(dotted_container.ok());
+  EXPECT_THAT(std::string(dotted_container.status().message()),
+              StartsWith("containers[0].metadata.name: Invalid value: \"a.b\""));
 }
 
 TEST(ParseTest, PodsNeedANamespace) {

@@ -61,6 +61,9 @@ struct ContainerMetrics {
 struct NodeMetrics {
   std::string name;
   Labels labels;
+  // metadata.resourceVersion where a server versions its objects (the secondary API
+  // server); empty: not shown.
+  std::string resource_version;
   ResourceWindows machine;  // the whole node
   std::vector<ContainerMetrics> system_containers;
 
@@ -72,7 +75,8 @@ struct PodMetrics {
   std::string namespace_name;
   std::string node_name;  // spec.nodeName; empty when unknown
   Labels labels;
-  ResourceWindows pod;  // the pod's own series: at each scrape the sum of its containers
+  std::string resource_version;  // as NodeMetrics::resource_version
+  ResourceWindows pod;           // the pod's own series: at each scrape the sum of its containers
   std::vector<ContainerMetrics> containers;
 
   friend bool operator==(const PodMetrics&, const PodMetrics&) = default;

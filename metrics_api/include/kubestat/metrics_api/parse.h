@@ -12,8 +12,10 @@
 //   way have no `pod` windows.
 // So for metrics/v1alpha1, RenderX(ParseX(RenderX(o))) == RenderX(o) (tested).
 //
-// `kind` must match ("NodeMetrics" / "PodMetrics"), metadata.name must be present, pods
-// need metadata.namespace; unknown fields are ignored (as Kubernetes decoders do).
+// `kind` must match ("NodeMetrics" / "PodMetrics"); metadata.name must be an RFC 1123
+// subdomain (as node and pod names are), a pod's metadata.namespace and every container
+// name an RFC 1123 label, with kube-apiserver's messages ("Invalid value: ..."); an optional
+// metadata.resourceVersion is kept; unknown fields are ignored (as Kubernetes decoders do).
 // Quantities must parse, be non-negative and fit an int64 in nanocores (cpu) or bytes
 // (memory); window keys must be durations; times RFC 3339.
 //

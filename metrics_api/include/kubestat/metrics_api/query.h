@@ -113,6 +113,9 @@ bool Servable(GroupVersion gv, const PodMetrics& pod);
 struct Page {
   std::vector<size_t> indices;
   std::string continue_token;
+  // The revision the list reflects (metadata.resourceVersion), where a server versions its
+  // objects; Select leaves it empty.
+  std::string resource_version;
 };
 
 namespace internal {

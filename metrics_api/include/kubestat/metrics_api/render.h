@@ -26,9 +26,10 @@
 //   (the newer of cpu's and memory's); creationTimestamp is the time of the request, as
 //   metrics-server writes it. Only Servable() objects are rendered (query.h).
 //
-// Lists are {kind: "<Kind>List", apiVersion, metadata: {continue?}, items: [...]}, items
-// without kind and apiVersion (as kube-apiserver writes typed lists); `continue` is there
-// when the page has a continue token.
+// Objects carry metadata.resourceVersion when theirs is set. Lists are {kind: "<Kind>List",
+// apiVersion, metadata: {resourceVersion?, continue?}, items: [...]}, items without kind and
+// apiVersion (as kube-apiserver writes typed lists); resourceVersion and continue are there
+// when the page has them.
 //
 // Values beyond INT64_MAX (not physical) are clamped to it.
 //
