@@ -26,6 +26,7 @@
 #include "kubestat/core/log.h"
 #include "kubestat/core/time.h"
 #include "kubestat/kube/api_review_transport.h"
+#include "kubestat/kube/delegated_access.h"
 #include "kubestat/kube/kubeconfig.h"
 #include "kubestat/kube/request_attributes.h"
 #include "kubestat/kube/request_credentials.h"
@@ -60,10 +61,7 @@ struct Aggregator::Parts {
   std::mutex unresolved_mu;
   std::map<std::string, std::string> unresolved;  // node → why it has no address (logged once)
   std::unique_ptr<scrapers::ScrapeScheduler> scheduler;
-  std::unique_ptr<kube::ApiReviewTransport> authentication_transport;
-  std::unique_ptr<kube::ApiReviewTransport> authorization_transport;
-  std::unique_ptr<kube::Authenticator> authenticator;
-  std::unique_ptr<kube::Authorizer> authorizer;
+  std::unique_ptr<kube::DelegatedAccess> access;
   std::unique_ptr<RestServer> rest;
   std::unique_ptr<AggregatorService> grpc_service;
   std::unique_ptr<grpc::Server> grpc_server;
@@ -192,45 +190,18 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
       options.SchedulingOptions(), [parts] { return parts->Targets(); }, *p->scraper, *p->publisher,
       clock, *p->registry);
 
-  // Who may read what, then REST, /metrics and health on --secure-port (and --port).
-  // Delegated reviews go to the API server each kubeconfig names ("in-cluster": the service
-  // account's).
-  auto review_transport =
-      [&clock](const std::string& kubeconfig,
-               std::string_view flag) -> absl::StatusOr<std::unique_ptr<kube::ApiReviewTransport>> {
-    absl::StatusOr<kube::KubeApiConfig> api =
-        kubeconfig == "in-cluster" ? kube::InClusterConfig() : kube::LoadKubeconfig(kubeconfig);
-    if (!api.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(AbslView(flag), ": ", api.status().message()));
-    }
-    return kube::ApiReviewTransport::Create(*api, clock);
-  };
-  if (!options.authentication_kubeconfig.empty()) {
-    absl::StatusOr<std::unique_ptr<kube::ApiReviewTransport>> transport =
-        review_transport(options.authentication_kubeconfig, "--authentication-kubeconfig");
-    if (!transport.ok()) return transport.status();
-    p->authentication_transport = *std::move(transport);
-  }
-  if (!options.authorization_kubeconfig.empty()) {
-    absl::StatusOr<std::unique_ptr<kube::ApiReviewTransport>> transport =
-        review_transport(options.authorization_kubeconfig, "--authorization-kubeconfig");
-    if (!transport.ok()) return transport.status();
-    p->authorization_transport = *std::move(transport);
-  }
-  absl::StatusOr<std::unique_ptr<kube::Authenticator>> authenticator = kube::Authenticator::Create(
-      options.AuthenticationOptions(), clock, p->authentication_transport.get(), p->registry.get());
-  if (!authenticator.ok()) return authenticator.status();
-  p->authenticator = *std::move(authenticator);
-  absl::StatusOr<std::unique_ptr<kube::Authorizer>> authorizer = kube::Authorizer::Create(
-      options.AuthorizationOptions(), clock, p->authorization_transport.get(), p->registry.get());
-  if (!authorizer.ok()) return authorizer.status();
-  p->authorizer = *std::move(authorizer);
+  // Who may read what (delegated reviews go to the API server each kubeconfig names), then
+  // REST, /metrics and health on --secure-port (and --port).
+  absl::StatusOr<std::unique_ptr<kube::DelegatedAccess>> access =
+      kube::DelegatedAccess::Create(options.serving, clock, p->registry.get());
+  if (!access.ok()) return access.status();
+  p->access = *std::move(access);
   ScrapePublisher* publisher = p->publisher.get();
   LivenessCheck liveness{[publisher] { return publisher->last_round_start(); },
                          options.metric_resolution};
   p->rest = std::make_unique<RestServer>(
       options.RestOptions(), *p->snapshot, *p->registry, clock, std::move(liveness),
-      AccessControl{p->authenticator.get(), p->authorizer.get()});
+      AccessControl{p->access->authenticator(), p->access->authorizer()});
   if (absl::Status s = p->rest->Start(); !s.ok()) {
     return absl::UnavailableError("--listen-address/--secure-port/--port: " +
                                   std::string(s.message()));
@@ -250,8 +221,8 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   grpc_options.windows = ingest_options.engine.windows;
   // gRPC callers present a bearer token in the call's metadata; what they read is authorized
   // as a list or watch of node or pod metrics.
-  kube::Authenticator* grpc_authenticator = p->authenticator.get();
-  kube::Authorizer* grpc_authorizer = p->authorizer.get();
+  kube::Authenticator* grpc_authenticator = p->access->authenticator();
+  kube::Authorizer* grpc_authorizer = p->access->authorizer();
   grpc_options.access_check = [grpc_authenticator, grpc_authorizer](
                                   const grpc::ServerContext& context,
                                   const GrpcAccessRequest& call) -> grpc::Status {

@@ -31,27 +31,31 @@ void WriteGroup(JsonWriter& w, GroupVersion gv, bool with_type) {
   w.EndObject();
 }
 
-void WriteResource(JsonWriter& w, Resource resource, bool namespaced) {
+void WriteResource(JsonWriter& w, Resource resource, bool namespaced,
+                   std::span<const std::string_view> verbs) {
   w.BeginObject();
   w.Key("name").String(ResourceName(resource));
   w.Key("singularName").String("");
   w.Key("namespaced").Bool(namespaced);
   w.Key("kind").String(KindName(resource));
-  w.Key("verbs").BeginArray().String("get").String("list").EndArray();
+  w.Key("verbs").BeginArray();
+  for (std::string_view verb : verbs) w.String(verb);
+  w.EndArray();
   w.EndObject();
 }
 
 }  // namespace
 
-std::string RenderApiResourceList(GroupVersion gv, int indent) {
+std::string RenderApiResourceList(GroupVersion gv, int indent,
+                                  std::span<const std::string_view> verbs) {
   JsonWriter w(indent);
   w.BeginObject();
   w.Key("kind").String("APIResourceList");
   w.Key("apiVersion").String("v1");
   w.Key("groupVersion").String(ApiVersion(gv));
   w.Key("resources").BeginArray();
-  WriteResource(w, Resource::kNodes, /*namespaced=*/false);
-  WriteResource(w, Resource::kPods, /*namespaced=*/true);
+  WriteResource(w, Resource::kNodes, /*namespaced=*/false, verbs);
+  WriteResource(w, Resource::kPods, /*namespaced=*/true, verbs);
   w.EndArray();
   w.EndObject();
   return w.Take();

@@ -32,22 +32,22 @@ std::string ValidationError(std::vector<std::string_view> args) {
 TEST(AggregatorOptionsTest, DefaultsAreValidOnceTheStoreDirectoryIsNamed) {
   EXPECT_EQ(ValidationError({}), "");
   AggregatorOptions bare;
-  bare.token_auth_file = "/tokens.csv";
-  bare.authorization_rules_file = "/rules.yaml";
+  bare.serving.token_auth_file = "/tokens.csv";
+  bare.serving.authorization_rules_file = "/rules.yaml";
   EXPECT_EQ(bare.Validate().message(), "--storage-dir: required (where RocksDB keeps the day)");
 }
 
 TEST(AggregatorOptionsTest, ThereIsNoDefaultWithoutAuthenticationOrAuthorization) {
   AggregatorOptions options;
   options.storage_dir = "/tmp/kubestat-options-test";
-  options.authorization_rules_file = "/tmp/rules.yaml";
+  options.serving.authorization_rules_file = "/tmp/rules.yaml";
   EXPECT_EQ(options.Validate().message().substr(0, 52),
             "--client-ca-file, --requestheader-client-ca-file, --");
-  options.anonymous_auth = true;
-  options.authorization_rules_file = "";
+  options.serving.anonymous_auth = true;
+  options.serving.authorization_rules_file = "";
   EXPECT_EQ(options.Validate().message().substr(0, 55),
             "--authorization-rules-file, --authorization-kubeconfig:");
-  options.authorization_rules_file = "/tmp/rules.yaml";
+  options.serving.authorization_rules_file = "/tmp/rules.yaml";
   EXPECT_TRUE(options.Validate().ok());
 }
 
@@ -64,8 +64,8 @@ TEST(AggregatorOptionsTest, TheRestServerIsHttpsWithTheFlagsTlsAndPlainOnlyWhenA
   EXPECT_EQ(rest.secure.tls.client_cas[0].name, "client-ca");
   EXPECT_EQ(rest.secure.tls.client_cas[1].file, "/proxy.crt");
   EXPECT_FALSE(rest.insecure.has_value());
-  EXPECT_TRUE(options.AuthenticationOptions().front_proxy.enabled);
-  EXPECT_TRUE(options.AuthenticationOptions().client_certificates);
+  EXPECT_TRUE(options.serving.AuthenticationOptions().front_proxy.enabled);
+  EXPECT_TRUE(options.serving.AuthenticationOptions().client_certificates);
   AggregatorOptions plain = Parsed({"--port=8080"});
   ASSERT_TRUE(plain.Validate().ok());
   ASSERT_TRUE(plain.RestOptions().insecure.has_value());

@@ -4,15 +4,23 @@
 #ifndef KUBESTAT_METRICS_API_DISCOVERY_H_
 #define KUBESTAT_METRICS_API_DISCOVERY_H_
 
+#include <initializer_list>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "kubestat/metrics_api/group_version.h"
 
 namespace kubestat::metrics_api {
 
+// The verbs a read-only server offers on nodes and pods.
+inline constexpr std::string_view kReadVerbs[] = {"get", "list"};
+
 // APIResourceList of one group-version: nodes (NodeMetrics, cluster-scoped) and pods
-// (PodMetrics, namespaced), verbs get and list.
-std::string RenderApiResourceList(GroupVersion gv, int indent);
+// (PodMetrics, namespaced), with `verbs` (get and list by default; a server that also takes
+// writes and watches names them).
+std::string RenderApiResourceList(GroupVersion gv, int indent,
+                                  std::span<const std::string_view> verbs = kReadVerbs);
 // APIGroup of the group of `gv` with its GroupVersions(), in that order, the first one
 // preferred (for metrics.k8s.io: v1 then v1beta1, v1 preferred, whichever of them `gv` is).
 std::string RenderApiGroup(GroupVersion gv, int indent);

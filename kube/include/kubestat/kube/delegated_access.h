@@ -1,0 +1,54 @@
+// DelegatedAccess: the authenticator and the authorizer that SecureServingOptions describe,
+// with the review transports they delegate through (TokenReview to the API server of
+// --authentication-kubeconfig, SubjectAccessReview to that of --authorization-kubeconfig;
+// "in-cluster" for the service account's), and the front door made of them.
+//
+// Ownership: owns the transports, the authenticator and the authorizer; borrows the clock
+// and the registry (optional), which must outlive it. Gates it makes borrow it.
+// Thread-safety: the parts are safe to use from any thread once built.
+#ifndef KUBESTAT_KUBE_DELEGATED_ACCESS_H_
+#define KUBESTAT_KUBE_DELEGATED_ACCESS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/kube/access_gate.h"
+#include "kubestat/kube/api_review_transport.h"
+#include "kubestat/kube/authenticator.h"
+#include "kubestat/kube/authorizer.h"
+#include "kubestat/kube/serving_options.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
+
+namespace kubestat::kube {
+
+class DelegatedAccess {
+ public:
+  // Errors name the flag: a kubeconfig that cannot be loaded, a token or rules file that
+  // cannot be read.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DelegatedAccess>> Create(
+      const SecureServingOptions& options, const Clock& clock,
+      prometheus::Registry* registry = nullptr);
+
+  Authenticator* authenticator() const { return authenticator_.get(); }
+  Authorizer* authorizer() const { return authorizer_.get(); }
+  // A front door with --authorization-always-allow-paths; `server_name` names it in logs.
+  AccessGate Gate(std::string server_name) const;
+
+ private:
+  DelegatedAccess() = default;
+
+  std::vector<std::string> always_allow_paths_;
+  std::unique_ptr<ApiReviewTransport> authentication_transport_;
+  std::unique_ptr<ApiReviewTransport> authorization_transport_;
+  std::unique_ptr<Authenticator> authenticator_;
+  std::unique_ptr<Authorizer> authorizer_;
+};
+
+}  // namespace kubestat::kube
+
+#endif  // KUBESTAT_KUBE_DELEGATED_ACCESS_H_
