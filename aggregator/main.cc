@@ -4,22 +4,23 @@
 // metrics on /metrics. main parses the options and runs the wired parts until SIGINT or
 // SIGTERM (aggregator.h).
 #include <malloc.h>
-#include <pthread.h>
-#include <signal.h>
 
-#include <iostream>
+#include <optional>
+#include <string_view>
 
 #include "kubestat/aggregator/aggregator.h"
 #include "kubestat/aggregator/options.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/flags.h"
 #include "kubestat/core/log.h"
+#include "kubestat/core/program.h"
 
 namespace {
 
+constexpr std::string_view kProgram = "kubestat-aggregator";
+
 int Fail(const absl::Status& status, int code = 2) {
-  std::cerr << "kubestat-aggregator: " << status.message() << "\n";
-  return code;
+  return kubestat::FailProgram(kProgram, status, code);
 }
 
 int Run(int argc, char** argv) {
@@ -33,29 +34,12 @@ int Run(int argc, char** argv) {
                           "Scrapes every node's kubelet each resolution and serves kubestat's "
                           "metrics.");
   options.RegisterFlags(flags);
-  absl::StatusOr<kubestat::ParsedFlags> parsed = flags.Parse(argc, argv);
-  if (!parsed.ok()) return Fail(parsed.status());
-  if (parsed->help_requested) {
-    std::cout << flags.Usage();
-    return 0;
+  if (std::optional<int> exit =
+          kubestat::StartProgram(kProgram, flags, argc, argv, options.verbosity)) {
+    return *exit;
   }
-  if (!parsed->positional.empty()) {
-    return Fail(
-        absl::InvalidArgumentError("unexpected argument \"" + parsed->positional[0] + "\""));
-  }
-  kubestat::LogOptions log_options;
-  log_options.verbosity = static_cast<int>(options.verbosity);
-  if (absl::Status s = log_options.Validate(); !s.ok()) return Fail(s);
-  kubestat::ConfigureLogging(log_options);
   if (absl::Status s = options.Validate(); !s.ok()) return Fail(s);
-
-  // SIGINT/SIGTERM are taken by sigwait below; every thread started from here inherits the
-  // mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  kubestat::TerminationSignals signals;  // before any thread starts
 
   absl::StatusOr<std::unique_ptr<Aggregator>> aggregator =
       Aggregator::Create(options, kubestat::RealClock::Get());
@@ -64,9 +48,7 @@ int Run(int argc, char** argv) {
                 aggregator.status().code() == absl::StatusCode::kFailedPrecondition ? 1 : 2);
   }
   (*aggregator)->Start();
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  KLOG(INFO) << "received signal " << signal_number << ", shutting down";
+  signals.Wait();
   (*aggregator)->Stop();
   KLOG(INFO) << "stopped";
   return 0;
