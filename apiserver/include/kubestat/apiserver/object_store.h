@@ -1,0 +1,152 @@
+// ObjectStore: where kubestat-apiserver keeps the newest NodeMetrics and PodMetrics, behind
+// one interface with two implementations (in memory: memory_store.h; etcd v3 to follow).
+//
+// Revisions: the store keeps one revision counter for all objects. Every successful Apply()
+// (a batch of writes, applied all or nothing) moves it up by exactly one, and every object
+// that batch wrote or deleted carries that revision as its resource_version, as etcd's
+// mod_revision does. resourceVersion in the API is this number in decimal.
+//
+// Watches: Watch(kind, after, callback) delivers every event of that kind with a revision
+// above `after`, in revision order (events of one batch in the batch's order): first the
+// kept history, then each new event as its batch commits. An `after` older than the oldest
+// revision the store still remembers is OutOfRange, "too old resource version: <after>
+// (<oldest>)", which the API answers 410 Expired; the client then lists again.
+//
+// TTL: ExpireOlderThan(cutoff) deletes (in one batch, one revision) every object whose last
+// write was before `cutoff`, so watchers see DELETED for objects nobody refreshes.
+//
+// Errors: Apply is all or nothing: the first op that cannot be applied fails the batch with
+// AlreadyExists (kCreate of a present key) or NotFound (kDelete of an absent key), naming
+// the op's index and key; nothing of the batch is stored. A store that cannot reach its
+// back end answers Unavailable.
+//
+// Thread-safety: every method is safe from any thread. Watch callbacks run on the thread that
+// committed the batch (or, for history, on the thread calling Watch) while the store
+// serializes deliveries, so each subscription sees its events one at a time and in order;
+// a callback must not block and must not call back into the store.
+#ifndef KUBESTAT_APISERVER_OBJECT_STORE_H_
+#define KUBESTAT_APISERVER_OBJECT_STORE_H_
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/metrics_api/objects.h"
+
+namespace kubestat::apiserver {
+
+enum class ObjectKind { kNode, kPod };
+
+// "nodes" / "pods".
+std::string_view ObjectKindName(ObjectKind kind);
+
+struct ObjectKey {
+  ObjectKind kind = ObjectKind::kNode;
+  std::string namespace_name;  // pods only; "" for nodes
+  std::string name;
+
+  // Ordered by kind, then namespace, then name (the order of lists).
+  friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
+  friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
+};
+
+// "nodes/<name>" or "pods/<namespace>/<name>", for messages.
+std::string ObjectKeyString(const ObjectKey& key);
+
+// One stored object. Exactly one of node and pod is set, as key.kind says, and its name
+// (and namespace) equal the key's.
+struct StoredObject {
+  ObjectKey key;
+  uint64_t resource_version = 0;  // the revision of the batch that wrote (or deleted) it
+  Timestamp written;              // when that batch was applied (the store's clock)
+  std::shared_ptr<const metrics_api::NodeMetrics> node;
+  std::shared_ptr<const metrics_api::PodMetrics> pod;
+};
+
+struct WriteOp {
+  enum class Type {
+    kPut,              // create or replace
+    kCreate,           // create; AlreadyExists when the key is present
+    kDelete,           // delete; NotFound when the key is absent
+    kDeleteIfPresent,  // delete; nothing when absent (no event)
+  };
+  Type type = Type::kPut;
+  ObjectKey key;
+  // kPut and kCreate: the object (node for kNode keys, pod for kPod keys).
+  std::shared_ptr<const metrics_api::NodeMetrics> node;
+  std::shared_ptr<const metrics_api::PodMetrics> pod;
+};
+
+enum class EventType { kAdded, kModified, kDeleted };
+
+// "ADDED" / "MODIFIED" / "DELETED".
+std::string_view EventTypeName(EventType type);
+
+struct StoreEvent {
+  EventType type = EventType::kAdded;
+  // The object as stored (kAdded, kModified) or as it was when deleted (kDeleted), with
+  // resource_version set to the event's revision.
+  StoredObject object;
+};
+
+struct WriteResult {
+  uint64_t revision = 0;  // the batch's revision (unchanged when it changed nothing)
+  // One per op, in order: the object as stored, or as deleted; empty (no node, no pod) for
+  // a kDeleteIfPresent of an absent key.
+  std::vector<StoredObject> objects;
+};
+
+struct ListResult {
+  uint64_t revision = 0;            // the store's revision when the list was taken
+  std::vector<StoredObject> items;  // sorted by key
+};
+
+// A live watch; destroying it (or Cancel()) stops deliveries: once it returns, the callback
+// is not running and will not run again.
+class Subscription {
+ public:
+  virtual ~Subscription() = default;
+  virtual void Cancel() = 0;
+};
+
+using WatchCallback = std::function<void(const StoreEvent& event)>;
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  // Applies `ops` in one step (see the file comment).
+  [[nodiscard]] virtual absl::StatusOr<WriteResult> Apply(const std::vector<WriteOp>& ops) = 0;
+
+  // The object at `key`; std::nullopt when absent.
+  [[nodiscard]] virtual absl::StatusOr<std::optional<StoredObject>> Get(
+      const ObjectKey& key) const = 0;
+
+  // Every object of `kind` (of `namespace_name` only, for pods, when it is not empty), at
+  // one revision.
+  [[nodiscard]] virtual absl::StatusOr<ListResult> List(ObjectKind kind,
+                                                        std::string_view namespace_name) const = 0;
+
+  // Delivers every event of `kind` with a revision above `after` (see the file comment).
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Subscription>> Watch(
+      ObjectKind kind, uint64_t after, WatchCallback callback) = 0;
+
+  // Deletes every object last written before `cutoff`; the number deleted.
+  [[nodiscard]] virtual absl::StatusOr<size_t> ExpireOlderThan(Timestamp cutoff) = 0;
+
+  // The current revision (0 before any write).
+  virtual uint64_t Revision() const = 0;
+  // Whether the store answers (the back end is reachable); /readyz.
+  virtual bool Ready() const = 0;
+};
+
+}  // namespace kubestat::apiserver
+
+#endif  // KUBESTAT_APISERVER_OBJECT_STORE_H_

@@ -1,0 +1,48 @@
+// The options of kubestat-apiserver, each bound to its flag (RegisterFlags), with the
+// defaults a production cluster wants, and one Validate() naming the bad flag.
+#ifndef KUBESTAT_APISERVER_OPTIONS_H_
+#define KUBESTAT_APISERVER_OPTIONS_H_
+
+#include <chrono>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "kubestat/apiserver/api_server.h"
+#include "kubestat/apiserver/memory_store.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/kube/serving_options.h"
+
+namespace kubestat {
+class FlagSet;
+}  // namespace kubestat
+
+namespace kubestat::apiserver {
+
+struct Options {
+  Options();
+
+  // HTTPS serving, authentication and authorization (kube/serving_options.h); the port
+  // defaults to 8445.
+  kube::SecureServingOptions serving;
+  // An object not written for this long is removed; watchers see DELETED. Default: 5m
+  Duration object_ttl = std::chrono::minutes(5);
+  // Store events kept so that watches resume from a recent resourceVersion (older ones get
+  // 410 Expired and list again). Default: 100000
+  int64_t watch_history = 100000;
+  // A watch's length when the client does not ask (timeoutSeconds), and the longest one it
+  // may ask for. Default: 30m, 1h
+  Duration watch_timeout = std::chrono::minutes(30);
+  Duration max_watch_timeout = std::chrono::hours(1);
+  // Log verbosity. Default: 0
+  int64_t verbosity = 0;
+
+  void RegisterFlags(FlagSet& flags);
+  [[nodiscard]] absl::Status Validate() const;
+
+  ApiServerOptions ApiOptions() const;
+  MemoryStoreOptions StoreOptions() const;
+};
+
+}  // namespace kubestat::apiserver
+
+#endif  // KUBESTAT_APISERVER_OPTIONS_H_

@@ -1,0 +1,310 @@
+// kubestat-apiserver's API over real loopback HTTP with the in-memory store: writes (PUT,
+// POST, DELETE, the bulk write), validation, reads in every group-version, watches (initial
+// events, resume, 410), expiry by TTL on a fake clock, and access per resource and verb.
+#include "kubestat/apiserver/api_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/plain_server_options.h"
+#include "http/raw_client.h"
+#include "kubestat/apiserver/memory_store.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/http/client.h"
+#include "kubestat/kube/access_rules.h"
+#include "kubestat/kube/authenticator.h"
+#include "kubestat/kube/authorizer.h"
+#include "kubestat/metrics_api/parse.h"
+#include "kubestat/metrics_api/render.h"
+#include "kubestat/metrics_api/write_batch.h"
+#include "prometheus/registry.h"
+#include "support/metrics_objects.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
+
+namespace kubestat::apiserver {
+namespace {
+
+using kubestat::testing::MakeStandardCluster;
+using kubestat::testing::StandardCluster;
+using metrics_api::GroupVersion;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr char kRules[] = R"(rules:
+- users: [writer]
+  verbs: [get, list, watch, create, update, delete]
+  apiGroups: [metrics, metrics.k8s.io]
+  resources: [nodes, pods, writes]
+- users: [pod-reader]
+  verbs: [get, list, watch]
+  apiGroups: [metrics.k8s.io]
+  resources: [pods]
+- users: [writer]
+  verbs: [get]
+  nonResourceURLs: [/api, /apis, /apis/*]
+)";
+
+std::string NodeJson(const metrics_api::NodeMetrics& node) {
+  return *metrics_api::RenderNode(node, {GroupVersion::kV1alpha1, {}, 0});
+}
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string tokens = dir_.File("tokens.csv");
+    std::ofstream(tokens) << "writer-token,writer,1\npod-reader-token,pod-reader,2\n";
+    kube::AuthenticatorOptions authn;
+    authn.token_auth_file = tokens;
+    authenticator_ = *kube::Authenticator::Create(authn, clock_, nullptr);
+    authorizer_ =
+        *kube::Authorizer::Create(kube::AuthorizerOptions{},
+                                  *kube::AccessRules::Parse(kRules, "rules.yaml"), clock_, nullptr);
+    ApiServerOptions options;
+    options.server = http::PlainOptions();
+    options.server.limits.max_body_bytes = ApiServerOptions::SecureDefaults().limits.max_body_bytes;
+    options.object_ttl = std::chrono::minutes(5);
+    options.sweep_interval = std::chrono::hours(1);  // the test sweeps
+    server_ =
+        std::make_unique<ApiServer>(options, store_, registry_, clock_,
+                                    kube::AccessGate("apiserver", {"/healthz", "/livez", "/readyz"},
+                                                     authenticator_.get(), authorizer_.get()));
+    ASSERT_TRUE(server_->Start().ok());
+    http::ClientOptions client;
+    client.base_url = server_->BaseUrl();
+    client_ = *http::Client::Create(client, clock_);
+  }
+
+  http::ClientResponse Send(std::string method, std::string path, std::string body = "",
+                            std::string token = "writer-token") {
+    http::ClientRequest request;
+    request.method = std::move(method);
+    request.path_and_query = std::move(path);
+    request.body = std::move(body);
+    if (!token.empty()) request.headers.push_back({"Authorization", "Bearer " + token});
+    absl::StatusOr<http::ClientResponse> response = client_->Do(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.value_or(http::ClientResponse{});
+  }
+
+  // The first `count` lines of a watch of `path_and_query` (started before `then` runs).
+  std::vector<std::string> WatchLines(const std::string& path_and_query, size_t count,
+                                      const std::function<void()>& then = {}) {
+    std::vector<std::string> lines;
+    std::string pending;
+    std::atomic<bool> open = false;
+    std::thread watcher([&] {
+      http::ClientRequest request;
+      request.path_and_query = path_and_query;
+      request.headers.push_back({"Authorization", "Bearer writer-token"});
+      int code = 0;
+      std::string error;
+      absl::Status s = client_->Stream(
+          request, std::chrono::seconds(30),
+          [&](std::string_view chunk) {
+            open = true;
+            pending.append(chunk);
+            for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+              lines.push_back(pending.substr(0, nl));
+              pending.erase(0, nl + 1);
+            }
+            return lines.size() < count;
+          },
+          &code, &error);
+      EXPECT_TRUE(s.ok()) << s;
+    });
+    if (then) {
+      EXPECT_TRUE(kubestat::testing::PollUntil([&] { return server_->watchers() > 0; },
+                                               std::chrono::seconds(20)));
+      then();
+    }
+    watcher.join();
+    return lines;
+  }
+
+  kubestat::testing::TempDir dir_;
+  FakeClock clock_;
+  prometheus::Registry registry_;
+  MemoryStore store_{MemoryStoreOptions{.history_events = 4}, clock_};
+  std::unique_ptr<kube::Authenticator> authenticator_;
+  std::unique_ptr<kube::Authorizer> authorizer_;
+  std::unique_ptr<ApiServer> server_;
+  std::unique_ptr<http::Client> client_;
+  StandardCluster cluster_ = MakeStandardCluster();
+};
+
+TEST_F(ApiServerTest, PutCreatesThenReplacesAndEveryGroupVersionReadsIt) {
+  const std::string path = "/apis/metrics/v1alpha1/nodes/node-1";
+  http::ClientResponse created = Send("PUT", path, NodeJson(cluster_.nodes[0]));
+  EXPECT_EQ(created.code, 201) << created.body;
+  EXPECT_THAT(created.body, HasSubstr(R"("name":"node-1","resourceVersion":"1")"));
+  http::ClientResponse replaced = Send("PUT", path, NodeJson(cluster_.nodes[0]));
+  EXPECT_EQ(replaced.code, 200) << replaced.body;
+  EXPECT_THAT(replaced.body, HasSubstr(R"("resourceVersion":"2")"));
+  http::ClientResponse alpha = Send("GET", path);
+  ASSERT_EQ(alpha.code, 200);
+  absl::StatusOr<metrics_api::Parsed<metrics_api::NodeMetrics>> back =
+      metrics_api::ParseNodeMetrics(alpha.body);
+  ASSERT_TRUE(back.ok()) << back.status();
+  back->object.resource_version.clear();
+  EXPECT_EQ(back->object, cluster_.nodes[0]);
+  http::ClientResponse beta = Send("GET", "/apis/metrics.k8s.io/v1beta1/nodes");
+  EXPECT_THAT(beta.body, HasSubstr(R"("metadata":{"resourceVersion":"2"},"items":[)"));
+  EXPECT_THAT(beta.body, HasSubstr(R"("usage":{"cpu":"120m","memory":"302Mi"})"));
+  EXPECT_EQ(Send("GET", "/apis/metrics.k8s.io/v1/nodes/node-9").code, 404);
+}
+
+TEST_F(ApiServerTest, PostConflictsDeleteRemovesAndMetricsK8sIoIsReadOnly) {
+  const std::string pods = "/apis/metrics/v1alpha1/namespaces/shop/pods";
+  const std::string pod =
+      *metrics_api::RenderPod(cluster_.pods[1], {GroupVersion::kV1alpha1, {}, 0});
+  EXPECT_EQ(Send("POST", pods, pod).code, 201);
+  http::ClientResponse again = Send("POST", pods, pod);
+  EXPECT_EQ(again.code, 409);
+  EXPECT_THAT(again.body, HasSubstr(R"("reason":"AlreadyExists")"));
+  EXPECT_EQ(Send("POST", "/apis/metrics/v1alpha1/namespaces/other/pods", pod).code, 400);
+  EXPECT_EQ(Send("PUT", "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/db-0", pod).code, 405);
+  EXPECT_EQ(Send("DELETE", pods + "/db-0").code, 200);
+  EXPECT_EQ(Send("DELETE", pods + "/db-0").code, 404);
+  EXPECT_EQ(Send("GET", pods + "/db-0").code, 404);
+}
+
+TEST_F(ApiServerTest, InvalidBodiesAre422NamingTheFieldAndNothingIsStored) {
+  metrics_api::NodeMetrics bad = cluster_.nodes[0];
+  bad.name = "Node_1";
+  http::ClientResponse named = Send("PUT", "/apis/metrics/v1alpha1/nodes/Node_1", NodeJson(bad));
+  EXPECT_EQ(named.code, 422) << named.body;
+  EXPECT_THAT(named.body, HasSubstr(R"("field":"metadata.name")"));
+  http::ClientResponse quantity =
+      Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1",
+           R"({"kind":"NodeMetrics","apiVersion":"metrics/v1alpha1","metadata":{"name":"node-1"},)"
+           R"("machine":{"1m":{"endtime":"2026-11-21T10:00:10Z","mean":{"cpu":"lots"},"max":{},)"
+           R"("95th":{},"min":{},"50th":{},"99th":{}}}})");
+  EXPECT_EQ(quantity.code, 422);
+  EXPECT_THAT(quantity.body, HasSubstr(R"("field":"machine[\"1m\"].mean.cpu")"));
+  EXPECT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-2", NodeJson(cluster_.nodes[0])).code,
+            400);  // the body names node-1
+  // A body over 3 MiB is refused from its Content-Length, before it is read.
+  kubestat::testing::RawClient raw(server_->port());
+  ASSERT_TRUE(
+      raw.Send("PUT /apis/metrics/v1alpha1/nodes/node-1 HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer writer-token\r\nContent-Type: application/json\r\n"
+               "Content-Length: 3145729\r\n\r\n{"));
+  EXPECT_EQ(raw.Read().code, 413);
+  EXPECT_EQ(store_.Revision(), 0u);
+}
+
+TEST_F(ApiServerTest, ABulkWriteIsOneRevisionAndABadItemRefusesTheWholeBatch) {
+  metrics_api::WriteBatch batch;
+  for (const metrics_api::NodeMetrics& node : cluster_.nodes) {
+    metrics_api::WriteItem item;
+    item.node = node;
+    batch.items.push_back(item);
+  }
+  for (metrics_api::PodMetrics pod : cluster_.pods) {
+    pod.node_name.clear();
+    metrics_api::WriteItem item;
+    item.resource = metrics_api::Resource::kPods;
+    item.pod = pod;
+    batch.items.push_back(item);
+  }
+  metrics_api::WriteItem gone;
+  gone.op = metrics_api::WriteItem::Op::kDelete;
+  gone.name = "node-gone";
+  batch.items.push_back(gone);
+  http::ClientResponse applied =
+      Send("POST", std::string(metrics_api::kWriteBatchPath), metrics_api::RenderWriteBatch(batch));
+  ASSERT_EQ(applied.code, 200) << applied.body;
+  EXPECT_EQ(applied.body, metrics_api::RenderWriteBatchResult(1, 8));
+  http::ClientResponse pods = Send("GET", "/apis/metrics/v1alpha1/pods?limit=3");
+  EXPECT_THAT(pods.body, HasSubstr(R"("metadata":{"resourceVersion":"1","continue":")"));
+  batch.items[0].node.name = "BAD";
+  http::ClientResponse refused =
+      Send("POST", std::string(metrics_api::kWriteBatchPath), metrics_api::RenderWriteBatch(batch));
+  EXPECT_EQ(refused.code, 422);
+  EXPECT_THAT(refused.body, HasSubstr(R"("field":"items[0].object.metadata.name")"));
+  EXPECT_EQ(store_.Revision(), 1u);
+}
+
+TEST_F(ApiServerTest, AWatchListGetsTheObjectsTheEndBookmarkThenChangesInOrder) {
+  ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
+            201);
+  const std::vector<std::string> lines = WatchLines(
+      "/apis/metrics/v1alpha1/nodes?watch=1&sendInitialEvents=true&allowWatchBookmarks=true", 4,
+      [&] {
+        EXPECT_EQ(
+            Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
+            200);
+        EXPECT_EQ(Send("DELETE", "/apis/metrics/v1alpha1/nodes/node-1").code, 200);
+      });
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[0], StartsWith(R"({"type":"ADDED","object":{"kind":"NodeMetrics")"));
+  EXPECT_THAT(lines[1], HasSubstr(R"("type":"BOOKMARK")"));
+  EXPECT_THAT(
+      lines[1],
+      HasSubstr(R"("resourceVersion":"1","annotations":{"k8s.io/initial-events-end":"true"})"));
+  EXPECT_THAT(lines[2], StartsWith(R"({"type":"MODIFIED")"));
+  EXPECT_THAT(lines[2], HasSubstr(R"("resourceVersion":"2")"));
+  EXPECT_THAT(lines[3], StartsWith(R"({"type":"DELETED")"));
+  EXPECT_THAT(lines[3], HasSubstr(R"("resourceVersion":"3")"));
+}
+
+TEST_F(ApiServerTest, AWatchResumesAfterItsVersionAndATooOldOneIsExpired) {
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
+              i == 0 ? 201 : 200);
+  }
+  // Revisions 1..6; the store keeps the last 4 events (3..6).
+  const std::vector<std::string> resumed =
+      WatchLines("/apis/metrics.k8s.io/v1beta1/nodes?watch=1&resourceVersion=4", 2);
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_THAT(resumed[0], HasSubstr(R"("resourceVersion":"5")"));
+  EXPECT_THAT(resumed[0], HasSubstr(R"("apiVersion":"metrics.k8s.io/v1beta1")"));
+  EXPECT_THAT(resumed[1], HasSubstr(R"("resourceVersion":"6")"));
+  const std::vector<std::string> expired =
+      WatchLines("/apis/metrics/v1alpha1/nodes?watch=1&resourceVersion=1", 1);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_THAT(expired[0], StartsWith(R"({"type":"ERROR","object":{"kind":"Status")"));
+  EXPECT_THAT(expired[0], HasSubstr(R"("reason":"Expired")"));
+  EXPECT_THAT(expired[0], HasSubstr(R"("code":410)"));
+}
+
+TEST_F(ApiServerTest, AnObjectNotWrittenWithinTheTtlIsRemovedAtTheSweep) {
+  ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
+            201);
+  clock_.Advance(std::chrono::minutes(3));
+  ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-2", NodeJson(cluster_.nodes[1])).code,
+            201);
+  clock_.Advance(std::chrono::minutes(3));  // node-1 is 6 minutes old, node-2 3
+  server_->Sweep();
+  EXPECT_EQ(Send("GET", "/apis/metrics/v1alpha1/nodes/node-1").code, 404);
+  EXPECT_EQ(Send("GET", "/apis/metrics/v1alpha1/nodes/node-2").code, 200);
+}
+
+TEST_F(ApiServerTest, AccessIsPerResourceAndVerb) {
+  EXPECT_EQ(Send("GET", "/apis/metrics.k8s.io/v1beta1/pods", "", "").code, 401);
+  EXPECT_EQ(Send("GET", "/apis/metrics.k8s.io/v1beta1/pods", "", "pod-reader-token").code, 200);
+  EXPECT_EQ(Send("GET", "/apis/metrics.k8s.io/v1beta1/nodes", "", "pod-reader-token").code, 403);
+  EXPECT_EQ(Send("POST", std::string(metrics_api::kWriteBatchPath),
+                 metrics_api::RenderWriteBatch({}), "pod-reader-token")
+                .code,
+            403);
+  EXPECT_EQ(Send("GET", "/readyz", "", "").code, 200);
+}
+
+TEST_F(ApiServerTest, DiscoveryNamesTheVerbsOfEachGroupVersion) {
+  EXPECT_THAT(Send("GET", "/apis/metrics/v1alpha1").body,
+              HasSubstr(R"("verbs":["get","list","watch","create","update","delete"])"));
+  EXPECT_THAT(Send("GET", "/apis/metrics.k8s.io/v1").body,
+              HasSubstr(R"("verbs":["get","list","watch"])"));
+}
+
+}  // namespace
+}  // namespace kubestat::apiserver
