@@ -1,0 +1,312 @@
+// The secondary API server end to end, as real processes on loopback: kubestat-sim (the fake
+// kube-apiserver proxies metrics.k8s.io to kubestat-apiserver with its front-proxy
+// certificate) → kubestat-aggregator → kubestat-bridge (gRPC Watch, bulk writes) →
+// kubestat-apiserver, read by kubectl through the sim's front door and directly by curl.
+// Checks that the apiserver holds the aggregator's objects, that a reader allowed only pods
+// is refused nodes, that a token without the push permission is refused and counted, and
+// that a restarted bridge and a restarted apiserver converge again.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "support/files.h"
+#include "support/net.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
+
+namespace kubestat {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FindOnPath;
+using testing::FreeLoopbackPort;
+using testing::HttpsGetReply;
+using testing::PollUntil;
+using testing::Process;
+using testing::ReadAll;
+using testing::RunResult;
+using testing::TempDir;
+
+constexpr char kUsers[] = R"(users:
+- name: admin
+  token: admin-token
+  groups: [system:masters]
+- name: kubestat-aggregator
+  token: aggregator-token
+  groups: [kubestat:aggregators]
+rules:
+- groups: [kubestat:aggregators]
+  verbs: [get, list, watch]
+  apiGroups: [""]
+  resources: [nodes, pods]
+- groups: [kubestat:aggregators]
+  verbs: [create]
+  apiGroups: [authentication.k8s.io, authorization.k8s.io]
+  resources: [tokenreviews, subjectaccessreviews]
+- groups: [system:authenticated]
+  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
+  verbs: [get]
+)";
+
+// The bridge reads the aggregator and writes the apiserver; pod-reader reads pods only;
+// the stranger may read but not write.
+constexpr char kTokens[] =
+    "bridge-token,kubestat-bridge,10\npod-reader-token,pod-reader,11\nstranger-token,stranger,12\n";
+constexpr char kAggregatorRules[] = R"(rules:
+- users: [kubestat-bridge]
+  verbs: [list, watch]
+  apiGroups: [metrics.k8s.io, metrics]
+  resources: [nodes, pods]
+)";
+constexpr char kApiserverRules[] = R"(rules:
+- users: [kubestat-bridge]
+  verbs: [get, list, create, update, delete]
+  apiGroups: [metrics]
+  resources: [nodes, pods, writes]
+- users: [pod-reader]
+  verbs: [get, list, watch]
+  apiGroups: [metrics, metrics.k8s.io]
+  resources: [pods]
+- users: [stranger]
+  verbs: [get, list]
+  apiGroups: [metrics]
+  resources: [nodes, pods]
+- users: [kubestat-bridge, stranger]
+  verbs: [get]
+  nonResourceURLs: [/metrics]
+)";
+
+// The names in a list document ("name":"..." right after "metadata":{).
+std::set<std::string> Names(const std::string& list) {
+  std::set<std::string> names;
+  const std::string key = R"("metadata":{"name":")";
+  for (size_t at = list.find(key); at != std::string::npos; at = list.find(key, at + 1)) {
+    const size_t start = at + key.size();
+    names.insert(list.substr(start, list.find('"', start) - start));
+  }
+  return names;
+}
+
+class BridgeApiserverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::optional<std::string> kubectl = FindOnPath("kubectl");
+    if (!kubectl) GTEST_SKIP() << "kubectl is not installed; skipping";
+    kubectl_ = *kubectl;
+    const fs::path root = dir_.path();
+    aggregator_port_ = FreeLoopbackPort();
+    grpc_port_ = FreeLoopbackPort();
+    apiserver_port_ = FreeLoopbackPort();
+    bridge_port_ = FreeLoopbackPort();
+    std::ofstream(root / "users.yaml") << kUsers;
+    std::ofstream(root / "tokens.csv") << kTokens;
+    std::ofstream(root / "aggregator-rules.yaml") << kAggregatorRules;
+    std::ofstream(root / "apiserver-rules.yaml") << kApiserverRules;
+    std::ofstream(root / "bridge.token") << "bridge-token\n";
+    fs::create_directories(root / "kubeconfigs");
+    sim_ = std::make_unique<Process>(
+        KUBESTAT_SIM_BINARY,
+        std::vector<std::string>{
+            "--nodes=3", "--pods-per-node=5", "--seed=9", "--kubelet-address-mode=ports",
+            "--kubelet-port=0", "--users-file=" + (root / "users.yaml").string(), "--apiserver-tls",
+            "--tls-dir=" + (root / "sim-tls").string(),
+            "--kubeconfig-dir=" + (root / "kubeconfigs").string(),
+            "--metrics-backend=https://127.0.0.1:" + std::to_string(apiserver_port_),
+            "--metrics-backend-ca-file=" + (root / "apiserver-certs" / "apiserver.crt").string(),
+            "--no-authorize-proxied-requests"},
+        root / "sim.log");
+    ASSERT_TRUE(
+        PollUntil([&] { return ReadAll(root / "sim.log").find("READY") != std::string::npos; },
+                  std::chrono::seconds(60)))
+        << ReadAll(root / "sim.log");
+    aggregator_ = std::make_unique<Process>(
+        KUBESTAT_AGGREGATOR_BINARY,
+        std::vector<std::string>{
+            "--kubeconfig=" + (root / "kubeconfigs" / "kubestat-aggregator.kubeconfig").string(),
+            "--kubelet-scheme=http", "--kubelet-preferred-address-types=InternalIP",
+            "--kubelet-use-node-status-port", "--metric-resolution=2s", "--kubelet-timeout=1s",
+            "--listen-address=127.0.0.1", "--secure-port=" + std::to_string(aggregator_port_),
+            "--cert-dir=" + (root / "aggregator-certs").string(),
+            "--token-auth-file=" + (root / "tokens.csv").string(),
+            "--authorization-rules-file=" + (root / "aggregator-rules.yaml").string(),
+            "--grpc-address=127.0.0.1", "--grpc-port=" + std::to_string(grpc_port_),
+            "--storage-dir=" + (root / "store").string()},
+        root / "aggregator.log");
+    StartApiserver();
+    StartBridge();
+    // Ready once kubectl, through the sim's front door, sees every node with figures.
+    ASSERT_TRUE(PollUntil(
+        [&] {
+          RunResult top = Kubectl({"top", "node", "--no-headers"});
+          return top.exit_code == 0 && Lines(top.output) == 3;
+        },
+        std::chrono::seconds(90)))
+        << Kubectl({"top", "node"}).output << "\nbridge log:\n"
+        << ReadAll(root / "bridge.log") << "\napiserver log:\n"
+        << ReadAll(root / "apiserver.log");
+  }
+
+  void StartApiserver() {
+    const fs::path root = dir_.path();
+    const std::string kubeconfig =
+        (root / "kubeconfigs" / "kubestat-aggregator.kubeconfig").string();
+    apiserver_ = std::make_unique<Process>(
+        KUBESTAT_APISERVER_BINARY,
+        std::vector<std::string>{
+            "--listen-address=127.0.0.1", "--secure-port=" + std::to_string(apiserver_port_),
+            "--cert-dir=" + (root / "apiserver-certs").string(),
+            "--token-auth-file=" + (root / "tokens.csv").string(),
+            "--authorization-rules-file=" + (root / "apiserver-rules.yaml").string(),
+            "--requestheader-client-ca-file=" + (root / "sim-tls" / "front-proxy-ca.crt").string(),
+            "--requestheader-allowed-names=front-proxy-client",
+            // Users of the cluster (kubectl's) are the cluster's to review.
+            "--authentication-kubeconfig=" + kubeconfig,
+            "--authorization-kubeconfig=" + kubeconfig},
+        root / "apiserver.log");
+    // The bridge reads the apiserver's self-signed certificate as its CA: wait for it.
+    ASSERT_TRUE(PollUntil(
+        [&] { return ReadAll(root / "apiserver.log").find("serving on") != std::string::npos; },
+        std::chrono::seconds(30)))
+        << ReadAll(root / "apiserver.log");
+  }
+
+  void StartBridge() {
+    const fs::path root = dir_.path();
+    bridge_ = std::make_unique<Process>(
+        KUBESTAT_BRIDGE_BINARY,
+        std::vector<std::string>{
+            "--aggregator-address=127.0.0.1:" + std::to_string(grpc_port_),
+            "--aggregator-token-file=" + (root / "bridge.token").string(),
+            "--apiserver-url=https://127.0.0.1:" + std::to_string(apiserver_port_),
+            "--apiserver-ca-file=" + (root / "apiserver-certs" / "apiserver.crt").string(),
+            "--apiserver-token-file=" + (root / "bridge.token").string(),
+            "--listen-address=127.0.0.1", "--secure-port=" + std::to_string(bridge_port_),
+            "--cert-dir=" + (root / "bridge-certs").string(),
+            "--token-auth-file=" + (root / "tokens.csv").string(),
+            "--authorization-rules-file=" + (root / "apiserver-rules.yaml").string(),
+            "--retry-base=100ms", "--retry-max=1s"},
+        root / "bridge.log");
+  }
+
+  RunResult Kubectl(std::vector<std::string> args) {
+    args.insert(args.begin(),
+                "--kubeconfig=" + (dir_.path() / "kubeconfigs" / "admin.kubeconfig").string());
+    args.push_back("--request-timeout=20s");
+    return testing::Run(kubectl_, args, dir_.path() / "kubectl.log", std::chrono::seconds(60));
+  }
+
+  // A GET of the apiserver with `token`; the body of a 200, else "".
+  std::string Apiserver(const std::string& path, const std::string& token = "pod-reader-token") {
+    std::optional<testing::HttpReply> reply = HttpsGetReply(apiserver_port_, path, token);
+    return reply && reply->code == 200 ? reply->body : "";
+  }
+
+  // The apiserver's denied authorization decisions, from every source.
+  double Denied() {
+    std::optional<testing::HttpReply> metrics =
+        HttpsGetReply(apiserver_port_, "/metrics", "stranger-token");
+    if (!metrics || metrics->code != 200) return -1;
+    double total = 0;
+    for (const char* source :
+         {"always_allow_path", "rules_file", "subject_access_review", "default"}) {
+      const double v = testing::MetricValue(
+          metrics->body,
+          std::string(R"(kubestat_authorization_decisions_total{decision="deny",source=")") +
+              source + "\"}");
+      if (v > 0) total += v;
+    }
+    return total;
+  }
+
+  static int Lines(const std::string& text) {
+    int lines = 0;
+    for (char c : text) lines += c == '\n';
+    return lines;
+  }
+
+  TempDir dir_{"kubestat-bridge"};
+  std::string kubectl_;
+  int aggregator_port_ = 0;
+  int grpc_port_ = 0;
+  int apiserver_port_ = 0;
+  int bridge_port_ = 0;
+  std::unique_ptr<Process> sim_;
+  std::unique_ptr<Process> aggregator_;
+  std::unique_ptr<Process> apiserver_;
+  std::unique_ptr<Process> bridge_;
+};
+
+TEST_F(BridgeApiserverTest, TheApiserverHoldsTheAggregatorsObjectsForKubectlAndCurl) {
+  // The same pods as the aggregator serves (the bridge pushes every round's changes).
+  std::optional<testing::HttpReply> aggregated =
+      HttpsGetReply(aggregator_port_, "/apis/metrics.k8s.io/v1beta1/pods", "bridge-token");
+  ASSERT_TRUE(aggregated && aggregated->code == 200);
+  const std::set<std::string> pods = Names(aggregated->body);
+  ASSERT_GE(pods.size(), 15u);  // 3 nodes x 5 workload pods, and the nodes' system pods
+  EXPECT_TRUE(
+      PollUntil([&] { return Names(Apiserver("/apis/metrics.k8s.io/v1beta1/pods")) == pods; },
+                std::chrono::seconds(20)));
+  RunResult top = Kubectl({"top", "pod", "-A", "--no-headers"});
+  EXPECT_EQ(top.exit_code, 0) << top.output;
+  EXPECT_EQ(static_cast<size_t>(Lines(top.output)), pods.size()) << top.output;
+  // kubectl get --raw through the front door, every group-version.
+  for (const char* path : {"/apis/metrics.k8s.io/v1/nodes", "/apis/metrics.k8s.io/v1beta1/pods",
+                           "/apis/metrics/v1alpha1/nodes?limit=1"}) {
+    RunResult raw = Kubectl({"get", "--raw", path});
+    EXPECT_EQ(raw.exit_code, 0) << path << ": " << raw.output;
+    EXPECT_NE(raw.output.find("\"resourceVersion\""), std::string::npos) << raw.output;
+  }
+}
+
+TEST_F(BridgeApiserverTest, ReadersAndWritersAreAuthorizedApart) {
+  std::optional<testing::HttpReply> nodes =
+      HttpsGetReply(apiserver_port_, "/apis/metrics.k8s.io/v1beta1/nodes", "pod-reader-token");
+  ASSERT_TRUE(nodes);
+  EXPECT_EQ(nodes->code, 403) << nodes->body;
+  EXPECT_FALSE(Apiserver("/apis/metrics.k8s.io/v1beta1/pods").empty());
+  // A token without the push permission: the write is refused and counted.
+  const double denied_before = Denied();
+  RunResult refused = testing::Run(
+      "/usr/bin/curl",
+      {"-sk", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H",
+       "Authorization: Bearer stranger-token", "-H", "Content-Type: application/json", "--data",
+       R"({"kind":"WriteBatch","apiVersion":"metrics/v1alpha1","items":[]})",
+       "https://127.0.0.1:" + std::to_string(apiserver_port_) + "/apis/metrics/v1alpha1/writes"},
+      dir_.path() / "curl.log", std::chrono::seconds(30));
+  EXPECT_EQ(refused.output, "403");
+  EXPECT_EQ(Denied(), denied_before + 1);
+  std::optional<testing::HttpReply> metrics =
+      HttpsGetReply(apiserver_port_, "/metrics", "stranger-token");
+  ASSERT_TRUE(metrics && metrics->code == 200);
+  EXPECT_NE(metrics->body.find("kubestat_apiserver_writes_total{code=\"200\",operation=\"batch\"}"),
+            std::string::npos)
+      << metrics->body.substr(0, 2000);
+}
+
+TEST_F(BridgeApiserverTest, ARestartedApiserverAndARestartedBridgeConvergeAgain) {
+  const size_t pods = Names(Apiserver("/apis/metrics.k8s.io/v1beta1/pods")).size();
+  ASSERT_GE(pods, 15u);
+  apiserver_.reset();  // SIGTERM: every object it held is gone
+  EXPECT_TRUE(Apiserver("/apis/metrics.k8s.io/v1beta1/pods").empty());
+  StartApiserver();
+  EXPECT_TRUE(PollUntil(
+      [&] { return Names(Apiserver("/apis/metrics.k8s.io/v1beta1/pods")).size() == pods; },
+      std::chrono::seconds(30)))
+      << ReadAll(dir_.path() / "bridge.log");
+  bridge_.reset();
+  StartBridge();
+  EXPECT_TRUE(PollUntil(
+      [&] { return ReadAll(dir_.path() / "bridge.log").find("resync:") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << ReadAll(dir_.path() / "bridge.log");
+  EXPECT_EQ(Names(Apiserver("/apis/metrics.k8s.io/v1beta1/pods")).size(), pods);
+}
+
+}  // namespace
+}  // namespace kubestat
