@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs kubestat on a simulated cluster on this machine: installs what is missing, builds
-# kubestat-sim and kubestat-aggregator, starts both on loopback over HTTPS (the simulated
-# kube-apiserver proxies the metrics APIs to the aggregator, as the aggregation layer does,
-# so kubectl top works), waits until the aggregator is ready, prints the URLs and commands
-# to try, then each scrape round's summary. Ctrl-C stops everything.
+# kubestat-sim, kubestat-aggregator, kubestat-apiserver and kubestat-bridge, starts them on
+# loopback over HTTPS (the simulated kube-apiserver proxies the metrics APIs to the
+# aggregator, as the aggregation layer does, so kubectl top works; the bridge follows the
+# aggregator's gRPC watch and pushes every object into the secondary API server), waits
+# until both servers answer, prints the URLs and commands to try, then each scrape round's
+# summary. Ctrl-C stops everything.
 #
 #   scripts/demo.sh [--nodes N] [--pods-per-node N] [--faults node-0003=timeout,...]
 #                   [--resolution 10s] [--kubelet-timeout 5s] [--port 8443] [--grpc-port 8081]
+#                   [--apiserver-port 8445]
 # (the kubelet timeout must be shorter than the resolution)
 set -euo pipefail
 
@@ -19,6 +22,7 @@ resolution=10s
 timeout=5s
 port=8443
 grpc_port=8081
+apiserver_port=8445
 while (($#)); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -35,7 +39,9 @@ while (($#)); do
     --port=*) port="${1#*=}"; shift ;;
     --grpc-port) grpc_port="$2"; shift 2 ;;
     --grpc-port=*) grpc_port="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --apiserver-port) apiserver_port="$2"; shift 2 ;;
+    --apiserver-port=*) apiserver_port="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "demo: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,18 +50,21 @@ done
 # The test script shares this build directory: configure it as it does, so neither undoes
 # the other's cache (only the targets built differ).
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target kubestat-sim kubestat-aggregator
+cmake --build "$build" -j"$(nproc)" --target kubestat-sim kubestat-aggregator kubestat-apiserver \
+  kubestat-bridge
 
 work="$(mktemp -d -t kubestat-demo-XXXXXX)"
 sim_pid=""
 agg_pid=""
+apiserver_pid=""
+bridge_pid=""
 tail_pid=""
 cleanup() {
   trap - INT TERM EXIT
-  for pid in "$tail_pid" "$agg_pid" "$sim_pid"; do
+  for pid in "$tail_pid" "$bridge_pid" "$apiserver_pid" "$agg_pid" "$sim_pid"; do
     if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid" 2>/dev/null || true; fi
   done
-  for pid in "$agg_pid" "$sim_pid"; do
+  for pid in "$bridge_pid" "$apiserver_pid" "$agg_pid" "$sim_pid"; do
     if [[ -n "$pid" ]]; then
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$pid" 2>/dev/null || true
@@ -72,7 +81,9 @@ umask 077
 admin_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 aggregator_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 viewer_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+bridge_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 printf '%s\n' "$admin_token" >"$work/admin.token"
+printf '%s\n' "$bridge_token" >"$work/bridge.token"
 cat >"$work/users.yaml" <<EOF
 users:
 - name: admin
@@ -84,7 +95,14 @@ users:
 - name: viewer
   token: $viewer_token
   groups: [shop-viewers]
+- name: kubestat-bridge
+  token: $bridge_token
+  groups: [kubestat:bridges]
 rules:
+- groups: [kubestat:bridges]
+  verbs: [get, list, watch, create, update, delete]
+  apiGroups: [metrics, metrics.k8s.io]
+  resources: [nodes, pods, writes]
 - groups: [kubestat:aggregators]
   verbs: [get, list, watch]
   apiGroups: [""]
@@ -152,6 +170,33 @@ if ((!ready)); then
   cat "$work/aggregator.log" >&2
   exit 1
 fi
+# The secondary API server holds what the bridge pushes; it reviews tokens and permissions
+# with the cluster as the aggregator does. The bridge follows the aggregator's gRPC watch.
+"$build/apiserver/kubestat-apiserver" --listen-address=127.0.0.1 --secure-port="$apiserver_port" \
+  --cert-dir="$work/apiserver-certs" \
+  --authentication-kubeconfig="$agg_kubeconfig" --authorization-kubeconfig="$agg_kubeconfig" \
+  >"$work/apiserver.log" 2>&1 &
+apiserver_pid=$!
+for _ in $(seq 100); do
+  [[ -f "$work/apiserver-certs/apiserver.crt" ]] && grep -q "serving on" "$work/apiserver.log" && break
+  kill -0 "$apiserver_pid" 2>/dev/null || { cat "$work/apiserver.log"; exit 1; }
+  sleep 0.1
+done
+"$build/bridge/kubestat-bridge" --aggregator-address="127.0.0.1:$grpc_port" \
+  --aggregator-token-file="$work/bridge.token" \
+  --apiserver-url="https://127.0.0.1:$apiserver_port" \
+  --apiserver-ca-file="$work/apiserver-certs/apiserver.crt" \
+  --apiserver-token-file="$work/bridge.token" --listen-address=127.0.0.1 --secure-port=0 \
+  --cert-dir="$work/bridge-certs" \
+  --authentication-kubeconfig="$agg_kubeconfig" --authorization-kubeconfig="$agg_kubeconfig" \
+  >"$work/bridge.log" 2>&1 &
+bridge_pid=$!
+for _ in $(seq 300); do
+  grep -q "resync:" "$work/bridge.log" 2>/dev/null && break
+  kill -0 "$bridge_pid" 2>/dev/null || { cat "$work/bridge.log"; exit 1; }
+  sleep 0.1
+done
+
 # A namespace, app and tier to suggest, from the first pod served (cpu needs two scrapes, so
 # pods are served from round 2 on).
 ca="--cacert $work/aggregator-certs/apiserver.crt"
@@ -175,7 +220,8 @@ echo "  metrics    https://127.0.0.1:$port/metrics (needs a user allowed to get 
 echo "  health     https://127.0.0.1:$port/healthz  /livez  /readyz (open to probes)"
 echo "  store      $work/store"
 echo "  scrapes    $work/scrapes.jsonl (one JSON line per node scrape)"
-echo "  users      $work/users.yaml (admin, kubestat-aggregator, viewer: pods in shop only)"
+echo "  users      $work/users.yaml (admin, kubestat-aggregator, kubestat-bridge, viewer: pods in shop only)"
+echo "secondary API server (HTTPS on :$apiserver_port, fed by kubestat-bridge; logs apiserver.log, bridge.log):"
 echo
 echo "Try (in another terminal):"
 echo "  $kc top node"
@@ -188,6 +234,10 @@ echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/n
 echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/nodes/node-0000?pretty=true'"
 echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods?labelSelector=tier%3D$tier'"
 echo "  curl $ca 'https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes'   # 401: no token"
+aca="--cacert $work/apiserver-certs/apiserver.crt"
+echo "  curl $aca -H \"$bearer\" 'https://127.0.0.1:$apiserver_port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods'"
+echo "  curl $aca -H \"$bearer\" 'https://127.0.0.1:$apiserver_port/apis/metrics/v1alpha1/nodes?limit=5'"
+echo "  curl -N $aca -H \"$bearer\" 'https://127.0.0.1:$apiserver_port/apis/metrics/v1alpha1/namespaces/$ns/pods?watch=1'   # ADDED, then MODIFIED each round"
 echo
 echo "Ctrl-C stops everything. Scrape rounds:"
 tail -n +1 -F "$work/aggregator.log" &
