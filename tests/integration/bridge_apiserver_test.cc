@@ -5,8 +5,14 @@
 // Checks that the apiserver holds the aggregator's objects, that a reader allowed only pods
 // is refused nodes, that a token without the push permission is refused and counted, and
 // that a restarted bridge and a restarted apiserver converge again.
+
+// cpprestsdk's U() macro collides with GoogleTest's template parameters.
+#define _TURN_OFF_PLATFORM_STRING
+
+#include <cpprest/json.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -287,6 +293,84 @@ TEST_F(BridgeApiserverTest, ReadersAndWritersAreAuthorizedApart) {
   EXPECT_NE(metrics->body.find("kubestat_apiserver_writes_total{code=\"200\",operation=\"batch\"}"),
             std::string::npos)
       << metrics->body.substr(0, 2000);
+}
+
+// The official Kubernetes Python client (python3-kubernetes) watching the apiserver: the
+// namespace's pods ADDED first, a pod deleted meanwhile DELETED, every event in
+// resourceVersion order; then a watch resumed from the last version seen gets only later
+// events (no second list of ADDED).
+constexpr char kPythonWatch[] = R"(import json, sys
+from kubernetes import client, config, watch
+
+reader = client.CustomObjectsApi(config.new_client_from_config(config_file=sys.argv[1]))
+writer = client.CustomObjectsApi(config.new_client_from_config(config_file=sys.argv[2]))
+ns = sys.argv[3]
+out = {"first": [], "second": [], "victim": None}
+for ev in watch.Watch().stream(reader.list_namespaced_custom_object, "metrics", "v1alpha1", ns,
+                               "pods", timeout_seconds=4):
+    md = ev["object"]["metadata"]
+    out["first"].append([ev["type"], md["name"], int(md["resourceVersion"])])
+    if out["victim"] is None:
+        out["victim"] = md["name"]
+        writer.delete_namespaced_custom_object("metrics", "v1alpha1", ns, "pods", md["name"])
+last = out["first"][-1][2]
+for ev in watch.Watch().stream(reader.list_namespaced_custom_object, "metrics", "v1alpha1", ns,
+                               "pods", resource_version=str(last), timeout_seconds=3):
+    md = ev["object"]["metadata"]
+    out["second"].append([ev["type"], md["name"], int(md["resourceVersion"])])
+print(json.dumps(out))
+)";
+
+TEST_F(BridgeApiserverTest, TheOfficialPythonClientWatchesInOrderAndResumes) {
+  const fs::path python = "/usr/bin/python3";
+  RunResult probe = testing::Run(python.string(), {"-c", "import kubernetes"},
+                                 dir_.path() / "python-probe.log", std::chrono::seconds(60));
+  if (probe.exit_code != 0) GTEST_SKIP() << "python3-kubernetes is not installed; skipping";
+  const fs::path root = dir_.path();
+  const auto kubeconfig = [&](const std::string& user, const std::string& token) {
+    const fs::path path = root / (user + "-apiserver.kubeconfig");
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: apiserver\n"
+                        << "  cluster:\n    server: https://127.0.0.1:" << apiserver_port_
+                        << "\n    certificate-authority: "
+                        << (root / "apiserver-certs" / "apiserver.crt").string()
+                        << "\nusers:\n- name: " << user << "\n  user:\n    token: " << token
+                        << "\ncontexts:\n- name: c\n  context:\n    cluster: apiserver\n"
+                        << "    user: " << user << "\ncurrent-context: c\n";
+    return path.string();
+  };
+  const std::string reader = kubeconfig("pod-reader", "pod-reader-token");
+  const std::string writer = kubeconfig("kubestat-bridge", "bridge-token");
+  // The namespace of the first pod the apiserver holds.
+  const std::string pods = Apiserver("/apis/metrics.k8s.io/v1beta1/pods");
+  const std::string key = R"("namespace":")";
+  const size_t at = pods.find(key);
+  ASSERT_NE(at, std::string::npos) << pods;
+  const std::string ns =
+      pods.substr(at + key.size(), pods.find('"', at + key.size()) - at - key.size());
+  std::ofstream(root / "watch.py") << kPythonWatch;
+  RunResult run = testing::Run(python.string(), {(root / "watch.py").string(), reader, writer, ns},
+                               root / "python.log", std::chrono::seconds(120));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const web::json::value out = web::json::value::parse(run.output.substr(run.output.find('{')));
+  const std::string victim = out.at("victim").as_string();
+  const web::json::array& first = out.at("first").as_array();
+  ASSERT_GT(first.size(), 0u);
+  EXPECT_EQ(first.at(0).at(0).as_string(), "ADDED");
+  bool deleted = false;
+  int previous = 0;
+  for (const web::json::value& ev : first) {
+    const int rv = ev.at(2).as_integer();
+    EXPECT_GE(rv, previous) << run.output;
+    previous = std::max(previous, rv);
+    deleted = deleted || (ev.at(0).as_string() == "DELETED" && ev.at(1).as_string() == victim);
+  }
+  EXPECT_TRUE(deleted) << run.output;
+  const int last = first.at(first.size() - 1).at(2).as_integer();
+  const web::json::array& second = out.at("second").as_array();
+  EXPECT_GT(second.size(), 0u) << run.output;  // rounds keep modifying the pods
+  for (const web::json::value& ev : second) {
+    EXPECT_GT(ev.at(2).as_integer(), last) << run.output;
+  }
 }
 
 TEST_F(BridgeApiserverTest, ARestartedApiserverAndARestartedBridgeConvergeAgain) {
