@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The secondary API server under a whole cluster, as real processes on loopback:
+# kubestat-sim (NODES nodes × PODS pods) scraped by kubestat-aggregator every 10 s,
+# kubestat-bridge following its gRPC watch and pushing into kubestat-apiserver (memory
+# store). Measures, once every node is held by the apiserver:
+#   - push throughput: objects acknowledged per second by the apiserver (the bridge's
+#     kubestat_bridge_pushed_objects_total over DURATION),
+#   - end-to-end freshness: for every pod the apiserver serves, how old its newest sample is
+#     (now - the metrics.k8s.io timestamp), sampled every 2 s over DURATION: p50, p99, max,
+#   - LIST latency with wrk (bench/rest_load.lua): all nodes (v1beta1) at 20/s and one
+#     namespace's pods at 200/s,
+#   - watch fan-out: WATCHERS watches of every pod (curl -N) for DURATION: events received,
+#   - the apiserver's RSS and CPU, and its RSS per object held.
+#
+#   bench/apiserver_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [WATCHERS]
+set -euo pipefail
+
+build="${1:-build}"
+nodes="${2:-1000}"
+pods="${3:-30}"
+duration="${4:-30}"
+watchers="${5:-100}"
+here="$(cd "$(dirname "$0")" && pwd)"
+sim="$build/sim/kubestat-sim"
+agg="$build/aggregator/kubestat-aggregator"
+apiserver="$build/apiserver/kubestat-apiserver"
+bridge="$build/bridge/kubestat-bridge"
+for b in "$sim" "$agg" "$apiserver" "$bridge"; do
+  [[ -x "$b" ]] || { echo "build $b first" >&2; exit 1; }
+done
+source "$here/lib.sh"
+bench_init apiserver
+
+tenants=$((nodes * (pods - 2) / 30))
+((tenants > 0)) || tenants=1
+port=$(free_port)
+grpc_port=$(free_port)
+api_port=$(free_port)
+start_sim "$sim" --nodes="$nodes" --pods-per-node="$pods" --tenant-namespaces="$tenants"
+
+# One user reads and pushes everywhere (the figures are of the data path, not of access).
+bench_user loadtest '- users: [loadtest]' '  verbs: [get, list, watch, create, update, delete]' \
+  '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods, writes]' \
+  '- users: [loadtest]' '  verbs: [get]' '  nonResourceURLs: [/metrics]'
+printf '%s\n' "$token" >"$work/token"
+start_aggregator "$agg" "$port" --grpc-address=127.0.0.1 --grpc-port="$grpc_port"
+"$apiserver" --listen-address=127.0.0.1 --secure-port="$api_port" --cert-dir="$work/api-certs" \
+  --token-auth-file="$work/tokens.csv" --authorization-rules-file="$work/rules.yaml" \
+  >"$work/apiserver.log" 2>&1 &
+api_pid=$!
+pids+=("$api_pid")
+for _ in $(seq 100); do grep -q "serving on" "$work/apiserver.log" && break; sleep 0.1; done
+"$bridge" --aggregator-address="127.0.0.1:$grpc_port" --aggregator-token-file="$work/token" \
+  --apiserver-url="https://127.0.0.1:$api_port" --apiserver-ca-file="$work/api-certs/apiserver.crt" \
+  --apiserver-token-file="$work/token" --listen-address=127.0.0.1 --secure-port=0 \
+  --cert-dir="$work/bridge-certs" --token-auth-file="$work/tokens.csv" \
+  --authorization-rules-file="$work/rules.yaml" >"$work/bridge.log" 2>&1 &
+bridge_pid=$!
+pids+=("$bridge_pid")
+
+auth=(-H "Authorization: Bearer $token")
+api="https://127.0.0.1:$api_port"
+count() { curl -kfs "${auth[@]}" "$1" 2>/dev/null | grep -o "$2" | grep -c . || true; }
+echo "waiting for the apiserver to hold $nodes nodes' metrics ..."
+for _ in $(seq 900); do
+  n=$(count "$api/apis/metrics.k8s.io/v1beta1/nodes" '"name":"node-[0-9]*"')
+  [[ "$n" == "$nodes" ]] && break
+  sleep 1
+done
+[[ "$n" == "$nodes" ]] || { echo "only $n of $nodes nodes held"; tail "$work/bridge.log"; exit 1; }
+bridge_url=$(sed -n 's/.*serving \/metrics.* on \(https:[^ ]*\).*/\1/p' "$work/bridge.log" | head -1)
+pushed() {
+  curl -kfs "${auth[@]}" "$bridge_url/metrics" |
+    awk '/^kubestat_bridge_pushed_objects_total\{code="200"\}/ {print $2}'
+}
+
+echo "== push throughput and freshness over ${duration}s (pods served by the apiserver)"
+before=$(pushed)
+start=$(date +%s.%N)
+: >"$work/ages"
+end=$(($(date +%s) + duration))
+while (($(date +%s) < end)); do
+  curl -kfs "${auth[@]}" "$api/apis/metrics.k8s.io/v1beta1/pods" | python3 -c '
+import json, sys, time, datetime
+now = time.time()
+for item in json.load(sys.stdin)["items"]:
+    t = datetime.datetime.strptime(item["timestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+    print(round(now - t, 3))' >>"$work/ages"
+  sleep 2
+done
+after=$(pushed)
+elapsed=$(python3 -c "import time; print(time.time() - $start)")
+python3 - "$before" "$after" "$elapsed" "$work/ages" <<'EOF'
+import sys
+before, after, elapsed = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+ages = sorted(float(x) for x in open(sys.argv[4]) if x.strip())
+pick = lambda q: ages[min(len(ages) - 1, int(q * len(ages)))]
+print(f"push throughput: {(after - before) / elapsed:.0f} objects/s ({after - before:.0f} in {elapsed:.1f} s)")
+print(f"freshness over {len(ages)} pod samples: p50 {pick(0.5):.1f} s, p99 {pick(0.99):.1f} s, "
+      f"max {ages[-1]:.1f} s (sample age at the apiserver; whole-second timestamps)")
+EOF
+
+script="$here/rest_load.lua"
+namespace="$api/apis/metrics.k8s.io/v1beta1/namespaces/tenant-0007/pods"
+echo "== LIST all $nodes nodes, v1beta1, 20 req/s"
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "${duration}s" "$api/apis/metrics.k8s.io/v1beta1/nodes" -- 20 2
+echo "== LIST one namespace's pods (tenant-0007), v1beta1, 200 req/s"
+wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "${duration}s" "$namespace" -- 200 2
+
+echo "== watch fan-out: $watchers watches of every pod for ${duration}s"
+for ((i = 0; i < watchers; i++)); do
+  curl -kfsN "${auth[@]}" "$api/apis/metrics/v1alpha1/pods?watch=1&resourceVersion=$(
+    curl -kfs "${auth[@]}" "$api/apis/metrics/v1alpha1/pods?limit=1" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["resourceVersion"])')" \
+    -m "$duration" 2>/dev/null | wc -l >"$work/watch-$i" &
+done
+wait_for=$((duration + 5))
+sleep "$wait_for"
+total=$(cat "$work"/watch-* 2>/dev/null | awk '{s += $1} END {print s + 0}')
+echo "events received: $total by $watchers watchers in ${duration}s ($((total / duration)) events/s)"
+
+objects=$(curl -kfs "${auth[@]}" "$api/metrics" |
+  awk '/^kubestat_apiserver_objects\{/ {s += $2} END {print s + 0}')
+rss=$(awk '/VmRSS/ {print $2}' /proc/$api_pid/status)
+echo "== apiserver: $objects objects, RSS $rss KiB ($((rss * 1024 / (objects > 0 ? objects : 1))) bytes per object), CPU $(ps -o time= -p $api_pid)"
+echo "== bridge: RSS $(awk '/VmRSS/ {print $2, $3}' /proc/$bridge_pid/status), CPU $(ps -o time= -p $bridge_pid)"
+grep "round" "$work/aggregator.log" | tail -n 2
