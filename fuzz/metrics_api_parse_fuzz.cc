@@ -1,6 +1,6 @@
 // Fuzzes the metrics objects' JSON reader (what a server reads from a writer it does not
-// control): arbitrary bytes as a NodeMetrics and as a PodMetrics document. Whatever parses
-// must render again, and its metrics/v1alpha1 rendering must parse back to the same object
+// control): arbitrary bytes as a NodeMetrics, a PodMetrics and a WriteBatch document. Whatever
+// parses must render again, and its metrics/v1alpha1 rendering must parse back to the same object
 // modulo what the document cannot carry (checked by re-rendering).
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +10,7 @@
 
 #include "kubestat/metrics_api/parse.h"
 #include "kubestat/metrics_api/render.h"
+#include "kubestat/metrics_api/write_batch.h"
 
 namespace {
 
@@ -44,6 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           return kubestat::metrics_api::RenderPod(o, c);
         },
         [](std::string_view j) { return kubestat::metrics_api::ParsePodMetrics(j); });
+  }
+  if (auto batch = kubestat::metrics_api::ParseWriteBatch(text); batch.ok()) {
+    // A batch that reads renders to one that reads back with the same items.
+    auto again =
+        kubestat::metrics_api::ParseWriteBatch(kubestat::metrics_api::RenderWriteBatch(*batch));
+    if (!again.ok() || again->items.size() != batch->items.size()) abort();
   }
   return 0;
 }
