@@ -32,10 +32,18 @@ ResourceWindows Usage(uint64_t v) {
 class SmallSource final : public kubestat::aggregator::MetricsSource {
  public:
   SmallSource() {
-    NodeView node{"node-1", {{"role", "worker"}}, Usage(120000000), {}};
+    NodeView node;
+    node.name = "node-1";
+    node.labels = {{"role", "worker"}};
+    node.machine = Usage(120000000);
     node.system_containers.push_back(ContainerView{"kubelet", Usage(1000)});
     nodes_.push_back(node);
-    PodView pod{"web-1", "shop", "node-1", {{"app", "web"}}, Usage(5), {}};
+    PodView pod;
+    pod.name = "web-1";
+    pod.namespace_name = "shop";
+    pod.node_name = "node-1";
+    pod.labels = {{"app", "web"}};
+    pod.pod = Usage(5);
     pod.containers.push_back(ContainerView{"app", Usage(5)});
     pods_.push_back(pod);
   }
