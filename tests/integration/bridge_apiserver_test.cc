@@ -39,26 +39,7 @@ using testing::ReadAll;
 using testing::RunResult;
 using testing::TempDir;
 
-constexpr char kUsers[] = R"(users:
-- name: admin
-  token: admin-token
-  groups: [system:masters]
-- name: kubestat-aggregator
-  token: aggregator-token
-  groups: [kubestat:aggregators]
-rules:
-- groups: [kubestat:aggregators]
-  verbs: [get, list, watch]
-  apiGroups: [""]
-  resources: [nodes, pods]
-- groups: [kubestat:aggregators]
-  verbs: [create]
-  apiGroups: [authentication.k8s.io, authorization.k8s.io]
-  resources: [tokenreviews, subjectaccessreviews]
-- groups: [system:authenticated]
-  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
-  verbs: [get]
-)";
+constexpr const char* kUsers = testing::kSimUsersYaml;
 
 // The bridge reads the aggregator and writes the apiserver; pod-reader reads pods only;
 // the stranger may read but not write.

@@ -15,6 +15,39 @@
 
 namespace kubestat::testing {
 
+// The simulated cluster's users for the tests that run its fake kube-apiserver with
+// --users-file: an admin (system:masters), the aggregator's service account (list and watch
+// nodes and pods, create token and access reviews) and alice, who may read the metrics of
+// pods in namespace shop only; every authenticated user may read discovery.
+inline constexpr char kSimUsersYaml[] = R"(users:
+- name: admin
+  token: admin-token
+  groups: [system:masters]
+- name: kubestat-aggregator
+  token: aggregator-token
+  groups: [kubestat:aggregators]
+- name: alice
+  token: alice-token
+  groups: [shop-team]
+rules:
+- groups: [kubestat:aggregators]
+  verbs: [get, list, watch]
+  apiGroups: [""]
+  resources: [nodes, pods]
+- groups: [kubestat:aggregators]
+  verbs: [create]
+  apiGroups: [authentication.k8s.io, authorization.k8s.io]
+  resources: [tokenreviews, subjectaccessreviews]
+- groups: [shop-team]
+  verbs: [get, list]
+  apiGroups: [metrics.k8s.io, metrics]
+  resources: [pods]
+  namespaces: [shop]
+- groups: [system:authenticated]
+  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
+  verbs: [get]
+)";
+
 // The absolute path of `name` on $PATH, or std::nullopt.
 std::optional<std::string> FindOnPath(const std::string& name);
 

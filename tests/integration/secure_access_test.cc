@@ -40,34 +40,7 @@ using testing::ReadAll;
 using testing::RunResult;
 using testing::TempDir;
 
-constexpr char kUsers[] = R"(users:
-- name: admin
-  token: admin-token
-  groups: [system:masters]
-- name: kubestat-aggregator
-  token: aggregator-token
-  groups: [kubestat:aggregators]
-- name: alice
-  token: alice-token
-  groups: [shop-team]
-rules:
-- groups: [kubestat:aggregators]
-  verbs: [get, list, watch]
-  apiGroups: [""]
-  resources: [nodes, pods]
-- groups: [kubestat:aggregators]
-  verbs: [create]
-  apiGroups: [authentication.k8s.io, authorization.k8s.io]
-  resources: [tokenreviews, subjectaccessreviews]
-- groups: [shop-team]
-  verbs: [get, list]
-  apiGroups: [metrics.k8s.io, metrics]
-  resources: [pods]
-  namespaces: [shop]
-- groups: [system:authenticated]
-  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
-  verbs: [get]
-)";
+constexpr const char* kUsers = testing::kSimUsersYaml;
 
 class SecureAccessTest : public ::testing::Test {
  protected:
