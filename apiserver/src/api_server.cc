@@ -716,11 +716,31 @@ class ApiServer::Impl {
     // An object the watch never showed (other namespace, selector, no usage) is not shown
     // leaving either.
     if (Matches(s.query, s.gv, event.object)) {
-      Send(s, ToWatchType(event.type),
-           RenderStored(event.object, RenderContext{s.gv, clock_.Now(), 0}),
-           EventTypeName(event.type));
+      s.writer->Write(EventLine(event, s.gv));
+      events_.Add({{"type", std::string(EventTypeName(event.type))}}).Increment();
     }
     s.last_revision = std::max(s.last_revision, event.object.resource_version);
+  }
+
+  // The watch line of `event` in `gv`. The store hands one event to every subscription in
+  // turn, so the line rendered for the first watcher of each group-version is kept and
+  // copied to the others instead of rendered again.
+  std::string EventLine(const StoreEvent& event, GroupVersion gv) {
+    std::lock_guard lock(line_mu_);
+    RenderedLine& last = last_lines_[static_cast<size_t>(gv)];
+    const void* object = event.object.node ? static_cast<const void*>(event.object.node.get())
+                                           : static_cast<const void*>(event.object.pod.get());
+    if (!last.valid || last.type != event.type || last.revision != event.object.resource_version ||
+        last.object != object || last.key != event.object.key) {
+      last.valid = true;
+      last.object = object;
+      last.type = event.type;
+      last.revision = event.object.resource_version;
+      last.key = event.object.key;
+      last.line = kube::WriteWatchEvent(
+          ToWatchType(event.type), RenderStored(event.object, RenderContext{gv, clock_.Now(), 0}));
+    }
+    return last.line;
   }
 
   // The object in a write's body, checked against the URL. 422 for a body that does not
@@ -880,6 +900,18 @@ class ApiServer::Impl {
   prometheus::Family<prometheus::Gauge>& watchers_;
   prometheus::Family<prometheus::Counter>& events_;
   prometheus::Family<prometheus::Histogram>& storage_;
+
+  // The last watch line rendered per group-version (EventLine).
+  struct RenderedLine {
+    bool valid = false;
+    EventType type = EventType::kAdded;
+    uint64_t revision = 0;
+    const void* object = nullptr;  // the stored object's identity (one batch may hold two)
+    ObjectKey key;
+    std::string line;
+  };
+  std::mutex line_mu_;
+  RenderedLine last_lines_[3];  // guarded by line_mu_; indexed by GroupVersion
 
   std::unique_ptr<http::Server> server_;
   std::thread sweeper_;

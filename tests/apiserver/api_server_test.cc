@@ -276,6 +276,37 @@ TEST_F(ApiServerTest, AWatchResumesAfterItsVersionAndATooOldOneIsExpired) {
   EXPECT_THAT(expired[0], HasSubstr(R"("code":410)"));
 }
 
+TEST_F(ApiServerTest, WatchersOfEachGroupVersionGetTheirOwnShapeOfOneChange) {
+  ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
+            201);
+  std::vector<std::string> alpha;
+  std::vector<std::string> beta;
+  std::vector<std::string> alpha_too;
+  std::thread a(
+      [&] { alpha = WatchLines("/apis/metrics/v1alpha1/nodes?watch=1&resourceVersion=1", 1); });
+  std::thread b([&] {
+    beta = WatchLines("/apis/metrics.k8s.io/v1beta1/nodes?watch=1&resourceVersion=1", 1);
+  });
+  std::thread c(
+      [&] { alpha_too = WatchLines("/apis/metrics/v1alpha1/nodes?watch=1&resourceVersion=1", 1); });
+  ASSERT_TRUE(kubestat::testing::PollUntil([&] { return server_->watchers() == 3; },
+                                           std::chrono::seconds(20)));
+  metrics_api::NodeMetrics changed = cluster_.nodes[0];
+  changed.labels["zone"] = "b";
+  EXPECT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(changed)).code, 200);
+  a.join();
+  b.join();
+  c.join();
+  ASSERT_EQ(alpha.size(), 1u);
+  ASSERT_EQ(beta.size(), 1u);
+  ASSERT_EQ(alpha_too.size(), 1u);
+  EXPECT_THAT(alpha[0], HasSubstr(R"("apiVersion":"metrics/v1alpha1")"));
+  EXPECT_THAT(alpha[0], HasSubstr(R"("zone":"b")"));
+  EXPECT_THAT(beta[0], HasSubstr(R"("apiVersion":"metrics.k8s.io/v1beta1")"));
+  EXPECT_THAT(beta[0], HasSubstr(R"("usage":)"));
+  EXPECT_EQ(alpha_too[0], alpha[0]);
+}
+
 TEST_F(ApiServerTest, AnObjectNotWrittenWithinTheTtlIsRemovedAtTheSweep) {
   ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
             201);
