@@ -354,7 +354,12 @@ class ApiServer::Impl {
         storage_(prometheus::BuildHistogram()
                      .Name("kubestat_apiserver_storage_duration_seconds")
                      .Help("Time spent in store calls, by operation.")
-                     .Register(registry)) {}
+                     .Register(registry)),
+        overflows_(prometheus::BuildCounter()
+                       .Name("kubestat_apiserver_watch_overflows_total")
+                       .Help("Watches ended because their client fell too far behind.")
+                       .Register(registry)
+                       .Add({})) {}
 
   ~Impl() { Stop(); }
 
@@ -396,7 +401,12 @@ class ApiServer::Impl {
     }
     std::vector<std::shared_ptr<WatchSession>> ended;
     for (const std::shared_ptr<WatchSession>& s : sessions) {
-      if (s->writer->closed() || now >= s->deadline) {
+      bool overflowed;
+      {
+        std::lock_guard lock(s->mu);
+        overflowed = s->ended;
+      }
+      if (overflowed || s->writer->closed() || now >= s->deadline) {
         End(*s);
         ended.push_back(s);
         continue;
@@ -445,11 +455,23 @@ class ApiServer::Impl {
   void End(WatchSession& s) {
     {
       std::lock_guard lock(s.mu);
-      if (s.ended) return;
       s.ended = true;
     }
-    if (s.subscription) s.subscription->Cancel();
+    if (s.subscription) s.subscription->Cancel();  // idempotent
     s.writer->Finish();
+  }
+
+  // Whether the client of `s` has fallen so far behind that its watch must end (s.mu held):
+  // its unsent events are bounded, not buffered without end. The client lists and watches
+  // again, as after a 410.
+  bool Overflowed(WatchSession& s) {
+    if (s.writer->queued_bytes() <= options_.max_watch_queue_bytes) return false;
+    s.ended = true;
+    s.writer->Finish();
+    overflows_.Increment();
+    KLOG(WARNING) << "a watch of " << ObjectKindName(s.kind) << " fell more than "
+                  << options_.max_watch_queue_bytes << " bytes behind and was ended";
+    return true;
   }
 
   void SweepLoop() {
@@ -676,6 +698,7 @@ class ApiServer::Impl {
       const RenderContext ctx{s.gv, clock_.Now(), 0};
       std::lock_guard lock(s.mu);
       for (const StoredObject& o : list->items) {
+        if (Overflowed(s)) return;
         if (Matches(s.query, s.gv, o))
           Send(s, kube::WatchEventType::kAdded, RenderStored(o, ctx), "ADDED");
       }
@@ -712,7 +735,7 @@ class ApiServer::Impl {
     if (!session) return;
     WatchSession& s = *session;
     std::lock_guard lock(s.mu);
-    if (s.ended || s.writer->closed()) return;
+    if (s.ended || s.writer->closed() || Overflowed(s)) return;
     // An object the watch never showed (other namespace, selector, no usage) is not shown
     // leaving either.
     if (Matches(s.query, s.gv, event.object)) {
@@ -900,6 +923,7 @@ class ApiServer::Impl {
   prometheus::Family<prometheus::Gauge>& watchers_;
   prometheus::Family<prometheus::Counter>& events_;
   prometheus::Family<prometheus::Histogram>& storage_;
+  prometheus::Counter& overflows_;
 
   // The last watch line rendered per group-version (EventLine).
   struct RenderedLine {

@@ -1,5 +1,7 @@
 #include "kubestat/apiserver/options.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/flags.h"
 #include "kubestat/core/time.h"
@@ -17,11 +19,17 @@ void Options::RegisterFlags(FlagSet& flags) {
   flags.AddDuration("watch-timeout", &watch_timeout,
                     "length of a watch whose client does not ask for one (timeoutSeconds)");
   flags.AddDuration("max-watch-timeout", &max_watch_timeout, "longest watch a client may ask for");
+  flags.AddInt64("max-watch-queue-bytes", &max_watch_queue_bytes,
+                 "bytes of events a watcher may leave unread before its watch is ended (it "
+                 "lists and watches again)");
   flags.AddInt64("v", &verbosity, "log verbosity");
 }
 
 absl::Status Options::Validate() const {
   if (absl::Status s = serving.Validate(); !s.ok()) return s;
+  if (max_watch_queue_bytes < 1) {
+    return absl::InvalidArgumentError("--max-watch-queue-bytes: must be positive");
+  }
   if (watch_history < 0) {
     return absl::InvalidArgumentError("--watch-history: must not be negative");
   }
@@ -41,6 +49,7 @@ ApiServerOptions Options::ApiOptions() const {
   options.object_ttl = object_ttl;
   options.watch_timeout = watch_timeout;
   options.max_watch_timeout = max_watch_timeout;
+  options.max_watch_queue_bytes = static_cast<size_t>(std::max<int64_t>(max_watch_queue_bytes, 1));
   return options;
 }
 

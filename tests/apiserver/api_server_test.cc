@@ -49,7 +49,7 @@ constexpr char kRules[] = R"(rules:
   resources: [pods]
 - users: [writer]
   verbs: [get]
-  nonResourceURLs: [/api, /apis, /apis/*]
+  nonResourceURLs: [/api, /apis, /apis/*, /metrics]
 )";
 
 std::string NodeJson(const metrics_api::NodeMetrics& node) {
@@ -72,6 +72,7 @@ class ApiServerTest : public ::testing::Test {
     options.server.limits.max_body_bytes = ApiServerOptions::SecureDefaults().limits.max_body_bytes;
     options.object_ttl = std::chrono::minutes(5);
     options.sweep_interval = std::chrono::hours(1);  // the test sweeps
+    options.max_watch_queue_bytes = max_watch_queue_bytes_;
     server_ =
         std::make_unique<ApiServer>(options, store_, registry_, clock_,
                                     kube::AccessGate("apiserver", {"/healthz", "/livez", "/readyz"},
@@ -129,6 +130,7 @@ class ApiServerTest : public ::testing::Test {
     return lines;
   }
 
+  size_t max_watch_queue_bytes_ = size_t{16} << 20;
   kubestat::testing::TempDir dir_;
   FakeClock clock_;
   prometheus::Registry registry_;
@@ -305,6 +307,32 @@ TEST_F(ApiServerTest, WatchersOfEachGroupVersionGetTheirOwnShapeOfOneChange) {
   EXPECT_THAT(beta[0], HasSubstr(R"("apiVersion":"metrics.k8s.io/v1beta1")"));
   EXPECT_THAT(beta[0], HasSubstr(R"("usage":)"));
   EXPECT_EQ(alpha_too[0], alpha[0]);
+}
+
+class ApiServerSmallQueueTest : public ApiServerTest {
+ protected:
+  ApiServerSmallQueueTest() { max_watch_queue_bytes_ = 64 * 1024; }
+};
+
+TEST_F(ApiServerSmallQueueTest, AWatcherThatDoesNotReadIsEndedNotBufferedWithoutBound) {
+  // A client that asks for a watch and never reads (a tiny receive buffer).
+  kubestat::testing::RawClient stalled(server_->port(), 4096);
+  ASSERT_TRUE(
+      stalled.Send("GET /apis/metrics/v1alpha1/nodes?watch=1 HTTP/1.1\r\nHost: x\r\n"
+                   "Authorization: Bearer writer-token\r\n\r\n"));
+  ASSERT_TRUE(kubestat::testing::PollUntil([&] { return server_->watchers() == 1; },
+                                           std::chrono::seconds(20)));
+  metrics_api::NodeMetrics node = cluster_.nodes[0];
+  int writes = 0;
+  for (; writes < 5000 && server_->watchers() > 0; ++writes) {
+    node.labels["round"] = std::to_string(writes);
+    ASSERT_LT(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(node)).code, 300);
+    if (writes % 50 == 0) server_->Sweep();
+  }
+  server_->Sweep();
+  EXPECT_EQ(server_->watchers(), 0u) << writes << " writes";
+  http::ClientResponse metrics = Send("GET", "/metrics");
+  EXPECT_THAT(metrics.body, HasSubstr("kubestat_apiserver_watch_overflows_total 1"));
 }
 
 TEST_F(ApiServerTest, AnObjectNotWrittenWithinTheTtlIsRemovedAtTheSweep) {

@@ -45,6 +45,8 @@
 //                                                        delete, batch, expire) and answer
 //   kubestat_apiserver_watchers{resource}                open watches
 //   kubestat_apiserver_watch_events_total{type}          events sent to watchers
+//   kubestat_apiserver_watch_overflows_total             watches ended because their client
+//                                                        left max_watch_queue_bytes unread
 //   kubestat_apiserver_storage_duration_seconds{operation}  store calls (apply, get, list)
 //
 // Ownership: borrows the store, the registry, the clock and the access gate's parts, which
@@ -86,6 +88,9 @@ struct ApiServerOptions {
   Duration watch_timeout = std::chrono::minutes(30);
   // The longest watch a client may ask for. Default: 1h
   Duration max_watch_timeout = std::chrono::hours(1);
+  // Bytes of events a watch's client may leave unread; beyond them the watch is ended (the
+  // client lists and watches again) rather than buffered without bound. Default: 16777216
+  size_t max_watch_queue_bytes = size_t{16} << 20;
 
   // InvalidArgument naming the field.
   [[nodiscard]] absl::Status Validate() const;

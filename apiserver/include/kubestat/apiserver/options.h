@@ -33,6 +33,8 @@ struct Options {
   // may ask for. Default: 30m, 1h
   Duration watch_timeout = std::chrono::minutes(30);
   Duration max_watch_timeout = std::chrono::hours(1);
+  // Bytes of events a watcher may leave unread before its watch is ended. Default: 16777216
+  int64_t max_watch_queue_bytes = int64_t{16} << 20;
   // Log verbosity. Default: 0
   int64_t verbosity = 0;
 
