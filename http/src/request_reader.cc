@@ -254,6 +254,7 @@ void RequestReader::Reset() {
   parser_ = std::make_unique<Parser>(*this);
   state_ = State::kNeedMore;
   head_consumed_ = 0;
+  stalled_at_ = 0;
   started_ = false;
   saw_request_line_ = false;
   method_.clear();
@@ -291,6 +292,10 @@ RequestReader::State RequestReader::Parse(std::string_view bytes, size_t* consum
     if (bytes.empty()) return state_;
     started_ = true;
   }
+  // Beast keeps its place only in what it consumed: it reads the unconsumed bytes again
+  // from their start, and needs more of them than last time to get further.
+  if (bytes.size() <= stalled_at_) return state_;
+  stalled_at_ = 0;
   while (!bytes.empty() && state_ == State::kNeedMore) {
     const bool in_head = !parser_->is_header_done();
     error_code ec;
@@ -320,7 +325,10 @@ RequestReader::State RequestReader::Parse(std::string_view bytes, size_t* consum
     }
     bytes.remove_prefix(used);
     if (parser_->rejected) return state_;
-    if (ec == beast_http::error::need_more) return state_;
+    if (ec == beast_http::error::need_more) {
+      stalled_at_ = bytes.size();
+      return state_;
+    }
     if (ec) {
       if (ec == beast_http::error::header_limit) {
         Reject(saw_request_line_ ? RejectionReason::kHeaderTooLarge : RejectionReason::kUriTooLong,
@@ -346,7 +354,10 @@ RequestReader::State RequestReader::Parse(std::string_view bytes, size_t* consum
       state_ = State::kComplete;
       return state_;
     }
-    if (used == 0) return state_;  // Beast wants more bytes before it can go on
+    if (used == 0) {  // Beast wants more bytes before it can go on
+      stalled_at_ = bytes.size();
+      return state_;
+    }
   }
   return state_;
 }

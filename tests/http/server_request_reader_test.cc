@@ -80,6 +80,39 @@ TEST(RequestReaderTest, ChunkedBodyIsAssembled) {
   EXPECT_EQ(reader.body(), "abcde");
 }
 
+TEST(RequestReaderTest, ChunkedBodyIsAssembledHoweverItIsSplit) {
+  const std::string request =
+      "PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n";
+  for (size_t step = 1; step <= request.size(); ++step) {
+    RequestReader reader(SmallLimits());
+    std::string rest;
+    ASSERT_EQ(Feed(reader, request, step, &rest), State::kComplete) << "step " << step;
+    EXPECT_EQ(reader.body(), "abcde") << "step " << step;
+    EXPECT_EQ(rest, "") << "step " << step;
+  }
+}
+
+// Offered again without new bytes, a stalled reader waits instead of handing Beast the
+// same bytes (its chunk parser asserts on a last chunk whose size line ends in a bare LF).
+TEST(RequestReaderTest, BareLineFeedInTheLastChunkWaitsThenIsMalformed) {
+  const std::string head = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+  RequestReader reader(SmallLimits());
+  std::string pending = head + "0\n\r\n";
+  size_t consumed = 0;
+  ASSERT_EQ(reader.Parse(pending, &consumed), State::kNeedMore);
+  pending.erase(0, consumed);
+  for (int again = 0; again < 3; ++again) {
+    ASSERT_EQ(reader.Parse(pending, &consumed), State::kNeedMore);
+    EXPECT_EQ(consumed, 0u);
+  }
+  pending += "\r\n";
+  ASSERT_EQ(reader.Parse(pending, &consumed), State::kRejected);
+  EXPECT_EQ(reader.rejection().reason, RejectionReason::kMalformed);
+  EXPECT_EQ(reader.rejection().error.code(), 400);
+  EXPECT_EQ(reader.Eof(), State::kRejected);
+}
+
 TEST(RequestReaderTest, ContentLengthOverLimitIsRejectedFromTheHeadAlone) {
   RequestReader reader(SmallLimits());
   ASSERT_EQ(FeedAll(reader, "PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n"),

@@ -130,6 +130,9 @@ class RequestReader {
   std::unique_ptr<Parser> parser_;
   State state_ = State::kNeedMore;
   size_t head_consumed_ = 0;  // head bytes consumed so far
+  // Unconsumed bytes Beast last asked more than; offering it no more than these again is
+  // useless, and Beast's chunk parser asserts on it (a last chunk with a bare LF).
+  size_t stalled_at_ = 0;
   bool started_ = false;
   bool saw_request_line_ = false;
   std::string method_;
