@@ -6,7 +6,8 @@
 #   - push throughput: objects acknowledged per second by the apiserver (the bridge's
 #     kubestat_bridge_pushed_objects_total over DURATION),
 #   - end-to-end freshness: for every pod the apiserver serves, how old its newest sample is
-#     (now - the metrics.k8s.io timestamp), sampled every 2 s over DURATION: p50, p99, max,
+#     (now - the metrics.k8s.io timestamp), sampled over DURATION: p50, p99, max; the same
+#     at the aggregator, to tell the push path's share from publication's,
 #   - LIST latency with wrk (bench/rest_load.lua): all nodes (v1beta1) at 20/s and one
 #     namespace's pods at 200/s,
 #   - watch fan-out: WATCHERS watches of every pod (curl -N) for DURATION: events received,
@@ -74,31 +75,38 @@ pushed() {
     awk '/^kubestat_bridge_pushed_objects_total\{code="200"\}/ {print $2}'
 }
 
-echo "== push throughput and freshness over ${duration}s (pods served by the apiserver)"
+echo "== push throughput and freshness over ${duration}s (pods served by the apiserver and the aggregator)"
 before=$(pushed)
 start=$(date +%s.%N)
 : >"$work/ages"
-end=$(($(date +%s) + duration))
-while (($(date +%s) < end)); do
-  curl -kfs "${auth[@]}" "$api/apis/metrics.k8s.io/v1beta1/pods" | python3 -c '
+: >"$work/aggregator-ages"
+# Prints, for every pod of the metrics.k8s.io list read from stdin, now - its timestamp.
+ages_py='
 import json, sys, time, datetime
 now = time.time()
 for item in json.load(sys.stdin)["items"]:
     t = datetime.datetime.strptime(item["timestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(
         tzinfo=datetime.timezone.utc).timestamp()
-    print(round(now - t, 3))' >>"$work/ages"
-  sleep 2
+    print(round(now - t, 3))'
+end=$(($(date +%s) + duration))
+while (($(date +%s) < end)); do
+  curl -kfs "${auth[@]}" "$api/apis/metrics.k8s.io/v1beta1/pods" | python3 -c "$ages_py" >>"$work/ages"
+  curl -kfs "${auth[@]}" "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/pods" |
+    python3 -c "$ages_py" >>"$work/aggregator-ages"
+  sleep 1
 done
 after=$(pushed)
 elapsed=$(python3 -c "import time; print(time.time() - $start)")
-python3 - "$before" "$after" "$elapsed" "$work/ages" <<'EOF'
+python3 - "$before" "$after" "$elapsed" "$work/ages" "$work/aggregator-ages" <<'EOF'
 import sys
 before, after, elapsed = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-ages = sorted(float(x) for x in open(sys.argv[4]) if x.strip())
-pick = lambda q: ages[min(len(ages) - 1, int(q * len(ages)))]
 print(f"push throughput: {(after - before) / elapsed:.0f} objects/s ({after - before:.0f} in {elapsed:.1f} s)")
-print(f"freshness over {len(ages)} pod samples: p50 {pick(0.5):.1f} s, p99 {pick(0.99):.1f} s, "
-      f"max {ages[-1]:.1f} s (sample age at the apiserver; whole-second timestamps)")
+for path, where in ((sys.argv[4], "apiserver"), (sys.argv[5], "aggregator")):
+    ages = sorted(float(x) for x in open(path) if x.strip())
+    pick = lambda q: ages[min(len(ages) - 1, int(q * len(ages)))]
+    print(f"freshness at the {where} over {len(ages)} pod samples: p50 {pick(0.5):.1f} s, "
+          f"p99 {pick(0.99):.1f} s, max {ages[-1]:.1f} s (now - sample time; whole-second "
+          "timestamps)")
 EOF
 
 script="$here/rest_load.lua"

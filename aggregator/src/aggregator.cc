@@ -171,13 +171,14 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   p->registry = std::make_shared<prometheus::Registry>();
   p->store_metrics = std::make_unique<StoreSelfMetrics>(*p->registry);
   p->labels = std::make_unique<DiscoveryLabels>(p->discovery.get());
-  // Queries read a snapshot of the live state taken after every round.
+  // Queries read a snapshot of the live state, published after every round and, paced, while
+  // a round scrapes.
   p->live_state = std::make_unique<AggregatorState>(p->ingestor.get(), p->labels.get());
   p->snapshot = std::make_unique<SnapshotSource>(p->live_state.get());
   p->hub = std::make_unique<WatchHub>(p->snapshot.get());
-  p->publisher =
-      std::make_unique<ScrapePublisher>(options.scrape_dump, clock, *p->ingestor, *p->store,
-                                        *p->store_metrics, *p->snapshot, *p->hub);
+  p->publisher = std::make_unique<ScrapePublisher>(
+      options.scrape_dump, clock, *p->ingestor, *p->store, *p->store_metrics, *p->snapshot, *p->hub,
+      PublishPacer(options.publish_interval, 0.1));
   if (!p->publisher->dump_ok()) {
     return absl::InvalidArgumentError("--scrape-dump: cannot open " + options.scrape_dump);
   }

@@ -51,6 +51,9 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
   flags.AddInt64("kubelet-max-response-bytes", &kubelet_max_response_bytes,
                  "largest kubelet response accepted");
   flags.AddDuration("metric-resolution", &metric_resolution, "time between scrape rounds");
+  flags.AddDuration("publish-interval", &publish_interval,
+                    "while a round scrapes, publish its nodes' new samples at most this often "
+                    "(and within a tenth of a core); 0: only when a round completes");
   flags.AddInt64("max-concurrent-scrapes", &max_concurrent_scrapes,
                  "kubelet scrapes running at once");
   flags.AddDouble("scrape-stagger", &scrape_stagger,
@@ -117,6 +120,9 @@ absl::Status AggregatorOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "--kubelet-timeout: must be shorter than --metric-resolution (",
         FormatDuration(kubelet_timeout), " >= ", FormatDuration(metric_resolution), ")"));
+  }
+  if (publish_interval < Duration::zero()) {
+    return absl::InvalidArgumentError("--publish-interval: must not be negative");
   }
   if (storage_dir.empty()) {
     return absl::InvalidArgumentError("--storage-dir: required (where RocksDB keeps the day)");

@@ -4,10 +4,12 @@
 //
 // That work runs on one thread of its own ("publisher"): after each node's scrape it
 // re-reads that node's query views, so the cost of reading the windows is spread over the
-// round, and when a round completes it refreshes the self-metrics, publishes the snapshot
-// and tells the watch hub. One thread, rather than the scrape workers, so that queries
-// compete with one busy thread at most, and so that the views and protos are allocated and
-// freed in one malloc arena.
+// round. It publishes (refreshes the self-metrics, publishes the snapshot and tells the
+// watch hub) when a round completes and, while a round is scraping, whenever the
+// PublishPacer allows after some node was read, so a node's new samples are served soon
+// after its scrape rather than at the round's end. One thread, rather than the scrape workers, so
+// that queries compete with one busy thread at most, and so that the views and protos are allocated
+// and freed in one malloc arena.
 //
 // Ownership: borrows everything it is given, which must outlive it; the destructor stops
 // and joins the publisher thread.
@@ -33,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/publish_pacer.h"
 #include "kubestat/aggregator/scrape_dump.h"
 #include "kubestat/aggregator/self_metrics.h"
 #include "kubestat/aggregator/snapshot_source.h"
@@ -46,15 +49,17 @@ namespace kubestat::aggregator {
 
 class ScrapePublisher final : public scrapers::ScrapeSink {
  public:
+  // `pacer` paces the publications made while a round is scraping.
   ScrapePublisher(const std::string& dump_path, const Clock& clock, Ingestor& ingestor,
                   storage::Store& store, StoreSelfMetrics& metrics, SnapshotSource& snapshot,
-                  WatchHub& hub)
+                  WatchHub& hub, PublishPacer pacer)
       : clock_(clock),
         ingestor_(ingestor),
         store_(store),
         metrics_(metrics),
         snapshot_(snapshot),
-        hub_(hub) {
+        hub_(hub),
+        pacer_(pacer) {
     if (!dump_path.empty()) dump_.open(dump_path, std::ios::app);
     publisher_ = std::thread([this] { PublishLoop(); });
   }
@@ -174,6 +179,10 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
           snapshot_.RefreshNode(node);
           ReleaseRetired(release_per_read_);
         }
+        // Mid-round: what was read is served now if the pacer allows; otherwise by a later
+        // read's publication or the round's end, whichever comes first.
+        if (const Timestamp now = clock_.Now(); pacer_.Due(now))
+          Publish(now, false, PublishTrigger::kPaced);
         lock.lock();
         continue;
       }
@@ -181,36 +190,44 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
       const bool reread_all = std::exchange(pending_reread_all_, false);
       pending_tick_.reset();
       lock.unlock();
-      // The memory accounting is a pass over every series: once a minute is enough, after
-      // the first round's.
-      std::optional<size_t> memory_bytes;
-      if (const Timestamp now = clock_.Now();
-          publishes_ < 2 || now - last_memory_count_ >= kMemoryCountEvery) {
-        memory_bytes = ingestor_.MemoryBytes();
-        last_memory_count_ = now;
-      }
-      ++publishes_;
-      metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory_bytes);
-      const Timestamp refresh_start = clock_.Now();
-      if (reread_all) {
-        snapshot_.Refresh();
-      } else {
-        snapshot_.Publish();
-      }
-      metrics_.ObserveSnapshot(clock_.Now() - refresh_start, snapshot_.Stats());
-      // What the watch hub let go of is freed over the next round, between node reads,
-      // rather than all at once here (a round's worth of views).
-      ReleaseRetired(retired_.size() - next_retired_);
-      retired_ = hub_.OnRound(tick);
-      next_retired_ = 0;
-      release_per_read_ = retired_.size() / std::max<size_t>(1, snapshot_.Stats().nodes) + 1;
-      {
-        // After the watch hub, so watchers hear of the round first.
-        std::lock_guard<std::mutex> hook_lock(hook_mu_);
-        if (published_hook_) published_hook_();
-      }
+      Publish(tick, reread_all, reread_all ? PublishTrigger::kStart : PublishTrigger::kRound);
       lock.lock();
     }
+  }
+
+  // Refreshes the self-metrics, publishes the snapshot as of `tick` and tells the watch hub
+  // and the published hook. Publisher thread, without publish_mu_.
+  void Publish(Timestamp tick, bool reread_all, PublishTrigger trigger) {
+    const Timestamp start = clock_.Now();
+    metrics_.CountPublish(trigger);
+    // The memory accounting is a pass over every series: once a minute is enough, after
+    // the first round's.
+    std::optional<size_t> memory_bytes;
+    if (publishes_ < 2 || start - last_memory_count_ >= kMemoryCountEvery) {
+      memory_bytes = ingestor_.MemoryBytes();
+      last_memory_count_ = start;
+    }
+    ++publishes_;
+    metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory_bytes);
+    const Timestamp refresh_start = clock_.Now();
+    if (reread_all) {
+      snapshot_.Refresh();
+    } else {
+      snapshot_.Publish();
+    }
+    metrics_.ObserveSnapshot(clock_.Now() - refresh_start, snapshot_.Stats());
+    // What the watch hub let go of is freed over the next reads, between node reads,
+    // rather than all at once here.
+    ReleaseRetired(retired_.size() - next_retired_);
+    retired_ = hub_.OnRound(tick);
+    next_retired_ = 0;
+    release_per_read_ = retired_.size() / std::max<size_t>(1, snapshot_.Stats().nodes) + 1;
+    {
+      // After the watch hub, so watchers hear of the changes first.
+      std::lock_guard<std::mutex> hook_lock(hook_mu_);
+      if (published_hook_) published_hook_();
+    }
+    pacer_.Record(start, clock_.Now());
   }
 
   void ReleaseRetired(size_t count) {
@@ -227,6 +244,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   std::mutex hook_mu_;  // held while published_hook_ runs or changes
   std::function<void()> published_hook_;
   // Publisher thread only.
+  PublishPacer pacer_;
   static constexpr Duration kMemoryCountEvery = std::chrono::minutes(1);
   uint64_t publishes_ = 0;
   Timestamp last_memory_count_ = kZeroTime;

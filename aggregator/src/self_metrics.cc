@@ -55,7 +55,30 @@ class StoreSelfMetrics::Impl {
                               .Help("Objects in the query snapshot, by kind")
                               .Register(registry)),
         snapshot_nodes_(snapshot_objects_.Add({{"kind", "node"}})),
-        snapshot_pods_(snapshot_objects_.Add({{"kind", "pod"}})) {}
+        snapshot_pods_(snapshot_objects_.Add({{"kind", "pod"}})),
+        publishes_(prometheus::BuildCounter()
+                       .Name("kubestat_query_snapshot_publishes_total")
+                       .Help("Publications of the query snapshot and watch changes, by trigger: "
+                             "a round's end (round), paced while a round scrapes (paced), the "
+                             "rebuild at start (start)")
+                       .Register(registry)),
+        publishes_round_(publishes_.Add({{"trigger", "round"}})),
+        publishes_paced_(publishes_.Add({{"trigger", "paced"}})),
+        publishes_start_(publishes_.Add({{"trigger", "start"}})) {}
+
+  void CountPublish(PublishTrigger trigger) {
+    switch (trigger) {
+      case PublishTrigger::kRound:
+        publishes_round_.Increment();
+        break;
+      case PublishTrigger::kPaced:
+        publishes_paced_.Increment();
+        break;
+      case PublishTrigger::kStart:
+        publishes_start_.Increment();
+        break;
+    }
+  }
 
   void ObserveSnapshot(Duration refresh, const SnapshotStats& stats) {
     snapshot_seconds_.Set(std::chrono::duration<double>(refresh).count());
@@ -129,6 +152,10 @@ class StoreSelfMetrics::Impl {
   prometheus::Family<prometheus::Gauge>& snapshot_objects_;
   prometheus::Gauge& snapshot_nodes_;
   prometheus::Gauge& snapshot_pods_;
+  prometheus::Family<prometheus::Counter>& publishes_;
+  prometheus::Counter& publishes_round_;
+  prometheus::Counter& publishes_paced_;
+  prometheus::Counter& publishes_start_;
 };
 
 StoreSelfMetrics::StoreSelfMetrics(prometheus::Registry& registry)
@@ -138,6 +165,8 @@ StoreSelfMetrics::~StoreSelfMetrics() = default;
 void StoreSelfMetrics::ObserveSnapshot(Duration refresh, const SnapshotStats& stats) {
   impl_->ObserveSnapshot(refresh, stats);
 }
+
+void StoreSelfMetrics::CountPublish(PublishTrigger trigger) { impl_->CountPublish(trigger); }
 
 void StoreSelfMetrics::Update(const IngestStats& ingest, const storage::StoreStats& store,
                               uint64_t disk_bytes, std::optional<size_t> memory_bytes) {

@@ -127,11 +127,16 @@ class BridgeApiserverTest : public ::testing::Test {
         root / "aggregator.log");
     StartApiserver();
     StartBridge();
-    // Ready once kubectl, through the sim's front door, sees every node with figures.
+    // Ready once the aggregator serves every pod and kubectl, through the sim's front door,
+    // sees every node with figures (a node without them is listed as <unknown>).
     ASSERT_TRUE(PollUntil(
         [&] {
+          std::optional<testing::HttpReply> pods =
+              HttpsGetReply(aggregator_port_, "/apis/metrics.k8s.io/v1beta1/pods", "bridge-token");
+          if (!pods || pods->code != 200 || Names(pods->body).size() < 15) return false;
           RunResult top = Kubectl({"top", "node", "--no-headers"});
-          return top.exit_code == 0 && Lines(top.output) == 3;
+          return top.exit_code == 0 && Lines(top.output) == 3 &&
+                 top.output.find("unknown") == std::string::npos;
         },
         std::chrono::seconds(90)))
         << Kubectl({"top", "node"}).output << "\nbridge log:\n"

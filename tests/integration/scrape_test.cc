@@ -75,6 +75,23 @@ void ExpectUsage(const Usage& got, const sim::ResourceUsage& want, const std::st
   EXPECT_EQ(got.start, FormatRfc3339Nano(want.start_time)) << what;
 }
 
+// The aggregator against the simulator in `dir` (plain-HTTP kubelets by InternalIP, its
+// scrape dump in dir/dump.jsonl, open plain access on `port`) with `extra` flags.
+std::vector<std::string> AggregatorArgs(const std::filesystem::path& dir, int port,
+                                        const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
+                                   "--kubelet-scheme=http",
+                                   "--kubelet-preferred-address-types=InternalIP",
+                                   "--kubelet-use-node-status-port",
+                                   "--listen-address=127.0.0.1",
+                                   "--scrape-dump=" + (dir / "dump.jsonl").string(),
+                                   "--grpc-port=0",
+                                   "--storage-dir=" + (dir / "store").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (std::string& flag : OpenPlainAccessFlags(port, dir)) args.push_back(flag);
+  return args;
+}
+
 TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByReason) {
   const TempDir scratch("kubestat-scrape-it");
   const std::filesystem::path& dir = scratch.path();
@@ -105,18 +122,9 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
 
   const int port = FreeLoopbackPort();
   const std::string dump = (dir / "dump.jsonl").string();
-  std::vector<std::string> aggregator_args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
-                                              "--kubelet-scheme=http",
-                                              "--kubelet-preferred-address-types=InternalIP",
-                                              "--kubelet-use-node-status-port",
-                                              "--metric-resolution=2s",
-                                              "--kubelet-timeout=1s",
-                                              "--kubelet-max-response-bytes=4194304",
-                                              "--listen-address=127.0.0.1",
-                                              "--scrape-dump=" + dump,
-                                              "--grpc-port=0",
-                                              "--storage-dir=" + (dir / "store").string()};
-  for (std::string& flag : OpenPlainAccessFlags(port, dir)) aggregator_args.push_back(flag);
+  const std::vector<std::string> aggregator_args = AggregatorArgs(
+      dir, port,
+      {"--metric-resolution=2s", "--kubelet-timeout=1s", "--kubelet-max-response-bytes=4194304"});
   Process aggregator(KUBESTAT_AGGREGATOR_BINARY, aggregator_args,
                      (dir / "aggregator.log").string());
   // /livez is asked between polls: two nodes time out every round, which keeps each round
@@ -239,6 +247,102 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
   }
   EXPECT_GE(pods_checked, static_cast<int>(rounds) * 15 * 6);
   simulator.Signal(SIGTERM, std::chrono::seconds(20));
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// Returns node `name`'s "timestamp" in a metrics.k8s.io NodeMetricsList, if it is there.
+std::optional<Timestamp> NodeTimestampInList(const std::string& list, const std::string& name) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(list).get(root) != simdjson::SUCCESS) return std::nullopt;
+  simdjson::dom::array items;
+  if (root["items"].get(items) != simdjson::SUCCESS) return std::nullopt;
+  for (simdjson::dom::element item : items) {
+    std::string_view item_name, timestamp;
+    if (item.at_pointer("/metadata/name").get(item_name) != simdjson::SUCCESS) continue;
+    if (item_name != name || item["timestamp"].get(timestamp) != simdjson::SUCCESS) continue;
+    absl::StatusOr<Timestamp> t = ParseRfc3339(timestamp);
+    if (t.ok()) return *t;
+  }
+  return std::nullopt;
+}
+
+// The sample times of `node`'s scrapes in the scrape dump, in scrape order.
+std::vector<Timestamp> ScrapeTimesInDump(const std::string& dump, const std::string& node) {
+  std::vector<Timestamp> times;
+  simdjson::dom::parser parser;
+  std::istringstream lines(ReadAll(dump));
+  std::string line;
+  while (std::getline(lines, line)) {
+    simdjson::dom::element scrape;
+    std::string_view name, time;
+    if (parser.parse(line).get(scrape) != simdjson::SUCCESS) continue;
+    if (scrape["node"].get(name) != simdjson::SUCCESS || name != node) continue;
+    if (scrape.at_pointer("/cpu/time").get(time) != simdjson::SUCCESS) continue;
+    if (absl::StatusOr<Timestamp> t = ParseRfc3339(time); t.ok()) times.push_back(*t);
+  }
+  return times;
+}
+
+// A node's new samples are listed while its round still scrapes (a node that times out keeps
+// every round open until the kubelet timeout), not only when the round completes. The proof
+// needs no clock: node-0000 is scraped once per round, so its k-th sample in the scrape dump
+// belongs to round k or a later one; a list that holds it, followed by a read of
+// kubestat_scrape_rounds_total below k, was served before round k completed. (A round is
+// counted before its end-of-round publication starts.)
+TEST(ScrapeIntegrationTest, NewSamplesAreListedWhileTheirRoundStillScrapes) {
+  const TempDir scratch("kubestat-publish-it");
+  const std::filesystem::path& dir = scratch.path();
+  Process simulator(KUBESTAT_SIM_BINARY,
+                    {"--nodes=4", "--pods-per-node=3", "--seed=3", "--kubelet-address-mode=ports",
+                     "--kubelet-port=0", "--kubeconfig-out=" + (dir / "kubeconfig").string(),
+                     "--faults=node-0003=timeout"},
+                    (dir / "sim.log").string());
+  ASSERT_TRUE(PollUntil(
+      [&] { return ReadAll((dir / "sim.log").string()).find("READY") != std::string::npos; },
+      std::chrono::seconds(60)))
+      << ReadAll((dir / "sim.log").string());
+  const int port = FreeLoopbackPort();
+  const std::string dump = (dir / "dump.jsonl").string();
+  // Rounds every 8 s whose scrapes start within 2 s; node-0003 holds each one open for 4 s.
+  const std::vector<std::string> aggregator_args =
+      AggregatorArgs(dir, port,
+                     {"--metric-resolution=8s", "--kubelet-timeout=4s", "--scrape-stagger=0.25",
+                      "--publish-interval=100ms"});
+  Process aggregator(KUBESTAT_AGGREGATOR_BINARY, aggregator_args,
+                     (dir / "aggregator.log").string());
+
+  int lists_read = 0;
+  std::string seen;
+  const bool listed_early = PollUntil(
+      [&] {
+        const std::string list = HttpGet(port, "/apis/metrics.k8s.io/v1beta1/nodes");
+        const double rounds =
+            MetricValue(HttpGet(port, "/metrics"), "kubestat_scrape_rounds_total");
+        const std::optional<Timestamp> listed = NodeTimestampInList(list, "node-0000");
+        if (!listed || rounds < 1) return false;
+        ++lists_read;
+        // The dump line is written just after the node's views are queued for reading.
+        std::vector<Timestamp> times;
+        PollUntil(
+            [&] {
+              times = ScrapeTimesInDump(dump, "node-0000");
+              return std::find(times.begin(), times.end(), *listed) != times.end();
+            },
+            std::chrono::seconds(5));
+        const auto at = std::find(times.begin(), times.end(), *listed);
+        if (at == times.end()) return false;
+        const double k = static_cast<double>(at - times.begin()) + 1;
+        seen = "sample " + std::to_string(static_cast<int>(k)) + " listed with " +
+               std::to_string(static_cast<int>(rounds)) + " rounds complete";
+        return rounds < k;
+      },
+      std::chrono::seconds(90), std::chrono::milliseconds(50));
+  EXPECT_TRUE(listed_early) << "after " << lists_read << " lists, last: " << seen << "\n"
+                            << ReadAll((dir / "aggregator.log").string());
+  EXPECT_GE(MetricValue(HttpGet(port, "/metrics"),
+                        "kubestat_query_snapshot_publishes_total{trigger=\"paced\"}"),
+            1);
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 

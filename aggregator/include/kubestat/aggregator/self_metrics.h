@@ -7,7 +7,7 @@
 // as often as wanted (the publisher calls it once per round).
 //
 // Ownership: registers its families in the registry, which must outlive it.
-// Thread-safety: Update() and ObserveSnapshot() may be called from any thread.
+// Thread-safety: Update(), CountPublish() and ObserveSnapshot() may be called from any thread.
 #ifndef KUBESTAT_AGGREGATOR_SELF_METRICS_H_
 #define KUBESTAT_AGGREGATOR_SELF_METRICS_H_
 
@@ -26,6 +26,9 @@ class Registry;
 
 namespace kubestat::aggregator {
 
+// What made the publisher publish.
+enum class PublishTrigger { kRound, kPaced, kStart };
+
 class StoreSelfMetrics {
  public:
   explicit StoreSelfMetrics(prometheus::Registry& registry);
@@ -33,6 +36,8 @@ class StoreSelfMetrics {
   StoreSelfMetrics(const StoreSelfMetrics&) = delete;
   StoreSelfMetrics& operator=(const StoreSelfMetrics&) = delete;
 
+  // A publication starts (counted before the snapshot changes).
+  void CountPublish(PublishTrigger trigger);
   // The last publish took `refresh` and holds `stats`.
   void ObserveSnapshot(Duration refresh, const SnapshotStats& stats);
   // The pipeline's and store's counters now; `memory_bytes` when it was recounted.

@@ -1,6 +1,6 @@
 // SnapshotSource: a MetricsSource that answers from an immutable snapshot of another source,
-// published once per scrape round, so a query costs a lookup plus a copy of what it returns
-// and never a pass over the window engine.
+// published at each scrape round's end and, paced, while a round scrapes, so a query costs a lookup
+// plus a copy of what it returns and never a pass over the window engine.
 //
 // The snapshot is assembled from per-node parts: each node's view and the views of the pods
 // it reported (NodeObjects). RefreshNode() re-reads one node's part from the live source; the
@@ -8,9 +8,10 @@
 // so the cost of reading the windows is spread over the round instead of paid at its end.
 // Publish() assembles the current parts into one snapshot, indexed by node name, by
 // (namespace, pod name) and by the node a pod runs on; the aggregator calls it when a round
-// completes. Refresh() re-reads every node and publishes (at start, after the rebuild). A
-// node whose scrape failed keeps the part read last, as its windows have not changed. A pod
-// reported by two nodes at once (it moved) is listed once, from the first node by name.
+// completes and, as its PublishPacer allows, while one scrapes. Refresh() re-reads every node and
+// publishes (at start, after the rebuild). A node whose scrape failed keeps the part read last, as
+// its windows have not changed. A pod reported by two nodes at once (it moved) is listed once, from
+// the first node by name.
 //
 // A reader takes the current snapshot (one shared_ptr copy under a short lock) and reads it
 // without holding any lock, so queries never wait for a refresh and a refresh never waits for

@@ -1,14 +1,15 @@
 // WatchHub: the change feed behind the gRPC Watch stream.
 //
-// After every scrape round the aggregator calls OnRound(tick). The hub reads every node and
-// pod from its MetricsSource's Snapshot() (shared views, not copies), compares each object with the
-// one it held after the previous round and computes one diff for the round: an upsert for every new
-// object and for every object whose windows (endtimes, statistics), labels or node changed, and a
-// removal for every object that disappeared. Both lists are sorted, so the diff is one merge
-// pass; an object whose view is the very one held (its node was not read again) costs a
-// pointer comparison. The diff is built once and shared, read-only, by every watcher, so a
-// round costs one comparison pass plus one queue push per watcher. An object's proto form is
-// built when a watcher first sends it, once, so a round that nobody watches builds none.
+// After every publication (each round's end, and while a round scrapes as the publisher's
+// pacer allows; "round" below means one such publication) the aggregator calls OnRound(tick). The
+// hub reads every node and pod from its MetricsSource's Snapshot() (shared views, not copies),
+// compares each object with the one it held after the previous round and computes one diff for the
+// round: an upsert for every new object and for every object whose windows (endtimes, statistics),
+// labels or node changed, and a removal for every object that disappeared. Both lists are sorted,
+// so the diff is one merge pass; an object whose view is the very one held (its node was not read
+// again) costs a pointer comparison. The diff is built once and shared, read-only, by every
+// watcher, so a round costs one comparison pass plus one queue push per watcher. An object's proto
+// form is built when a watcher first sends it, once, so a round that nobody watches builds none.
 //
 // Revisions: one counter per hub, starting at 0. Each change of a round takes the next
 // value (nodes by name first, then pods by namespace and name), so the changes a watcher
@@ -53,9 +54,10 @@
 namespace kubestat::aggregator {
 
 struct WatchHubOptions {
-  // Batches (the snapshot, then one per round) a subscription may hold before its reader
-  // takes them; one more ends the subscription as overflowed. At least 1. Default: 16
-  size_t max_pending_rounds = 16;
+  // Batches (the snapshot, then one per publication: a few per scrape round) a subscription
+  // may hold before its reader takes them; one more ends the subscription as overflowed.
+  // At least 1. Default: 64
+  size_t max_pending_rounds = 64;
 
   // InvalidArgument naming the field.
   [[nodiscard]] absl::Status Validate() const;
