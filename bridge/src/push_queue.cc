@@ -96,7 +96,8 @@ uint64_t PushQueue::Delete(ObjectKey key) {
 uint64_t PushQueue::Enqueue(PushItem item) {
   // Rendered outside the lock: it is the costly part.
   item.key = KeyOf(item.write);
-  item.bytes = metrics_api::RenderWriteItem(item.write).size();
+  item.rendered = metrics_api::RenderWriteItem(item.write);
+  item.bytes = item.rendered.size();
   std::lock_guard<std::mutex> lock(mu_);
   item.sequence = ++last_sequence_;
   auto it = pending_.find(item.key);

@@ -204,11 +204,11 @@ Pusher::Verdict Pusher::Judge(const Attempt& attempt, bool is_delete) const {
 }
 
 void Pusher::PushBulk(std::vector<PushItem> items, const std::stop_token& stop) {
-  metrics_api::WriteBatch batch;
-  batch.items.reserve(items.size());
-  for (const PushItem& item : items) batch.items.push_back(item.write);
-  Attempt attempt =
-      Send("POST", std::string(metrics_api::kWriteBatchPath), RenderWriteBatch(batch), stop);
+  std::vector<std::string_view> rendered;
+  rendered.reserve(items.size());
+  for (const PushItem& item : items) rendered.push_back(item.rendered);
+  Attempt attempt = Send("POST", std::string(metrics_api::kWriteBatchPath),
+                         metrics_api::JoinWriteBatch(rendered), stop);
   switch (Judge(attempt, /*is_delete=*/false)) {
     case Verdict::kAcknowledged:
       Acknowledged(items, attempt.code);

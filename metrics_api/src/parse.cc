@@ -12,6 +12,7 @@
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
+#include "parse_element.h"
 
 namespace kubestat::metrics_api {
 namespace {
@@ -264,14 +265,8 @@ struct Header {
   Timestamp timestamp;
 };
 
-absl::StatusOr<Header> ParseHeader(simdjson::dom::parser& parser, std::string_view json,
-                                   std::string_view kind) {
+absl::StatusOr<Header> HeaderOf(element doc, std::string_view kind) {
   Header header;
-  element doc;
-  if (auto error = parser.parse(json.data(), json.size()).get(doc); error != simdjson::SUCCESS) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid JSON: ", simdjson::error_message(error)));
-  }
   if (doc.get(header.root) != simdjson::SUCCESS) {
     return absl::InvalidArgumentError("the document must be a JSON object");
   }
@@ -317,11 +312,34 @@ absl::StatusOr<std::string> NameOf(object metadata, std::string_view key, std::s
   return std::string(*name);
 }
 
+// The document of `json`, parsed by `parser` (which owns it).
+absl::StatusOr<element> Document(simdjson::dom::parser& parser, std::string_view json) {
+  element doc;
+  if (auto error = parser.parse(json.data(), json.size()).get(doc); error != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid JSON: ", simdjson::error_message(error)));
+  }
+  return doc;
+}
+
 }  // namespace
 
 absl::StatusOr<Parsed<NodeMetrics>> ParseNodeMetrics(std::string_view json) {
   simdjson::dom::parser parser;
-  absl::StatusOr<Header> header = ParseHeader(parser, json, "NodeMetrics");
+  absl::StatusOr<element> doc = Document(parser, json);
+  if (!doc.ok()) return doc.status();
+  return NodeMetricsFrom(*doc);
+}
+
+absl::StatusOr<Parsed<PodMetrics>> ParsePodMetrics(std::string_view json) {
+  simdjson::dom::parser parser;
+  absl::StatusOr<element> doc = Document(parser, json);
+  if (!doc.ok()) return doc.status();
+  return PodMetricsFrom(*doc);
+}
+
+absl::StatusOr<Parsed<NodeMetrics>> NodeMetricsFrom(element doc) {
+  absl::StatusOr<Header> header = HeaderOf(doc, "NodeMetrics");
   if (!header.ok()) return header.status();
   Parsed<NodeMetrics> out;
   out.gv = header->gv;
@@ -355,9 +373,8 @@ absl::StatusOr<Parsed<NodeMetrics>> ParseNodeMetrics(std::string_view json) {
   return out;
 }
 
-absl::StatusOr<Parsed<PodMetrics>> ParsePodMetrics(std::string_view json) {
-  simdjson::dom::parser parser;
-  absl::StatusOr<Header> header = ParseHeader(parser, json, "PodMetrics");
+absl::StatusOr<Parsed<PodMetrics>> PodMetricsFrom(element doc) {
+  absl::StatusOr<Header> header = HeaderOf(doc, "PodMetrics");
   if (!header.ok()) return header.status();
   Parsed<PodMetrics> out;
   out.gv = header->gv;

@@ -11,6 +11,7 @@
 #include "kubestat/core/json_writer.h"
 #include "kubestat/metrics_api/parse.h"
 #include "kubestat/metrics_api/render.h"
+#include "parse_element.h"
 
 namespace kubestat::metrics_api {
 namespace {
@@ -60,12 +61,11 @@ absl::StatusOr<WriteItem> ParseItem(element e, size_t index) {
     if (o.get(as_object) != simdjson::SUCCESS) {
       return ItemError(index, "object: must be an object");
     }
-    const std::string json = simdjson::minify(o);
     const std::string_view kind = Str(as_object, "kind");
     absl::Status failed;
     GroupVersion gv = GroupVersion::kV1alpha1;
     if (kind == KindName(Resource::kNodes)) {
-      absl::StatusOr<Parsed<NodeMetrics>> node = ParseNodeMetrics(json);
+      absl::StatusOr<Parsed<NodeMetrics>> node = NodeMetricsFrom(o);
       if (node.ok()) {
         gv = node->gv;
         out.resource = Resource::kNodes;
@@ -74,7 +74,7 @@ absl::StatusOr<WriteItem> ParseItem(element e, size_t index) {
         failed = node.status();
       }
     } else if (kind == KindName(Resource::kPods)) {
-      absl::StatusOr<Parsed<PodMetrics>> pod = ParsePodMetrics(json);
+      absl::StatusOr<Parsed<PodMetrics>> pod = PodMetricsFrom(o);
       if (pod.ok()) {
         gv = pod->gv;
         out.resource = Resource::kPods;
@@ -130,6 +130,23 @@ std::string RenderWriteBatch(const WriteBatch& batch) {
   w.EndArray();
   w.EndObject();
   return w.Take();
+}
+
+std::string JoinWriteBatch(std::span<const std::string_view> rendered_items) {
+  // The empty batch's body, split where its items go.
+  static const std::string empty = RenderWriteBatch(WriteBatch{});
+  static const size_t items_at = empty.rfind("[]") + 1;
+  size_t size = empty.size() + rendered_items.size();
+  for (std::string_view item : rendered_items) size += item.size();
+  std::string body;
+  body.reserve(size);
+  body.append(empty, 0, items_at);
+  for (size_t i = 0; i < rendered_items.size(); ++i) {
+    if (i > 0) body.push_back(',');
+    body.append(rendered_items[i]);
+  }
+  body.append(empty, items_at);
+  return body;
 }
 
 absl::StatusOr<WriteBatch> ParseWriteBatch(std::string_view json) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "support/metrics_objects.h"
 
@@ -62,6 +64,17 @@ TEST(WriteBatchTest, ABatchReadsBackItemForItem) {
   size_t items = 0;
   for (const WriteItem& item : batch.items) items += RenderWriteItem(item).size() + 1;
   EXPECT_LT(json.size() - items, 80u);
+}
+
+TEST(WriteBatchTest, JoiningRenderedItemsGivesTheSameBody) {
+  const WriteBatch batch = Sample();
+  std::vector<std::string> rendered;
+  for (const WriteItem& item : batch.items) rendered.push_back(RenderWriteItem(item));
+  const std::vector<std::string_view> views(rendered.begin(), rendered.end());
+  EXPECT_EQ(JoinWriteBatch(views), RenderWriteBatch(batch));
+  EXPECT_EQ(JoinWriteBatch(std::span<const std::string_view>(views).first(1)),
+            RenderWriteBatch(WriteBatch{{batch.items[0]}}));
+  EXPECT_EQ(JoinWriteBatch({}), RenderWriteBatch(WriteBatch{}));
 }
 
 std::string Error(const std::string& json) {

@@ -6,7 +6,7 @@
 // item keeps its place in the queue (the order is that of each key's oldest pending
 // write), so a key that changes every round is not starved.
 //
-// Pushers Take a batch: up to `max_items` items whose RenderWriteItem sizes add up to at
+// Pushers Take a batch: up to `max_items` items whose rendered sizes add up to at
 // most `max_bytes` (one item larger than that alone is still taken, alone). Keys in a taken
 // batch are "in flight" until the batch is settled, and a newer write for an in-flight key
 // waits in the queue meanwhile, so two pushers never race two versions of one object. Every
@@ -71,7 +71,10 @@ Timestamp NewestEndtime(const metrics_api::PodMetrics& pod);
 struct PushItem {
   ObjectKey key;
   metrics_api::WriteItem write;
-  // RenderWriteItem(write).size(): what the item adds to a bulk body (without the comma).
+  // RenderWriteItem(write), made once when the write is queued: a bulk body joins these
+  // (JoinWriteBatch), so no object is rendered twice.
+  std::string rendered;
+  // rendered.size(): what the item adds to a bulk body (without the comma).
   size_t bytes = 0;
   // Puts: NewestEndtime of the object (the start of the end-to-end lag). Deletes: epoch.
   Timestamp newest_endtime;

@@ -20,6 +20,7 @@
 #define KUBESTAT_METRICS_API_WRITE_BATCH_H_
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,9 @@ struct WriteBatch {
 std::string RenderWriteBatch(const WriteBatch& batch);
 // The JSON of one item as RenderWriteBatch writes it, so a writer can size batches.
 std::string RenderWriteItem(const WriteItem& item);
+// The body RenderWriteBatch writes for the items these RenderWriteItem results came from,
+// in order: a writer that keeps each item rendered does not render it again.
+std::string JoinWriteBatch(std::span<const std::string_view> rendered_items);
 
 // Reads a body. InvalidArgument "<field path>: <reason>" (paths as in parse.h, prefixed with
 // items[i]) for anything that is not a valid batch: kind/apiVersion, an unknown op, an
