@@ -4,9 +4,12 @@
 // authorization. main parses the options and serves until SIGINT or SIGTERM.
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "kubestat/apiserver/api_server.h"
+#include "kubestat/apiserver/etcd_store.h"
 #include "kubestat/apiserver/memory_store.h"
 #include "kubestat/apiserver/options.h"
 #include "kubestat/core/clock.h"
@@ -42,14 +45,25 @@ int Run(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<kubestat::kube::DelegatedAccess>> access =
       kubestat::kube::DelegatedAccess::Create(options.serving, clock, &registry);
   if (!access.ok()) return Fail(access.status());
-  kubestat::apiserver::MemoryStore store(options.StoreOptions(), clock);
-  kubestat::apiserver::ApiServer server(options.ApiOptions(), store, registry, clock,
+  std::unique_ptr<kubestat::apiserver::ObjectStore> store;
+  std::string where = "in memory";
+  if (options.etcd_servers.empty()) {
+    store = std::make_unique<kubestat::apiserver::MemoryStore>(options.StoreOptions(), clock);
+  } else {
+    absl::StatusOr<std::unique_ptr<kubestat::apiserver::EtcdStore>> etcd =
+        kubestat::apiserver::EtcdStore::Create(options.EtcdOptions(), clock);
+    if (!etcd.ok()) return Fail(etcd.status());
+    store = *std::move(etcd);
+    where = "in etcd under " + options.etcd_prefix;
+  }
+  kubestat::apiserver::ApiServer server(options.ApiOptions(), *store, registry, clock,
                                         (*access)->Gate("apiserver"));
   if (absl::Status s = server.Start(); !s.ok()) {
     return Fail(
         absl::Status(s.code(), "--listen-address/--secure-port: " + std::string(s.message())), 1);
   }
-  KLOG(INFO) << "kubestat-apiserver serving on " << server.BaseUrl() << " (objects in memory)";
+  KLOG(INFO) << "kubestat-apiserver serving on " << server.BaseUrl() << " (objects " << where
+             << ")";
   signals.Wait();
   server.Stop();
   KLOG(INFO) << "stopped";

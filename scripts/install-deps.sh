@@ -12,6 +12,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus wrk openssl curl procps sslscan
   python3-kubernetes
+  # kubestat-apiserver's etcd store: a real etcd (/usr/bin/etcd) in its tests
+  etcd-server
 )
 
 missing=()

@@ -713,20 +713,40 @@ class ApiServer::Impl {
       s.last_revision = after;
     }
     std::weak_ptr<WatchSession> weak = session;
-    absl::StatusOr<std::unique_ptr<Subscription>> subscription = store_.Watch(
-        s.kind, after, [this, weak](const StoreEvent& event) { Deliver(weak, event); });
+    absl::StatusOr<std::unique_ptr<Subscription>> subscription = store_.WatchWithEnd(
+        s.kind, after, [this, weak](const StoreEvent& event) { Deliver(weak, event); },
+        [this, weak](const absl::Status& why) { EndedByStore(weak, why); });
     if (!subscription.ok()) {
-      const ApiError error = subscription.status().code() == absl::StatusCode::kOutOfRange
-                                 ? ApiError::Expired(StdView(subscription.status().message()))
-                                 : ApiError::FromStatus(subscription.status());
       std::lock_guard lock(s.mu);
-      Send(s, kube::WatchEventType::kError, error.ToJson(), "ERROR");
+      Send(s, kube::WatchEventType::kError, WatchError(subscription.status()).ToJson(), "ERROR");
       s.writer->Finish();
       return;
     }
     s.subscription = *std::move(subscription);
     std::lock_guard lock(sessions_mu_);
     sessions_.push_back(session);
+  }
+
+  // 410 Expired when the store no longer has the history a watch needs (the client lists
+  // again), else the store's error.
+  static ApiError WatchError(const absl::Status& status) {
+    return status.code() == absl::StatusCode::kOutOfRange
+               ? ApiError::Expired(StdView(status.message()))
+               : ApiError::FromStatus(status);
+  }
+
+  // The store ended a watch's subscription on its own (etcd compacted past it, or stayed
+  // unreachable): the client gets an ERROR event and the stream ends, instead of a watch
+  // that silently stalls.
+  void EndedByStore(const std::weak_ptr<WatchSession>& weak, const absl::Status& why) {
+    std::shared_ptr<WatchSession> session = weak.lock();
+    if (!session) return;
+    WatchSession& s = *session;
+    std::lock_guard lock(s.mu);
+    if (s.ended || s.writer->closed()) return;
+    s.ended = true;
+    Send(s, kube::WatchEventType::kError, WatchError(why).ToJson(), "ERROR");
+    s.writer->Finish();
   }
 
   // A store event for one watch: sent when it matches, and the resume point moves.

@@ -8,46 +8,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "kubestat/core/absl_view.h"
+#include "write_op_check.h"
 
 namespace kubestat::apiserver {
 namespace {
-
-absl::Status InvalidOp(size_t index, const ObjectKey& key, std::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("op ", index, ": ", ObjectKeyString(key), ": ", AbslView(why)));
-}
-
-// The checks that need no store: the key's shape and the object a kPut/kCreate carries.
-absl::Status CheckOp(size_t index, const WriteOp& op) {
-  const ObjectKey& key = op.key;
-  if (key.name.empty()) return InvalidOp(index, key, "the key has no name");
-  const bool is_pod = key.kind == ObjectKind::kPod;
-  if (is_pod && key.namespace_name.empty())
-    return InvalidOp(index, key, "a pod key needs a namespace");
-  if (!is_pod && !key.namespace_name.empty()) {
-    return InvalidOp(index, key, "a node key has no namespace");
-  }
-  if (op.type != WriteOp::Type::kPut && op.type != WriteOp::Type::kCreate) return absl::OkStatus();
-  if (is_pod) {
-    if (op.pod == nullptr || op.node != nullptr) {
-      return InvalidOp(index, key, "a pod key needs a pod object and no node object");
-    }
-    if (op.pod->name != key.name || op.pod->namespace_name != key.namespace_name) {
-      return InvalidOp(
-          index, key,
-          absl::StrCat("the object is pods/", op.pod->namespace_name, "/", op.pod->name));
-    }
-  } else {
-    if (op.node == nullptr || op.pod != nullptr) {
-      return InvalidOp(index, key, "a node key needs a node object and no pod object");
-    }
-    if (op.node->name != key.name) {
-      return InvalidOp(index, key, absl::StrCat("the object is nodes/", op.node->name));
-    }
-  }
-  return absl::OkStatus();
-}
 
 // Whether a watcher of `kind` that started after `after` is to see `event`.
 bool Wants(ObjectKind kind, uint64_t after, const StoreEvent& event) {
@@ -96,7 +60,7 @@ MemoryStore::~MemoryStore() = default;
 
 absl::StatusOr<WriteResult> MemoryStore::Apply(const std::vector<WriteOp>& ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (absl::Status status = CheckOp(i, ops[i]); !status.ok()) return status;
+    if (absl::Status status = CheckWriteOp(i, ops[i]); !status.ok()) return status;
   }
 
   std::lock_guard write(write_mu_);

@@ -22,6 +22,15 @@ void Options::RegisterFlags(FlagSet& flags) {
   flags.AddInt64("max-watch-queue-bytes", &max_watch_queue_bytes,
                  "bytes of events a watcher may leave unread before its watch is ended (it "
                  "lists and watches again)");
+  flags.AddStringList("etcd-servers", &etcd_servers,
+                      "etcd v3 client URLs (http:// or https://), comma-separated; objects are "
+                      "kept in etcd and shared by every replica (empty: in memory)");
+  flags.AddString("etcd-prefix", &etcd_prefix, "the etcd key prefix of the objects");
+  flags.AddString("etcd-cafile", &etcd_cafile, "PEM CA bundle that signed the etcd members");
+  flags.AddString("etcd-certfile", &etcd_certfile, "PEM client certificate for etcd");
+  flags.AddString("etcd-keyfile", &etcd_keyfile, "PEM private key of --etcd-certfile");
+  flags.AddDuration("etcd-compaction-interval", &etcd_compaction_interval,
+                    "how often etcd's history is compacted, keeping one interval; 0 disables");
   flags.AddInt64("v", &verbosity, "log verbosity");
 }
 
@@ -32,6 +41,12 @@ absl::Status Options::Validate() const {
   }
   if (watch_history < 0) {
     return absl::InvalidArgumentError("--watch-history: must not be negative");
+  }
+  if (!etcd_servers.empty()) {
+    if (absl::Status s = EtcdOptions().Validate(); !s.ok()) return s;
+  } else if (!etcd_cafile.empty() || !etcd_certfile.empty() || !etcd_keyfile.empty()) {
+    return absl::InvalidArgumentError(
+        "--etcd-cafile/--etcd-certfile/--etcd-keyfile: need --etcd-servers");
   }
   absl::Status api = ApiOptions().Validate();
   if (!api.ok()) {
@@ -56,6 +71,18 @@ ApiServerOptions Options::ApiOptions() const {
 MemoryStoreOptions Options::StoreOptions() const {
   MemoryStoreOptions options;
   options.history_events = static_cast<size_t>(watch_history);
+  return options;
+}
+
+EtcdStoreOptions Options::EtcdOptions() const {
+  EtcdStoreOptions options;
+  options.endpoints = etcd_servers;
+  options.prefix = etcd_prefix;
+  options.ca_file = etcd_cafile;
+  options.cert_file = etcd_certfile;
+  options.key_file = etcd_keyfile;
+  options.object_ttl = object_ttl;
+  options.compaction_interval = etcd_compaction_interval;
   return options;
 }
 

@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +56,60 @@ constexpr char kRules[] = R"(rules:
 std::string NodeJson(const metrics_api::NodeMetrics& node) {
   return *metrics_api::RenderNode(node, {GroupVersion::kV1alpha1, {}, 0});
 }
+
+// A MemoryStore whose watch subscriptions the test can end, as a store with a remote back
+// end (etcd) ends them when it loses their history or stays unreachable.
+class EndableStore final : public ObjectStore {
+ public:
+  EndableStore(MemoryStoreOptions options, const Clock& clock) : store_(options, clock) {}
+
+  absl::StatusOr<WriteResult> Apply(const std::vector<WriteOp>& ops) override {
+    return store_.Apply(ops);
+  }
+  absl::StatusOr<std::optional<StoredObject>> Get(const ObjectKey& key) const override {
+    return store_.Get(key);
+  }
+  absl::StatusOr<ListResult> List(ObjectKind kind, std::string_view ns) const override {
+    return store_.List(kind, ns);
+  }
+  absl::StatusOr<std::unique_ptr<Subscription>> Watch(ObjectKind kind, uint64_t after,
+                                                      WatchCallback callback) override {
+    return store_.Watch(kind, after, std::move(callback));
+  }
+  absl::StatusOr<std::unique_ptr<Subscription>> WatchWithEnd(
+      ObjectKind kind, uint64_t after, WatchCallback callback,
+      const WatchEndCallback& on_end) override {
+    std::lock_guard lock(mu_);
+    ends_.push_back(on_end);
+    return store_.Watch(kind, after, std::move(callback));
+  }
+  absl::StatusOr<size_t> ExpireOlderThan(Timestamp cutoff) override {
+    return store_.ExpireOlderThan(cutoff);
+  }
+  uint64_t Revision() const override { return store_.Revision(); }
+  bool Ready() const override { return store_.Ready(); }
+
+  // Waits for a subscription that has not been ended, then ends every one with `why`.
+  void EndAll(const absl::Status& why) {
+    ASSERT_TRUE(kubestat::testing::PollUntil(
+        [&] {
+          std::lock_guard lock(mu_);
+          return !ends_.empty();
+        },
+        std::chrono::seconds(20)));
+    std::vector<WatchEndCallback> ends;
+    {
+      std::lock_guard lock(mu_);
+      ends.swap(ends_);
+    }
+    for (const WatchEndCallback& end : ends) end(why);
+  }
+
+ private:
+  MemoryStore store_;
+  std::mutex mu_;
+  std::vector<WatchEndCallback> ends_;
+};
 
 class ApiServerTest : public ::testing::Test {
  protected:
@@ -134,7 +189,7 @@ class ApiServerTest : public ::testing::Test {
   kubestat::testing::TempDir dir_;
   FakeClock clock_;
   prometheus::Registry registry_;
-  MemoryStore store_{MemoryStoreOptions{.history_events = 4}, clock_};
+  EndableStore store_{MemoryStoreOptions{.history_events = 4}, clock_};
   std::unique_ptr<kube::Authenticator> authenticator_;
   std::unique_ptr<kube::Authorizer> authorizer_;
   std::unique_ptr<ApiServer> server_;
@@ -276,6 +331,28 @@ TEST_F(ApiServerTest, AWatchResumesAfterItsVersionAndATooOldOneIsExpired) {
   EXPECT_THAT(expired[0], StartsWith(R"({"type":"ERROR","object":{"kind":"Status")"));
   EXPECT_THAT(expired[0], HasSubstr(R"("reason":"Expired")"));
   EXPECT_THAT(expired[0], HasSubstr(R"("code":410)"));
+}
+
+TEST_F(ApiServerTest, AWatchTheStoreEndsGetsItsErrorAndCloses) {
+  ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
+            201);
+  // The store lost the history the watch needs: 410, so the client lists again.
+  const std::vector<std::string> expired =
+      WatchLines("/apis/metrics/v1alpha1/nodes?watch=1&resourceVersion=1", 5,
+                 [&] { store_.EndAll(absl::OutOfRangeError("too old resource version: 1 (7)")); });
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_THAT(expired[0], StartsWith(R"({"type":"ERROR","object":{"kind":"Status")"));
+  EXPECT_THAT(expired[0], HasSubstr(R"("code":410)"));
+  EXPECT_THAT(expired[0], HasSubstr("too old resource version: 1 (7)"));
+  // The back end stayed unreachable: the store's error.
+  const std::vector<std::string> unavailable =
+      WatchLines("/apis/metrics/v1alpha1/nodes?watch=1&resourceVersion=1", 5,
+                 [&] { store_.EndAll(absl::UnavailableError("no etcd member answered")); });
+  ASSERT_EQ(unavailable.size(), 1u);
+  EXPECT_THAT(unavailable[0], HasSubstr(R"("code":503)"));
+  EXPECT_THAT(unavailable[0], HasSubstr("no etcd member answered"));
+  server_->Sweep();  // ended watches are let go at the sweep
+  EXPECT_EQ(server_->watchers(), 0u);
 }
 
 TEST_F(ApiServerTest, WatchersOfEachGroupVersionGetTheirOwnShapeOfOneChange) {

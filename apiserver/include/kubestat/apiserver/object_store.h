@@ -1,5 +1,5 @@
 // ObjectStore: where kubestat-apiserver keeps the newest NodeMetrics and PodMetrics, behind
-// one interface with two implementations (in memory: memory_store.h; etcd v3 to follow).
+// one interface with two implementations (in memory: memory_store.h; etcd v3: etcd_store.h).
 //
 // Revisions: the store keeps one revision counter for all objects. Every successful Apply()
 // (a batch of writes, applied all or nothing) moves it up by exactly one, and every object
@@ -21,9 +21,10 @@
 // back end answers Unavailable.
 //
 // Thread-safety: every method is safe from any thread. Watch callbacks run on the thread that
-// committed the batch (or, for history, on the thread calling Watch) while the store
-// serializes deliveries, so each subscription sees its events one at a time and in order;
-// a callback must not block and must not call back into the store.
+// committed the batch (or, for history, on the thread calling Watch), or on a delivery thread
+// of the store's own (EtcdStore), while the store serializes deliveries, so each
+// subscription sees its events one at a time and in order; a callback must not block and
+// must not call back into the store.
 #ifndef KUBESTAT_APISERVER_OBJECT_STORE_H_
 #define KUBESTAT_APISERVER_OBJECT_STORE_H_
 
@@ -34,8 +35,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/metrics_api/objects.h"
@@ -117,6 +120,11 @@ class Subscription {
 };
 
 using WatchCallback = std::function<void(const StoreEvent& event)>;
+// Told, at most once and on the delivering thread, that a subscription ended on its own: no
+// event follows. OutOfRange when the store lost the history it needed to go on (its back end
+// compacted while unreachable), Unavailable when the back end stayed unreachable; the watcher
+// lists and watches again.
+using WatchEndCallback = std::function<void(const absl::Status& why)>;
 
 class ObjectStore {
  public:
@@ -137,6 +145,14 @@ class ObjectStore {
   // Delivers every event of `kind` with a revision above `after` (see the file comment).
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       ObjectKind kind, uint64_t after, WatchCallback callback) = 0;
+
+  // As Watch, and `on_end` (may be empty) learns when the subscription ends without a
+  // Cancel. A store whose subscriptions end only when cancelled (MemoryStore) keeps this
+  // default.
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Subscription>> WatchWithEnd(
+      ObjectKind kind, uint64_t after, WatchCallback callback, const WatchEndCallback& /*on_end*/) {
+    return Watch(kind, after, std::move(callback));
+  }
 
   // Deletes every object last written before `cutoff`; the number deleted.
   [[nodiscard]] virtual absl::StatusOr<size_t> ExpireOlderThan(Timestamp cutoff) = 0;

@@ -5,9 +5,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "kubestat/apiserver/api_server.h"
+#include "kubestat/apiserver/etcd_store.h"
 #include "kubestat/apiserver/memory_store.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/kube/serving_options.h"
@@ -35,6 +38,19 @@ struct Options {
   Duration max_watch_timeout = std::chrono::hours(1);
   // Bytes of events a watcher may leave unread before its watch is ended. Default: 16777216
   int64_t max_watch_queue_bytes = int64_t{16} << 20;
+  // etcd v3 client URLs (http:// or https://, comma-separated): objects live in etcd, shared
+  // by every replica; empty: in this process's memory. Default: none
+  std::vector<std::string> etcd_servers;
+  // The key prefix of the objects in etcd. Default: /registry/kubestat/
+  std::string etcd_prefix = "/registry/kubestat/";
+  // PEM files for https etcd URLs: the CA of the members' certificates, and this server's
+  // client certificate and key. Default: none
+  std::string etcd_cafile;
+  std::string etcd_certfile;
+  std::string etcd_keyfile;
+  // How often etcd's history is compacted (to the revision of one interval before); 0: never
+  // (another client compacts). Default: 5m
+  Duration etcd_compaction_interval = std::chrono::minutes(5);
   // Log verbosity. Default: 0
   int64_t verbosity = 0;
 
@@ -43,6 +59,8 @@ struct Options {
 
   ApiServerOptions ApiOptions() const;
   MemoryStoreOptions StoreOptions() const;
+  // The etcd store's options (objects expire by lease after object_ttl).
+  EtcdStoreOptions EtcdOptions() const;
 };
 
 }  // namespace kubestat::apiserver
