@@ -13,7 +13,9 @@
 #   - watch fan-out: WATCHERS watches of every pod (curl -N) for DURATION: events received,
 #   - the apiserver's RSS and CPU, and its RSS per object held.
 #
-#   bench/apiserver_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [WATCHERS]
+#   bench/apiserver_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [WATCHERS] [STORE]
+# STORE: memory (default) or etcd (a local etcd from Debian's etcd-server, its data in the
+# work directory, --max-txn-ops above the bridge's batch size).
 set -euo pipefail
 
 build="${1:-build}"
@@ -21,6 +23,7 @@ nodes="${2:-1000}"
 pods="${3:-30}"
 duration="${4:-30}"
 watchers="${5:-100}"
+store="${6:-memory}"
 here="$(cd "$(dirname "$0")" && pwd)"
 sim="$build/sim/kubestat-sim"
 agg="$build/aggregator/kubestat-aggregator"
@@ -45,9 +48,23 @@ bench_user loadtest '- users: [loadtest]' '  verbs: [get, list, watch, create, u
   '- users: [loadtest]' '  verbs: [get]' '  nonResourceURLs: [/metrics]'
 printf '%s\n' "$token" >"$work/token"
 start_aggregator "$agg" "$port" --grpc-address=127.0.0.1 --grpc-port="$grpc_port"
+store_flags=()
+case "$store" in
+  memory) ;;
+  etcd)
+    etcd_port=$(free_port)
+    etcd --name bench --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
+      --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$(free_port)" \
+      --max-txn-ops 2000 --max-request-bytes 8388608 --quota-backend-bytes 8589934592 \
+      >"$work/etcd.log" 2>&1 &
+    pids+=($!)
+    store_flags=(--etcd-servers="http://127.0.0.1:$etcd_port")
+    ;;
+  *) echo "STORE must be memory or etcd, not $store" >&2; exit 2 ;;
+esac
 "$apiserver" --listen-address=127.0.0.1 --secure-port="$api_port" --cert-dir="$work/api-certs" \
   --token-auth-file="$work/tokens.csv" --authorization-rules-file="$work/rules.yaml" \
-  >"$work/apiserver.log" 2>&1 &
+  "${store_flags[@]}" >"$work/apiserver.log" 2>&1 &
 api_pid=$!
 pids+=("$api_pid")
 for _ in $(seq 100); do grep -q "serving on" "$work/apiserver.log" && break; sleep 0.1; done
@@ -138,4 +155,8 @@ objects=$(curl -kfs "${auth[@]}" "$api/metrics" |
 rss=$(awk '/VmRSS/ {print $2}' /proc/$api_pid/status)
 echo "== apiserver: $objects objects, RSS $rss KiB ($((rss * 1024 / (objects > 0 ? objects : 1))) bytes per object), CPU $(ps -o time= -p $api_pid)"
 echo "== bridge: RSS $(awk '/VmRSS/ {print $2, $3}' /proc/$bridge_pid/status), CPU $(ps -o time= -p $bridge_pid)"
+if [[ "$store" == etcd ]]; then
+  etcd_pid=$(pgrep -f "etcd --name bench --data-dir $work/etcd" | head -1)
+  echo "== etcd: RSS $(awk '/VmRSS/ {print $2, $3}' /proc/$etcd_pid/status), CPU $(ps -o time= -p $etcd_pid), data $(du -sh "$work/etcd" | cut -f1)"
+fi
 grep "round" "$work/aggregator.log" | tail -n 2

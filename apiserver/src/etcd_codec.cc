@@ -19,13 +19,17 @@ absl::Status Undecodable(std::string_view etcd_key, std::string_view why) {
 }
 
 template <typename Proto, typename Object>
-absl::StatusOr<std::shared_ptr<const Object>> ParseObject(std::string_view bytes) {
+// The object in `bytes`, with metadata.resourceVersion `revision` (so readers need not copy
+// it to stamp it).
+absl::StatusOr<std::shared_ptr<const Object>> ParseObject(std::string_view bytes,
+                                                          int64_t revision) {
   Proto proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::DataLossError("the object does not parse");
   }
   absl::StatusOr<Object> object = metrics_api::FromProto(proto);
   if (!object.ok()) return object.status();
+  object->resource_version = std::to_string(revision);
   return std::make_shared<const Object>(*std::move(object));
 }
 
@@ -106,11 +110,11 @@ absl::StatusOr<StoredObject> Decode(std::string_view prefix, const mvccpb::KeyVa
   const std::string_view body = std::string_view(value).substr(kHeaderBytes);
   absl::Status parsed;
   if (object.key.kind == ObjectKind::kNode) {
-    auto node = ParseObject<v1::NodeMetrics, metrics_api::NodeMetrics>(body);
+    auto node = ParseObject<v1::NodeMetrics, metrics_api::NodeMetrics>(body, kv.mod_revision());
     parsed = node.status();
     if (node.ok()) object.node = *std::move(node);
   } else {
-    auto pod = ParseObject<v1::PodMetrics, metrics_api::PodMetrics>(body);
+    auto pod = ParseObject<v1::PodMetrics, metrics_api::PodMetrics>(body, kv.mod_revision());
     parsed = pod.status();
     if (pod.ok()) object.pod = *std::move(pod);
   }

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -129,15 +130,36 @@ absl::StatusOr<WriteResult> MemoryStore::Apply(const std::vector<WriteOp>& ops) 
   return result;
 }
 
+namespace {
+
+void StampVersion(StoredObject& object, const std::string& version) {
+  if (object.node != nullptr && object.node->resource_version != version) {
+    auto stamped = std::make_shared<metrics_api::NodeMetrics>(*object.node);
+    stamped->resource_version = version;
+    object.node = std::move(stamped);
+  }
+  if (object.pod != nullptr && object.pod->resource_version != version) {
+    auto stamped = std::make_shared<metrics_api::PodMetrics>(*object.pod);
+    stamped->resource_version = version;
+    object.pod = std::move(stamped);
+  }
+}
+
+}  // namespace
+
 uint64_t MemoryStore::CommitLocked(std::vector<StoreEvent>& events) {
   const Timestamp now = clock_.Now();
   uint64_t revision = 0;
   {
     std::unique_lock lock(mu_);
     revision = ++revision_;
+    const std::string version = std::to_string(revision);
     for (StoreEvent& event : events) {
       event.object.resource_version = revision;
       event.object.written = now;
+      // A written object carries its version in its metadata too, so that readers render
+      // it as it is instead of copying it to stamp it.
+      if (event.type != EventType::kDeleted) StampVersion(event.object, version);
       if (event.type == EventType::kDeleted) {
         objects_.erase(event.object.key);
       } else {

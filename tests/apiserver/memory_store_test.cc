@@ -73,8 +73,13 @@ TEST_F(MemoryStoreTest, OpsOfABatchSeeTheEarlierOpsOfTheSameBatch) {
 
 TEST_F(MemoryStoreTest, GetAndListShareTheStoredObjectInsteadOfCopyingIt) {
   WriteOp put = PutPod("shop", "web-1", 4242);
-  const PodMetrics* stored = put.pod.get();
-  ASSERT_TRUE(store_.Apply({put}).ok());
+  absl::StatusOr<WriteResult> written = store_.Apply({put});
+  ASSERT_TRUE(written.ok());
+  // Stored once with its version in its metadata, then shared by every reader.
+  const PodMetrics* stored = written->objects.at(0).pod.get();
+  ASSERT_NE(stored, nullptr);
+  EXPECT_EQ(stored->resource_version, std::to_string(written->revision));
+  EXPECT_EQ(put.pod->resource_version, "");  // the writer's object is left as it was
 
   absl::StatusOr<std::optional<StoredObject>> got = store_.Get(PodKey("shop", "web-1"));
   ASSERT_TRUE(got.ok() && got->has_value());

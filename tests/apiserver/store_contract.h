@@ -227,6 +227,11 @@ TYPED_TEST_P(StoreContractTest, EveryObjectOfABatchCarriesTheBatchRevisionAndTim
   absl::StatusOr<std::optional<StoredObject>> node_2 = store.Get(NodeKey("node-2"));
   ASSERT_TRUE(node_2.ok() && node_2->has_value());
   EXPECT_EQ((*node_2)->resource_version, this->R(2));
+  // Read objects carry their version in their metadata as well, so readers render them as
+  // they are.
+  EXPECT_EQ((*node_1)->node->resource_version, std::to_string(this->R(1)));
+  EXPECT_EQ((*node_2)->node->resource_version, std::to_string(this->R(2)));
+  EXPECT_EQ(pods->items[0].pod->resource_version, std::to_string(this->R(2)));
   absl::StatusOr<std::optional<StoredObject>> absent = store.Get(PodKey("shop", "web-9"));
   ASSERT_TRUE(absent.ok());
   EXPECT_FALSE(absent->has_value());

@@ -1,8 +1,9 @@
 // MemoryStore: the ObjectStore (object_store.h) kept in this process's memory, for a single
 // kubestat-apiserver replica and for tests. Nothing survives a restart.
 //
-// Objects: a map sorted by ObjectKey. The metrics objects are held as shared_ptr<const ...>,
-// so Get, List, WriteResult and events copy pointers, never the objects.
+// Objects: a map sorted by ObjectKey. The metrics objects are held as shared_ptr<const ...>:
+// Apply stores a copy of a written object whose metadata.resourceVersion is its revision
+// (one copy per write), and Get, List, WriteResult and events then share that object.
 //
 // Apply: the ops are checked first, then applied in order against the store as the earlier
 // ops of the same batch left it (a kCreate then a kDelete of one key in one batch is fine).
