@@ -97,9 +97,17 @@ struct Bridge::Parts {
       return live() ? Text(200, "ok", "/healthz") : Text(500, "stopped", "/healthz");
     }
     if (request.path == "/readyz") {
-      return watch->snapshot_pushed()
-                 ? Text(200, "ok", "/readyz")
-                 : Text(503, "the aggregator's first snapshot is not pushed yet", "/readyz");
+      if (!watch->snapshot_pushed()) {
+        return Text(503, "the aggregator's first snapshot is not pushed yet", "/readyz");
+      }
+      const uint32_t failures = pusher->Stats().consecutive_failures;
+      if (failures >= kNotReadyAfterFailures) {
+        return Text(503,
+                    StrCat("pushes to the metrics API server are failing (", failures,
+                           " retryable failures in a row)"),
+                    "/readyz");
+      }
+      return Text(200, "ok", "/readyz");
     }
     if (http::IsMetricsPath(request.path)) return http::MetricsResponse(request, *registry);
     return http::ErrorResponse(
@@ -165,6 +173,9 @@ void Bridge::Stop() {
 
 std::string Bridge::BaseUrl() const { return parts_->server->BaseUrl(); }
 std::string Bridge::HealthBaseUrl() const { return parts_->server->HealthBaseUrl(); }
-bool Bridge::ready() const { return parts_->watch->snapshot_pushed(); }
+bool Bridge::ready() const {
+  return parts_->watch->snapshot_pushed() &&
+         parts_->pusher->Stats().consecutive_failures < kNotReadyAfterFailures;
+}
 
 }  // namespace kubestat::bridge

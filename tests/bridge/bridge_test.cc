@@ -1,7 +1,8 @@
 // The wired bridge end to end: a fake aggregator's snapshot reaches a fake metrics API
 // server through bulk writes, stale objects there are deleted, and the HTTPS health
 // endpoints (self-signed in a cert dir) answer: /readyz 503 until the snapshot is pushed,
-// then 200; /healthz 200; /metrics shows the bridge's counters.
+// then 200, and 503 again while pushes fail; /healthz 200; /metrics shows the bridge's
+// counters.
 #include "kubestat/bridge/bridge.h"
 
 #include <gmock/gmock.h>
@@ -101,6 +102,20 @@ TEST(BridgeTest, PushesTheSnapshotThenTurnsReady) {
   EXPECT_THAT(metrics->body, HasSubstr("kubestat_bridge_pushed_objects_total{code=\"200\"} 3"));
   EXPECT_THAT(metrics->body, HasSubstr("kubestat_bridge_resync_deletes_total 1"));
   EXPECT_THAT(metrics->body, HasSubstr("kubestat_bridge_queue_depth 0"));
+
+  // The API server goes away while the bridge owes it a change: not ready, saying why,
+  // until pushes succeed again.
+  open.store(false);
+  aggregator.Emit(
+      Event(v1::WatchEvent::MODIFIED, MakePod("shop", "web-1", "node-a", {}, BaseTime(), 200)));
+  ASSERT_TRUE(PollUntil([&] { return Code(*health, "/readyz") == 503; }, kReady));
+  EXPECT_FALSE((*bridge)->ready());
+  absl::StatusOr<http::ClientResponse> not_ready = health->Get("/readyz");
+  ASSERT_TRUE(not_ready.ok());
+  EXPECT_THAT(not_ready->body, HasSubstr("pushes to the metrics API server are failing"));
+  EXPECT_EQ(Code(*health, "/livez"), 200);  // alive: restarting it would not help
+  open.store(true);
+  ASSERT_TRUE(PollUntil([&] { return Code(*health, "/readyz") == 200; }, kReady));
   (*bridge)->Stop();
 }
 

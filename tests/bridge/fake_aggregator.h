@@ -1,7 +1,8 @@
 // For the bridge's tests: a kubestat.v1.Aggregator gRPC server on loopback whose Watch
 // streams what the test scripted. Each Watch call takes the next script: its events are
 // written in order, then the stream ends (end_stream) or stays open until the client
-// cancels or the server stops. Calls beyond the scripts stay open without events.
+// cancels or the server stops, writing what Emit() adds. Calls beyond the scripts stay open without
+// events.
 #ifndef KUBESTAT_TESTS_BRIDGE_FAKE_AGGREGATOR_H_
 #define KUBESTAT_TESTS_BRIDGE_FAKE_AGGREGATOR_H_
 
@@ -67,6 +68,11 @@ class FakeAggregator final : public v1::Aggregator::Service {
     std::lock_guard<std::mutex> lock(mu_);
     scripts_.push_back(std::move(script));
   }
+  // Sends `event` on the open Watch stream that has written its script (or the next one).
+  void Emit(v1::WatchEvent event) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.push_back(std::move(event));
+  }
   int watch_calls() const { return calls_.load(); }
   std::vector<std::string> authorizations() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -93,6 +99,14 @@ class FakeAggregator final : public v1::Aggregator::Service {
     }
     if (script.end_stream) return grpc::Status::OK;
     while (!context->IsCancelled() && !stopping_.load()) {
+      std::deque<v1::WatchEvent> live;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        live.swap(live_);
+      }
+      for (const v1::WatchEvent& event : live) {
+        if (!writer->Write(event)) return grpc::Status::CANCELLED;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     return grpc::Status::OK;
@@ -101,6 +115,7 @@ class FakeAggregator final : public v1::Aggregator::Service {
  private:
   mutable std::mutex mu_;
   std::deque<WatchScript> scripts_;
+  std::deque<v1::WatchEvent> live_;  // Emit()ted, not yet written
   std::vector<std::string> authorizations_;
   std::atomic<int> calls_{0};
   std::atomic<bool> stopping_{false};

@@ -5,7 +5,9 @@
 //   /metrics   the bridge's metrics (Prometheus text): queue, pushes, watch, HTTP server
 //   /healthz, /livez  200 while the pusher and the watch run, else 500
 //   /readyz    200 once the first snapshot of the aggregator, and the deletes of its resync,
-//              have been pushed (WatchClient::snapshot_pushed), else 503
+//              have been pushed (WatchClient::snapshot_pushed), and while fewer than
+//              kNotReadyAfterFailures pushes in a row failed (the metrics API server is
+//              down or refusing); else 503 saying which
 // All of them are open without credentials (the bridge serves no data).
 //
 // Create() expects options that passed Validate(); it reads the credential files and binds
@@ -17,6 +19,7 @@
 #ifndef KUBESTAT_BRIDGE_BRIDGE_H_
 #define KUBESTAT_BRIDGE_BRIDGE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -25,6 +28,9 @@
 #include "kubestat/core/clock.h"
 
 namespace kubestat::bridge {
+
+// Retryable push failures in a row (no success between) that make /readyz 503.
+inline constexpr uint32_t kNotReadyAfterFailures = 3;
 
 class Bridge {
  public:
