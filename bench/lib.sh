@@ -5,7 +5,7 @@
 
 # bench_init NAME: sets $work (a new temporary directory) and $pids; at exit every process
 # in $pids is stopped, the last started first (the aggregator before the simulator it
-# scrapes), and $work is removed.
+# scrapes), and $work is removed (kept, with its logs, when KUBESTAT_BENCH_KEEP is set).
 bench_init() {
   work="$(mktemp -d -t "kubestat-$1-XXXXXX")"
   pids=()
@@ -17,7 +17,11 @@ bench_cleanup() {
     kill -TERM "${pids[i]}" 2>/dev/null || true
     wait "${pids[i]}" 2>/dev/null || true
   done
-  rm -rf "$work"
+  if [[ -n "${KUBESTAT_BENCH_KEEP:-}" ]]; then
+    echo "kept the work directory (logs): $work"
+  else
+    rm -rf "$work"
+  fi
 }
 
 # A free TCP port on 127.0.0.1.

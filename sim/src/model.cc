@@ -1,8 +1,12 @@
 #include "kubestat/sim/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
 #include "sim_hash.h"
@@ -347,7 +351,19 @@ void Accumulate(ResourceUsage& sum, const ResourceUsage& u) {
 
 }  // namespace
 
-ClusterModel::ClusterModel(const ClusterModelOptions& options) : options_(options) {}
+struct ClusterModel::Deletions {
+  mutable std::shared_mutex mu;
+  // False until the first deletion: until then readers take no lock.
+  std::atomic<bool> any{false};
+  // Global slot (node * pods_per_node + slot) -> seconds since cluster_start, ascending.
+  std::map<int64_t, std::vector<int64_t>> by_slot;
+};
+
+ClusterModel::ClusterModel(const ClusterModelOptions& options)
+    : options_(options), deletions_(std::make_unique<Deletions>()) {}
+ClusterModel::ClusterModel(ClusterModel&&) noexcept = default;
+ClusterModel& ClusterModel::operator=(ClusterModel&&) noexcept = default;
+ClusterModel::~ClusterModel() = default;
 
 absl::StatusOr<ClusterModel> ClusterModel::Create(const ClusterModelOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
@@ -421,22 +437,50 @@ int64_t BoundarySeconds(const ClusterModelOptions& o, int node, int slot, int64_
   return g * e + offset;
 }
 
+// The generation of (node, slot) at s (seconds since cluster_start) from churn alone.
+int64_t ChurnGeneration(const ClusterModelOptions& o, int node, int slot, int64_t s) {
+  const int64_t e = std::chrono::duration_cast<std::chrono::seconds>(o.mean_pod_lifetime).count();
+  if (e <= 0) return 0;
+  int64_t g = s / e;
+  if (g >= 1 && s < BoundarySeconds(o, node, slot, g)) --g;
+  return g;
+}
+
 }  // namespace
 
+std::vector<int64_t> ClusterModel::DeletionsOf(int node, int slot) const {
+  if (!deletions_->any.load(std::memory_order_acquire)) return {};
+  std::shared_lock lock(deletions_->mu);
+  const auto it =
+      deletions_->by_slot.find(static_cast<int64_t>(node) * options_.pods_per_node + slot);
+  return it == deletions_->by_slot.end() ? std::vector<int64_t>() : it->second;
+}
+
 int64_t ClusterModel::Generation(int node, int slot, Timestamp t) const {
-  const int64_t e =
-      std::chrono::duration_cast<std::chrono::seconds>(options_.mean_pod_lifetime).count();
-  if (e <= 0) return 0;
   const int64_t s = Seconds(Quantize(t), options_.cluster_start);
-  int64_t g = s / e;
-  if (g >= 1 && s < BoundarySeconds(options_, node, slot, g)) --g;
-  return g;
+  const std::vector<int64_t> deleted = DeletionsOf(node, slot);
+  return ChurnGeneration(options_, node, slot, s) +
+         (std::upper_bound(deleted.begin(), deleted.end(), s) - deleted.begin());
 }
 
 Timestamp ClusterModel::GenerationStart(int node, int slot, int64_t generation) const {
   if (generation <= 0) return nodes_[node].start_time;
-  return options_.cluster_start +
-         std::chrono::seconds(BoundarySeconds(options_, node, slot, generation));
+  const std::vector<int64_t> deleted = DeletionsOf(node, slot);
+  // From the j-th deletion to the next one the generation is j plus the churn generation,
+  // so `generation` begins in the first such interval in which churn reaches
+  // generation - j: at the interval's start, or at that churn boundary.
+  const bool churn = options_.mean_pod_lifetime > Duration::zero();
+  for (size_t j = 0; j <= deleted.size(); ++j) {
+    const int64_t k = generation - static_cast<int64_t>(j);
+    const int64_t from =
+        j == 0 ? Seconds(nodes_[node].start_time, options_.cluster_start) : deleted[j - 1];
+    if (k > 0 && !churn) continue;
+    const int64_t begins = k <= 0 ? from : std::max(from, BoundarySeconds(options_, node, slot, k));
+    if (j == deleted.size() || begins < deleted[j]) {
+      return options_.cluster_start + std::chrono::seconds(begins);
+    }
+  }
+  return Timestamp::max();
 }
 
 PodInfo ClusterModel::PodOfGeneration(int node, int slot, int64_t generation) const {
@@ -693,6 +737,19 @@ NodeSnapshot ClusterModel::Snapshot(int node, Timestamp t) const {
       static_cast<int64_t>(node_usage.working_set_bytes + kernel.working_set_bytes);
   FillMemoryDerived(node_usage, node_ws, node_ws / 3, info.memory_capacity_bytes);
   return snap;
+}
+
+PodInfo ClusterModel::DeletePod(int node, int slot, Timestamp t) {
+  int64_t s = Seconds(std::max(Quantize(t), nodes_[node].start_time), options_.cluster_start);
+  {
+    std::unique_lock lock(deletions_->mu);
+    std::vector<int64_t>& deleted =
+        deletions_->by_slot[static_cast<int64_t>(node) * options_.pods_per_node + slot];
+    if (!deleted.empty()) s = std::max(s, deleted.back());
+    deleted.push_back(s);
+    deletions_->any.store(true, std::memory_order_release);
+  }
+  return Pod(node, slot, options_.cluster_start + std::chrono::seconds(s));
 }
 
 }  // namespace kubestat::sim

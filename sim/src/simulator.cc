@@ -646,6 +646,12 @@ struct Simulator::State {
       return Review(req, path);
     }
     if (parts.size() >= 2 && parts[0] == "sim" && parts[1] == "v1") {
+      if (parts.size() == 6 && parts[2] == "namespaces" && parts[4] == "pods") {
+        if (req.method != "DELETE") {
+          return ReplyError(ApiError::MethodNotAllowed("", "pods", req.method));
+        }
+        return DeletePod(parts[3], parts[5]);
+      }
       return Faults(req, parts);
     }
     if (req.method != "GET") {
@@ -985,6 +991,27 @@ struct Simulator::State {
                    kJson);
     }
     return ReplyError(ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
+  }
+
+  // Deletes the pod `name` listed now in `ns`: its watchers get DELETED for it, then ADDED
+  // for its replacement, and the kubelet reports the replacement from now on. The answer
+  // is the deleted pod, as kube-apiserver answers a deletion without grace period.
+  Response DeletePod(const std::string& ns, const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu);
+    TickLocked();  // the pods listed now, so that `name` is looked up among them
+    const Timestamp now = Now();
+    for (int n = 0; n < model->node_count(); ++n) {
+      for (int p = 0; p < model->pods_per_node(); ++p) {
+        const int slot = Slot(n, p);
+        const PodInfo pod = model->PodOfGeneration(n, p, generation[slot]);
+        if (pod.namespace_name != ns || pod.name != name) continue;
+        std::string body = PodJson(pod, now, slot_version[slot]);
+        model->DeletePod(n, p, now);
+        TickLocked();
+        return Reply(200, std::move(body), kJson);
+      }
+    }
+    return ReplyError(ApiError::NotFound("", "pods", name));
   }
 
   Response Review(const Request& req, const std::string& path) {

@@ -3,8 +3,10 @@
 // certificate) → kubestat-aggregator → kubestat-bridge (gRPC Watch, bulk writes) →
 // kubestat-apiserver, read by kubectl through the sim's front door and directly by curl.
 // Checks that the apiserver holds the aggregator's objects, that a reader allowed only pods
-// is refused nodes, that a token without the push permission is refused and counted, and
-// that a restarted bridge and a restarted apiserver converge again.
+// is refused nodes, that a token without the push permission is refused and counted, that a
+// pod deleted in the cluster leaves the apiserver within two scrape rounds, and that a
+// restarted bridge and a restarted apiserver converge again. Every test runs against both of
+// the apiserver's stores: memory, and a single-member etcd (skipped without etcd).
 
 // cpprestsdk's U() macro collides with GoogleTest's template parameters.
 #define _TURN_OFF_PLATFORM_STRING
@@ -16,11 +18,15 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "harness.h"
+#include "support/etcd_process.h"
 #include "support/files.h"
 #include "support/net.h"
 #include "support/poll.h"
@@ -30,6 +36,7 @@ namespace kubestat {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::EtcdCluster;
 using testing::FindOnPath;
 using testing::FreeLoopbackPort;
 using testing::HttpsGetReply;
@@ -50,6 +57,9 @@ constexpr char kAggregatorRules[] = R"(rules:
   verbs: [list, watch]
   apiGroups: [metrics.k8s.io, metrics]
   resources: [nodes, pods]
+- users: [stranger]
+  verbs: [get]
+  nonResourceURLs: [/metrics]
 )";
 constexpr char kApiserverRules[] = R"(rules:
 - users: [kubestat-bridge]
@@ -80,12 +90,34 @@ std::set<std::string> Names(const std::string& list) {
   return names;
 }
 
-class BridgeApiserverTest : public ::testing::Test {
+constexpr char kPodsPath[] = "/apis/metrics.k8s.io/v1beta1/pods";
+
+// The namespace and name of a list document's first item; std::nullopt for no items.
+std::optional<std::pair<std::string, std::string>> FirstItem(const std::string& list) {
+  std::error_code error;
+  const web::json::value parsed = web::json::value::parse(list, error);
+  if (error || !parsed.has_array_field("items") || parsed.at("items").as_array().size() == 0) {
+    return std::nullopt;
+  }
+  const web::json::value& metadata = parsed.at("items").at(0).at("metadata");
+  return std::make_pair(metadata.at("namespace").as_string(), metadata.at("name").as_string());
+}
+
+// Where kubestat-apiserver keeps its objects.
+enum class Store { kMemory, kEtcd };
+
+class BridgeApiserverTest : public ::testing::TestWithParam<Store> {
  protected:
   void SetUp() override {
     std::optional<std::string> kubectl = FindOnPath("kubectl");
     if (!kubectl) GTEST_SKIP() << "kubectl is not installed; skipping";
     kubectl_ = *kubectl;
+    if (GetParam() == Store::kEtcd) {
+      if (testing::EtcdBinary().empty()) GTEST_SKIP() << testing::kNoEtcdMessage;
+      // The bridge writes up to 500 objects in one transaction; EtcdCluster allows 10000.
+      etcd_ = std::make_unique<EtcdCluster>(1);
+      ASSERT_TRUE(etcd_->ok());
+    }
     const fs::path root = dir_.path();
     aggregator_port_ = FreeLoopbackPort();
     grpc_port_ = FreeLoopbackPort();
@@ -127,40 +159,40 @@ class BridgeApiserverTest : public ::testing::Test {
         root / "aggregator.log");
     StartApiserver();
     StartBridge();
-    // Ready once the aggregator serves every pod and kubectl, through the sim's front door,
-    // sees every node with figures (a node without them is listed as <unknown>).
+    // Ready once the aggregator serves every pod, the apiserver holds them all, and kubectl,
+    // through the sim's front door, sees every node with figures (a node without them is
+    // listed as <unknown>).
     ASSERT_TRUE(PollUntil(
         [&] {
-          std::optional<testing::HttpReply> pods =
-              HttpsGetReply(aggregator_port_, "/apis/metrics.k8s.io/v1beta1/pods", "bridge-token");
-          if (!pods || pods->code != 200 || Names(pods->body).size() < 15) return false;
+          const std::set<std::string> pods = AggregatorPods();
+          if (pods.size() < 15 || Names(Apiserver(kPodsPath)) != pods) return false;
           RunResult top = Kubectl({"top", "node", "--no-headers"});
           return top.exit_code == 0 && Lines(top.output) == 3 &&
                  top.output.find("unknown") == std::string::npos;
         },
         std::chrono::seconds(90)))
-        << Kubectl({"top", "node"}).output << "\nbridge log:\n"
-        << ReadAll(root / "bridge.log") << "\napiserver log:\n"
-        << ReadAll(root / "apiserver.log");
+        << Kubectl({"top", "node"}).output << "\n"
+        << Logs();
   }
 
   void StartApiserver() {
     const fs::path root = dir_.path();
     const std::string kubeconfig =
         (root / "kubeconfigs" / "kubestat-aggregator.kubeconfig").string();
-    apiserver_ = std::make_unique<Process>(
-        KUBESTAT_APISERVER_BINARY,
-        std::vector<std::string>{
-            "--listen-address=127.0.0.1", "--secure-port=" + std::to_string(apiserver_port_),
-            "--cert-dir=" + (root / "apiserver-certs").string(),
-            "--token-auth-file=" + (root / "tokens.csv").string(),
-            "--authorization-rules-file=" + (root / "apiserver-rules.yaml").string(),
-            "--requestheader-client-ca-file=" + (root / "sim-tls" / "front-proxy-ca.crt").string(),
-            "--requestheader-allowed-names=front-proxy-client",
-            // Users of the cluster (kubectl's) are the cluster's to review.
-            "--authentication-kubeconfig=" + kubeconfig,
-            "--authorization-kubeconfig=" + kubeconfig},
-        root / "apiserver.log");
+    std::vector<std::string> args = {
+        "--listen-address=127.0.0.1", "--secure-port=" + std::to_string(apiserver_port_),
+        "--cert-dir=" + (root / "apiserver-certs").string(),
+        "--token-auth-file=" + (root / "tokens.csv").string(),
+        "--authorization-rules-file=" + (root / "apiserver-rules.yaml").string(),
+        "--requestheader-client-ca-file=" + (root / "sim-tls" / "front-proxy-ca.crt").string(),
+        "--requestheader-allowed-names=front-proxy-client",
+        // Users of the cluster (kubectl's) are the cluster's to review.
+        "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig};
+    if (etcd_) {
+      args.push_back("--etcd-servers=" + etcd_->ClientUrl(0));
+      args.push_back("--etcd-prefix=/kubestat-bridge-it/");
+    }
+    apiserver_ = std::make_unique<Process>(KUBESTAT_APISERVER_BINARY, args, root / "apiserver.log");
     // The bridge reads the apiserver's self-signed certificate as its CA: wait for it.
     ASSERT_TRUE(PollUntil(
         [&] { return ReadAll(root / "apiserver.log").find("serving on") != std::string::npos; },
@@ -199,6 +231,40 @@ class BridgeApiserverTest : public ::testing::Test {
     return reply && reply->code == 200 ? reply->body : "";
   }
 
+  // The names of the pods the aggregator serves; empty when it does not answer.
+  std::set<std::string> AggregatorPods() {
+    std::optional<testing::HttpReply> pods =
+        HttpsGetReply(aggregator_port_, kPodsPath, "bridge-token");
+    return pods && pods->code == 200 ? Names(pods->body) : std::set<std::string>();
+  }
+
+  // Whether the apiserver holds the pods the aggregator serves, no more and no fewer.
+  bool ApiserverHoldsTheAggregatorsPods() {
+    const std::set<std::string> aggregated = AggregatorPods();
+    return !aggregated.empty() && Names(Apiserver(kPodsPath)) == aggregated;
+  }
+
+  // The aggregator's completed scrape rounds (kubestat_scrape_rounds_total), -1 unread.
+  double ScrapeRounds() {
+    std::optional<testing::HttpReply> metrics =
+        HttpsGetReply(aggregator_port_, "/metrics", "stranger-token");
+    if (!metrics || metrics->code != 200) return -1;
+    return testing::MetricValue(metrics->body, "kubestat_scrape_rounds_total");
+  }
+
+  // The names of the pods the simulated kube-apiserver lists in `ns`.
+  std::set<std::string> ClusterPods(const std::string& ns) {
+    RunResult list = Kubectl({"get", "--raw", "/api/v1/namespaces/" + ns + "/pods"});
+    EXPECT_EQ(list.exit_code, 0) << list.output;
+    return Names(list.output);
+  }
+
+  std::string Logs() {
+    return "aggregator log:\n" + ReadAll(dir_.path() / "aggregator.log") + "\nbridge log:\n" +
+           ReadAll(dir_.path() / "bridge.log") + "\napiserver log:\n" +
+           ReadAll(dir_.path() / "apiserver.log");
+  }
+
   // The apiserver's denied authorization decisions, from every source.
   double Denied() {
     std::optional<testing::HttpReply> metrics =
@@ -228,22 +294,19 @@ class BridgeApiserverTest : public ::testing::Test {
   int grpc_port_ = 0;
   int apiserver_port_ = 0;
   int bridge_port_ = 0;
+  std::unique_ptr<EtcdCluster> etcd_;  // with Store::kEtcd; outlives the apiserver
   std::unique_ptr<Process> sim_;
   std::unique_ptr<Process> aggregator_;
   std::unique_ptr<Process> apiserver_;
   std::unique_ptr<Process> bridge_;
 };
 
-TEST_F(BridgeApiserverTest, TheApiserverHoldsTheAggregatorsObjectsForKubectlAndCurl) {
+TEST_P(BridgeApiserverTest, TheApiserverHoldsTheAggregatorsObjectsForKubectlAndCurl) {
   // The same pods as the aggregator serves (the bridge pushes every round's changes).
-  std::optional<testing::HttpReply> aggregated =
-      HttpsGetReply(aggregator_port_, "/apis/metrics.k8s.io/v1beta1/pods", "bridge-token");
-  ASSERT_TRUE(aggregated && aggregated->code == 200);
-  const std::set<std::string> pods = Names(aggregated->body);
+  const std::set<std::string> pods = AggregatorPods();
   ASSERT_GE(pods.size(), 15u);  // 3 nodes x 5 workload pods, and the nodes' system pods
   EXPECT_TRUE(
-      PollUntil([&] { return Names(Apiserver("/apis/metrics.k8s.io/v1beta1/pods")) == pods; },
-                std::chrono::seconds(20)));
+      PollUntil([&] { return Names(Apiserver(kPodsPath)) == pods; }, std::chrono::seconds(20)));
   RunResult top = Kubectl({"top", "pod", "-A", "--no-headers"});
   EXPECT_EQ(top.exit_code, 0) << top.output;
   EXPECT_EQ(static_cast<size_t>(Lines(top.output)), pods.size()) << top.output;
@@ -256,7 +319,7 @@ TEST_F(BridgeApiserverTest, TheApiserverHoldsTheAggregatorsObjectsForKubectlAndC
   }
 }
 
-TEST_F(BridgeApiserverTest, ReadersAndWritersAreAuthorizedApart) {
+TEST_P(BridgeApiserverTest, ReadersAndWritersAreAuthorizedApart) {
   std::optional<testing::HttpReply> nodes =
       HttpsGetReply(apiserver_port_, "/apis/metrics.k8s.io/v1beta1/nodes", "pod-reader-token");
   ASSERT_TRUE(nodes);
@@ -307,7 +370,7 @@ for ev in watch.Watch().stream(reader.list_namespaced_custom_object, "metrics", 
 print(json.dumps(out))
 )";
 
-TEST_F(BridgeApiserverTest, TheOfficialPythonClientWatchesInOrderAndResumes) {
+TEST_P(BridgeApiserverTest, TheOfficialPythonClientWatchesInOrderAndResumes) {
   const fs::path python = "/usr/bin/python3";
   RunResult probe = testing::Run(python.string(), {"-c", "import kubernetes"},
                                  dir_.path() / "python-probe.log", std::chrono::seconds(60));
@@ -327,12 +390,9 @@ TEST_F(BridgeApiserverTest, TheOfficialPythonClientWatchesInOrderAndResumes) {
   const std::string reader = kubeconfig("pod-reader", "pod-reader-token");
   const std::string writer = kubeconfig("kubestat-bridge", "bridge-token");
   // The namespace of the first pod the apiserver holds.
-  const std::string pods = Apiserver("/apis/metrics.k8s.io/v1beta1/pods");
-  const std::string key = R"("namespace":")";
-  const size_t at = pods.find(key);
-  ASSERT_NE(at, std::string::npos) << pods;
-  const std::string ns =
-      pods.substr(at + key.size(), pods.find('"', at + key.size()) - at - key.size());
+  const std::optional<std::pair<std::string, std::string>> held = FirstItem(Apiserver(kPodsPath));
+  ASSERT_TRUE(held);
+  const std::string& ns = held->first;
   std::ofstream(root / "watch.py") << kPythonWatch;
   RunResult run = testing::Run(python.string(), {(root / "watch.py").string(), reader, writer, ns},
                                root / "python.log", std::chrono::seconds(120));
@@ -365,24 +425,84 @@ TEST_F(BridgeApiserverTest, TheOfficialPythonClientWatchesInOrderAndResumes) {
   }
 }
 
-TEST_F(BridgeApiserverTest, ARestartedApiserverAndARestartedBridgeConvergeAgain) {
-  const size_t pods = Names(Apiserver("/apis/metrics.k8s.io/v1beta1/pods")).size();
-  ASSERT_GE(pods, 15u);
-  apiserver_.reset();  // SIGTERM: every object it held is gone
-  EXPECT_TRUE(Apiserver("/apis/metrics.k8s.io/v1beta1/pods").empty());
+TEST_P(BridgeApiserverTest, ARestartedApiserverAndARestartedBridgeConvergeAgain) {
+  ASSERT_GE(Names(Apiserver(kPodsPath)).size(), 15u);
+  // SIGTERM: the memory store's objects are gone with it; etcd keeps its own, and the
+  // bridge's next pushes bring either up to date.
+  apiserver_.reset();
+  EXPECT_TRUE(Apiserver(kPodsPath).empty());
   StartApiserver();
-  EXPECT_TRUE(PollUntil(
-      [&] { return Names(Apiserver("/apis/metrics.k8s.io/v1beta1/pods")).size() == pods; },
-      std::chrono::seconds(30)))
-      << ReadAll(dir_.path() / "bridge.log");
+  EXPECT_TRUE(
+      PollUntil([&] { return ApiserverHoldsTheAggregatorsPods(); }, std::chrono::seconds(30)))
+      << Logs();
   bridge_.reset();
   StartBridge();
   EXPECT_TRUE(PollUntil(
       [&] { return ReadAll(dir_.path() / "bridge.log").find("resync:") != std::string::npos; },
       std::chrono::seconds(30)))
       << ReadAll(dir_.path() / "bridge.log");
-  EXPECT_EQ(Names(Apiserver("/apis/metrics.k8s.io/v1beta1/pods")).size(), pods);
+  EXPECT_TRUE(
+      PollUntil([&] { return ApiserverHoldsTheAggregatorsPods(); }, std::chrono::seconds(30)))
+      << Logs();
 }
+
+// Rounds are counted by the aggregator itself, so "within two rounds" needs no clock: the
+// counter read when the pod is deleted, and again as soon as the apiserver no longer lists
+// it, differ by at most two.
+TEST_P(BridgeApiserverTest, APodDeletedInTheClusterLeavesTheApiserverWithinTwoRounds) {
+  // A pod of the first pod's namespace that both the cluster and the apiserver list.
+  const std::optional<std::pair<std::string, std::string>> first = FirstItem(Apiserver(kPodsPath));
+  ASSERT_TRUE(first);
+  const std::string& ns = first->first;
+  const std::set<std::string> listed_before = ClusterPods(ns);
+  const std::set<std::string> held_before = Names(Apiserver(kPodsPath));
+  const auto victim_at =
+      std::find_if(listed_before.begin(), listed_before.end(),
+                   [&](const std::string& name) { return held_before.contains(name); });
+  ASSERT_NE(victim_at, listed_before.end()) << "no pod of " << ns << " is held";
+  const std::string victim = *victim_at;
+
+  const double start = ScrapeRounds();
+  ASSERT_GE(start, 1);
+  RunResult deleted = Kubectl({"delete", "--raw", "/sim/v1/namespaces/" + ns + "/pods/" + victim});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  double rounds = -1;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        const std::string list = Apiserver(kPodsPath);
+        if (list.empty() || Names(list).contains(victim)) return false;
+        rounds = ScrapeRounds();
+        return true;
+      },
+      std::chrono::seconds(60)))
+      << victim << " is still held\n"
+      << Logs();
+  RecordProperty("rounds_until_gone", static_cast<int>(rounds - start));
+  EXPECT_GE(rounds, start);
+  EXPECT_LE(rounds, start + 2) << victim << " left the apiserver only after " << rounds - start
+                               << " rounds";
+
+  // Its replacement, a new pod in the same slot (with any churn that came meanwhile).
+  std::set<std::string> added;
+  for (const std::string& name : ClusterPods(ns)) {
+    if (!listed_before.contains(name)) added.insert(name);
+  }
+  ASSERT_FALSE(added.empty()) << "no replacement for " << victim;
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        const std::set<std::string> held = Names(Apiserver(kPodsPath));
+        return std::includes(held.begin(), held.end(), added.begin(), added.end());
+      },
+      std::chrono::seconds(30)))
+      << *added.begin() << " never reached the apiserver\n"
+      << Logs();
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, BridgeApiserverTest,
+                         ::testing::Values(Store::kMemory, Store::kEtcd),
+                         [](const ::testing::TestParamInfo<Store>& info) {
+                           return info.param == Store::kMemory ? "Memory" : "Etcd";
+                         });
 
 }  // namespace
 }  // namespace kubestat

@@ -157,6 +157,16 @@ TEST(ClusterModelTest, RestartResetsCounterAndMovesStartTime) {
             m.NodeUsage(0, restart - seconds(1)).usage_core_nano_seconds);
 }
 
+// `new_pod` is the next generation of `old_pod`'s slot, created at `created`.
+void ExpectReplacement(const PodInfo& old_pod, const PodInfo& new_pod, Timestamp created) {
+  EXPECT_EQ(new_pod.generation, old_pod.generation + 1);
+  EXPECT_NE(new_pod.name, old_pod.name);
+  EXPECT_NE(new_pod.uid, old_pod.uid);
+  EXPECT_EQ(new_pod.start_time, created);
+  EXPECT_EQ(new_pod.app, old_pod.app);
+  EXPECT_EQ(new_pod.namespace_name, old_pod.namespace_name);
+}
+
 TEST(ClusterModelTest, ChurnReplacesPodWithNewNameUidAndCreationTime) {
   ClusterModelOptions o = Small();
   o.mean_pod_lifetime = hours(1);
@@ -170,17 +180,66 @@ TEST(ClusterModelTest, ChurnReplacesPodWithNewNameUidAndCreationTime) {
     }
   }
   ASSERT_NE(change, Timestamp{}) << "no churn within 1.8x the mean lifetime";
-  const PodInfo old_pod = m.Pod(1, 6, change - seconds(1));
-  const PodInfo new_pod = m.Pod(1, 6, change);
-  EXPECT_EQ(new_pod.generation, old_pod.generation + 1);
-  EXPECT_NE(new_pod.name, old_pod.name);
-  EXPECT_NE(new_pod.uid, old_pod.uid);
-  EXPECT_EQ(new_pod.start_time, change);
-  EXPECT_EQ(new_pod.app, old_pod.app);
-  EXPECT_EQ(new_pod.namespace_name, old_pod.namespace_name);
+  ExpectReplacement(m.Pod(1, 6, change - seconds(1)), m.Pod(1, 6, change), change);
   EXPECT_EQ(m.ContainerUsage(1, 6, 0, change).usage_core_nano_seconds, 0u);
   EXPECT_GE(m.NodeUsage(1, change).usage_core_nano_seconds,
             m.NodeUsage(1, change - seconds(1)).usage_core_nano_seconds);
+}
+
+TEST(ClusterModelTest, DeletedPodIsReplacedAtOnceAndThePastStaysAsItWas) {
+  ClusterModelOptions o = Small();
+  o.mean_pod_lifetime = hours(1);
+  ClusterModel m = Make(o);
+  const PodInfo old_pod = m.Pod(1, 6, kT0);
+  const PodInfo neighbour = m.Pod(1, 7, kT0);
+  const uint64_t node_before = m.NodeUsage(1, kT0 - seconds(1)).usage_core_nano_seconds;
+
+  const PodInfo replacement = m.DeletePod(1, 6, kT0 + std::chrono::milliseconds(700));
+  ExpectReplacement(old_pod, replacement, kT0);
+  EXPECT_EQ(m.Pod(1, 6, kT0).name, replacement.name);
+  EXPECT_EQ(m.Pod(1, 6, kT0 - seconds(1)).name, old_pod.name);
+  EXPECT_EQ(m.Pod(1, 7, kT0).name, neighbour.name);
+  EXPECT_EQ(m.ContainerUsage(1, 6, 0, kT0).usage_core_nano_seconds, 0u);
+  EXPECT_EQ(m.ContainerStart(1, 6, 0, kT0 + seconds(5)), kT0);
+
+  const NodeSnapshot snap = m.Snapshot(1, kT0);
+  EXPECT_EQ(snap.pods[6].pod.name, replacement.name);
+  EXPECT_EQ(snap.pods[6].usage.start_time, kT0);
+  EXPECT_EQ(m.NodeUsage(1, kT0 - seconds(1)).usage_core_nano_seconds, node_before);
+  EXPECT_GE(snap.usage.usage_core_nano_seconds, node_before);
+
+  // Churn goes on at its seeded instants, and every generation starts where Generation()
+  // says it does.
+  int64_t last = replacement.generation;
+  for (int s = 0; s <= 3 * 3600; s += 7) {
+    const Timestamp t = kT0 + seconds(s);
+    const int64_t g = m.Generation(1, 6, t);
+    ASSERT_GE(g, last) << "at +" << s << "s";
+    last = g;
+    const Timestamp start = m.GenerationStart(1, 6, g);
+    ASSERT_LE(start, t) << "at +" << s << "s";
+    ASSERT_EQ(m.Generation(1, 6, start), g) << "at +" << s << "s";
+  }
+  EXPECT_GT(last, replacement.generation) << "no churn within 3h at a 1h mean lifetime";
+}
+
+TEST(ClusterModelTest, PodsDeletedWithoutChurnStartTheirReplacementsWhenDeleted) {
+  ClusterModelOptions o = Small();
+  o.mean_pod_lifetime = Duration::zero();
+  ClusterModel m = Make(o);
+  EXPECT_EQ(m.DeletePod(0, 3, kT0).generation, 1);
+  // A second deletion in the same second replaces the replacement.
+  const PodInfo second = m.DeletePod(0, 3, kT0);
+  EXPECT_EQ(second.generation, 2);
+  EXPECT_EQ(second.start_time, kT0);
+  EXPECT_EQ(m.Generation(0, 3, kT0 - seconds(1)), 0);
+  EXPECT_EQ(m.Generation(0, 3, kT0 + hours(5)), 2);
+  EXPECT_EQ(m.GenerationStart(0, 3, 1), kT0);
+  EXPECT_EQ(m.GenerationStart(0, 3, 3), Timestamp::max());
+  // A deletion is never placed before the slot's previous one.
+  EXPECT_EQ(m.DeletePod(0, 3, kT0 - hours(1)).start_time, kT0);
+  EXPECT_EQ(m.Generation(0, 3, kT0), 3);
+  EXPECT_EQ(m.Generation(0, 4, kT0), 0);
 }
 
 TEST(ClusterModelTest, NodeCounterIsMonotonicOverADayOfChurn) {

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -95,6 +96,13 @@ std::string ReadLine(concurrency::streams::istream body, std::chrono::seconds ti
     return "";
   }
   return future.get();
+}
+
+// A watch of every pod from resourceVersion `rv`.
+http_response WatchPods(http_client& client, uint64_t rv) {
+  return client
+      .request(methods::GET, "/api/v1/pods?watch=true&resourceVersion=" + std::to_string(rv))
+      .get();
 }
 
 TEST(SimulatorTest, ServesNodesAndPodsThatMatchTheModel) {
@@ -202,9 +210,7 @@ TEST(SimulatorTest, ChurnDrivenByTheClockArrivesAsWatchEvents) {
   const uint64_t rv = sim.resource_version();
 
   http_client client(sim.apiserver_url());
-  http_response watch =
-      client.request(methods::GET, "/api/v1/pods?watch=true&resourceVersion=" + std::to_string(rv))
-          .get();
+  http_response watch = WatchPods(client, rv);
   ASSERT_EQ(watch.status_code(), 200);
 
   // Within 20 minutes some of the 12 pods (mean lifetime 10 minutes) are replaced.
@@ -227,10 +233,7 @@ TEST(SimulatorTest, ChurnDrivenByTheClockArrivesAsWatchEvents) {
 
   // The history holds 4 events; the starting version is gone by now.
   if (sim.resource_version() > rv + 5) {
-    http_response expired =
-        client
-            .request(methods::GET, "/api/v1/pods?watch=true&resourceVersion=" + std::to_string(rv))
-            .get();
+    http_response expired = WatchPods(client, rv);
     simdjson::dom::parser parser3;
     simdjson::dom::element err = Parse(parser3, ReadLine(expired.body(), std::chrono::seconds(20)));
     EXPECT_EQ(std::string_view(err["type"].get_string()), "ERROR");
@@ -274,6 +277,68 @@ TEST(SimulatorTest, FaultsChangeWhatTheKubeletAnswers) {
   http_response garbage = Get(sim.kubelet_url(0), "/stats/summary");
   EXPECT_EQ(garbage.status_code(), 200);
   EXPECT_EQ(Body(garbage).size(), 4096u);
+  sim.Stop();
+}
+
+TEST(SimulatorTest, DeletedPodIsReplacedInTheListTheWatchAndTheKubelet) {
+  FakeClock clock(kT0);
+  Simulator sim(SmallCluster(), clock);
+  ASSERT_TRUE(sim.Start().ok());
+  const uint64_t rv = sim.resource_version();
+  http_client api(sim.apiserver_url());
+  http_response watch = WatchPods(api, rv);
+  ASSERT_EQ(watch.status_code(), 200);
+
+  const PodInfo pod = sim.model().Pod(1, 2, kT0);
+  const std::string path = "/sim/v1/namespaces/" + pod.namespace_name + "/pods/" + pod.name;
+  http_response deleted = api.request(methods::DEL, path).get();
+  ASSERT_EQ(deleted.status_code(), 200);
+  simdjson::dom::parser parser;
+  EXPECT_EQ(std::string_view(Parse(parser, Body(deleted))["metadata"]["name"].get_string()),
+            pod.name);
+  const PodInfo replacement = sim.model().Pod(1, 2, kT0);
+  ASSERT_NE(replacement.name, pod.name);
+
+  const std::string listed = Body(Get(sim.apiserver_url(), "/api/v1/pods"));
+  EXPECT_EQ(listed.find("\"" + pod.name + "\""), std::string::npos);
+  EXPECT_NE(listed.find("\"" + replacement.name + "\""), std::string::npos);
+
+  simdjson::dom::parser first_parser;
+  simdjson::dom::element first =
+      Parse(first_parser, ReadLine(watch.body(), std::chrono::seconds(20)));
+  EXPECT_EQ(std::string_view(first["type"].get_string()), "DELETED");
+  EXPECT_EQ(std::string_view(first["object"]["metadata"]["name"].get_string()), pod.name);
+  simdjson::dom::parser second_parser;
+  simdjson::dom::element second =
+      Parse(second_parser, ReadLine(watch.body(), std::chrono::seconds(20)));
+  EXPECT_EQ(std::string_view(second["type"].get_string()), "ADDED");
+  EXPECT_EQ(std::string_view(second["object"]["metadata"]["name"].get_string()), replacement.name);
+
+  simdjson::dom::parser summary_parser;
+  simdjson::dom::element summary =
+      Parse(summary_parser, Body(Get(sim.kubelet_url(1), "/stats/summary")));
+  std::vector<std::string> names;
+  for (simdjson::dom::element p : summary["pods"].get_array()) {
+    names.emplace_back(std::string_view(p["podRef"]["name"].get_string()));
+  }
+  EXPECT_EQ(std::count(names.begin(), names.end(), pod.name), 0);
+  EXPECT_EQ(std::count(names.begin(), names.end(), replacement.name), 1);
+
+  http_response again = api.request(methods::DEL, path).get();
+  EXPECT_EQ(again.status_code(), 404);
+  simdjson::dom::parser status_parser;
+  simdjson::dom::element status = Parse(status_parser, Body(again));
+  EXPECT_EQ(std::string_view(status["kind"].get_string()), "Status");
+  EXPECT_EQ(std::string_view(status["reason"].get_string()), "NotFound");
+  EXPECT_EQ(api.request(methods::DEL, "/sim/v1/namespaces/nowhere/pods/" + replacement.name)
+                .get()
+                .status_code(),
+            404);
+  EXPECT_EQ(api.request(methods::GET, "/sim/v1/namespaces/" + replacement.namespace_name +
+                                          "/pods/" + replacement.name)
+                .get()
+                .status_code(),
+            405);
   sim.Stop();
 }
 
@@ -467,6 +532,11 @@ TEST(SimulatorAuthTest, RequiresAKnownTokenAndAnAllowingRule) {
   Answer put = Send(api, methods::PUT, "/sim/v1/faults/node-0001", "admin-token", "http500");
   EXPECT_EQ(put.code, 200) << put.body;
   EXPECT_EQ(sim.faults().Get("node-0001"), Fault::kHttp500);
+  const PodInfo pod = sim.model().Pod(0, 0, kT0);
+  const std::string pod_path = "/sim/v1/namespaces/" + pod.namespace_name + "/pods/" + pod.name;
+  EXPECT_EQ(Send(api, methods::DEL, pod_path, "alice-token").code, 403);
+  EXPECT_EQ(Send(api, methods::DEL, pod_path, "").code, 401);
+  EXPECT_EQ(Send(api, methods::DEL, pod_path, "admin-token").code, 200);
 
   // The review groups are discoverable.
   const std::string apis = Send(api, methods::GET, "/apis", "alice-token").body;

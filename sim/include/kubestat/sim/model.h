@@ -1,8 +1,11 @@
 // ClusterModel: a deterministic, seeded model of a Kubernetes cluster's resource usage.
 //
-// Every value is a pure function of (options, node, pod slot, container, t): there is no
-// I/O, no clock read and no mutable state, so a test can recompute exactly what the
-// simulator served at a given time. All methods are const and thread-safe.
+// Every value is a pure function of (options, pods deleted so far, node, pod slot,
+// container, t): there is no I/O and no clock read, so a test can recompute exactly what
+// the simulator served at a given time. The only mutable state is the list of pod
+// deletions (DeletePod), each recorded with its instant, so answers for instants before a
+// deletion never change. All methods are thread-safe; the const ones may run concurrently
+// with DeletePod.
 //
 // Time rule: values are defined at whole seconds. Every method first truncates t toward
 // the past to a whole second (Quantize), as real kubelets write second-precision times;
@@ -11,7 +14,10 @@
 // Shape of the cluster:
 //  - nodes "node-0000" … each with `pods_per_node` pod slots. A slot holds one pod at a
 //    time; with churn, the pod of a slot is replaced at seeded instants (generation g+1
-//    starts exactly when generation g ends, with a new name, uid and creation time).
+//    starts exactly when generation g ends, with a new name, uid and creation time). A
+//    deleted pod is replaced at once by the slot's next generation, as its controller
+//    would replace it; every later generation number shifts by one, while the seeded
+//    instants of churn stay where they were.
 //  - every slot belongs to one app (a Deployment or DaemonSet in one of a handful of
 //    namespaces) and keeps it across generations; labels app=…, tier=… (and
 //    pod-template-hash=… for Deployments) select it.
@@ -32,6 +38,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -165,6 +172,9 @@ class ClusterModel {
  public:
   // InvalidArgument naming the field when options.Validate() fails.
   [[nodiscard]] static absl::StatusOr<ClusterModel> Create(const ClusterModelOptions& options);
+  ClusterModel(ClusterModel&&) noexcept;
+  ClusterModel& operator=(ClusterModel&&) noexcept;
+  ~ClusterModel();
 
   const ClusterModelOptions& options() const { return options_; }
   int node_count() const { return options_.nodes; }
@@ -178,6 +188,8 @@ class ClusterModel {
   Timestamp Quantize(Timestamp t) const;
 
   // The generation of the pod in (node, slot) at t, and the instant that generation began.
+  // Both count the deletions recorded so far. Without churn, a generation past the slot's
+  // deletions is never reached and begins at Timestamp::max().
   int64_t Generation(int node, int slot, Timestamp t) const;
   Timestamp GenerationStart(int node, int slot, int64_t generation) const;
   // The pod in (node, slot) at t (its identity: name, uid, labels, containers).
@@ -198,11 +210,23 @@ class ClusterModel {
   // All of the above for one node at t (what /stats/summary shows).
   NodeSnapshot Snapshot(int node, Timestamp t) const;
 
+  // Deletes the pod in (node, slot) as a ReplicaSet's or DaemonSet's pod is deleted: from
+  // t (quantized, and not before the node booted or the slot's previous deletion) the slot
+  // holds its replacement, the next generation, which starts then with a new name and
+  // uid. Returns the replacement.
+  PodInfo DeletePod(int node, int slot, Timestamp t);
+
  private:
+  struct Deletions;
+
   explicit ClusterModel(const ClusterModelOptions& options);
+  // Seconds since cluster_start of the deletions in (node, slot), ascending.
+  std::vector<int64_t> DeletionsOf(int node, int slot) const;
 
   ClusterModelOptions options_;
   std::vector<NodeInfo> nodes_;
+  // Owned on the heap so that the model stays movable; never null.
+  std::unique_ptr<Deletions> deletions_;
 };
 
 }  // namespace kubestat::sim

@@ -6,7 +6,11 @@
 // metrics_backend set, proxies /apis/metrics.k8s.io/ and /apis/metrics/ to it. Pod churn
 // and container restarts become watch events on each Tick(), driven by a background
 // ticker every tick_interval of real time (reading the injected clock), or by calling
-// Tick() directly in tests.
+// Tick() directly in tests. DELETE /sim/v1/namespaces/{namespace}/pods/{name} deletes a
+// listed pod as its controller's pod is deleted (ClusterModel::DeletePod): watchers get
+// DELETED for it, then ADDED for its replacement in the same slot, and the node's kubelet
+// reports the replacement; the answer is the deleted pod, 404 Status for a pod not listed
+// and 405 for any other method.
 //
 // Without users_file the apiserver asks nobody who they are (as before). With it (format:
 // kubestat/sim/users.h):
