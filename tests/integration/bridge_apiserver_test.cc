@@ -45,6 +45,7 @@ using testing::Process;
 using testing::ReadAll;
 using testing::RunResult;
 using testing::TempDir;
+using testing::WaitForLog;
 
 constexpr const char* kUsers = testing::kSimUsersYaml;
 
@@ -140,9 +141,7 @@ class BridgeApiserverTest : public ::testing::TestWithParam<Store> {
             "--metrics-backend-ca-file=" + (root / "apiserver-certs" / "apiserver.crt").string(),
             "--no-authorize-proxied-requests"},
         root / "sim.log");
-    ASSERT_TRUE(
-        PollUntil([&] { return ReadAll(root / "sim.log").find("READY") != std::string::npos; },
-                  std::chrono::seconds(60)))
+    ASSERT_TRUE(WaitForLog(root / "sim.log", "READY", std::chrono::seconds(60)))
         << ReadAll(root / "sim.log");
     aggregator_ = std::make_unique<Process>(
         KUBESTAT_AGGREGATOR_BINARY,
@@ -194,9 +193,7 @@ class BridgeApiserverTest : public ::testing::TestWithParam<Store> {
     }
     apiserver_ = std::make_unique<Process>(KUBESTAT_APISERVER_BINARY, args, root / "apiserver.log");
     // The bridge reads the apiserver's self-signed certificate as its CA: wait for it.
-    ASSERT_TRUE(PollUntil(
-        [&] { return ReadAll(root / "apiserver.log").find("serving on") != std::string::npos; },
-        std::chrono::seconds(30)))
+    ASSERT_TRUE(WaitForLog(root / "apiserver.log", "serving on", std::chrono::seconds(30)))
         << ReadAll(root / "apiserver.log");
   }
 

@@ -147,6 +147,10 @@ std::optional<std::string> HttpGet(int port, const std::string& path_and_query) 
   return std::move(reply->body);
 }
 
+bool WaitForLog(const fs::path& log, std::string_view text, std::chrono::seconds deadline) {
+  return PollUntil([&] { return ReadAll(log).find(text) != std::string::npos; }, deadline);
+}
+
 std::vector<std::string> OpenPlainAccessFlags(int port, const std::filesystem::path& dir) {
   const std::filesystem::path rules = dir / "allow-everyone.yaml";
   std::ofstream(rules) << "rules:\n"

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,11 @@ class Process {
   pid_t pid_ = -1;
   std::optional<int> exit_code_;
 };
+
+// Waits up to `deadline` until the log file at `log` holds `text` (a process's "READY" or
+// "serving on" line); whether it did.
+bool WaitForLog(const std::filesystem::path& log, std::string_view text,
+                std::chrono::seconds deadline);
 
 // Runs `binary args...` to completion (at most `deadline`) with its output in `log`.
 struct RunResult {

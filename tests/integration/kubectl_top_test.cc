@@ -32,6 +32,7 @@ using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
 using testing::TempDir;
+using testing::WaitForLog;
 
 struct Usage {
   int64_t millicores = 0;  // as kubectl prints cpu: rounded up to whole millicores
@@ -168,9 +169,7 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
                "--kubelet-port=0", "--kubeconfig-out=" + kubeconfig,
                "--metrics-backend=http://127.0.0.1:" + std::to_string(port)},
               dir.path() / "sim.log");
-  ASSERT_TRUE(
-      PollUntil([&] { return ReadAll(dir.path() / "sim.log").find("READY") != std::string::npos; },
-                std::chrono::seconds(60)))
+  ASSERT_TRUE(WaitForLog(dir.path() / "sim.log", "READY", std::chrono::seconds(60)))
       << ReadAll(dir.path() / "sim.log");
 
   std::vector<std::string> aggregator_args = {"--kubeconfig=" + kubeconfig,

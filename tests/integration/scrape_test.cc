@@ -44,6 +44,7 @@ using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
 using testing::TempDir;
+using testing::WaitForLog;
 
 std::string HttpGet(int port, const std::string& path) {
   return testing::HttpGet(port, path).value_or("");
@@ -115,9 +116,7 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
   ASSERT_TRUE(model.ok()) << model.status();
 
   Process simulator(KUBESTAT_SIM_BINARY, sim_args, (dir / "sim.log").string());
-  ASSERT_TRUE(PollUntil(
-      [&] { return ReadAll((dir / "sim.log").string()).find("READY") != std::string::npos; },
-      std::chrono::seconds(60)))
+  ASSERT_TRUE(WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60)))
       << ReadAll((dir / "sim.log").string());
 
   const int port = FreeLoopbackPort();
@@ -298,9 +297,7 @@ TEST(ScrapeIntegrationTest, NewSamplesAreListedWhileTheirRoundStillScrapes) {
                      "--kubelet-port=0", "--kubeconfig-out=" + (dir / "kubeconfig").string(),
                      "--faults=node-0003=timeout"},
                     (dir / "sim.log").string());
-  ASSERT_TRUE(PollUntil(
-      [&] { return ReadAll((dir / "sim.log").string()).find("READY") != std::string::npos; },
-      std::chrono::seconds(60)))
+  ASSERT_TRUE(WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60)))
       << ReadAll((dir / "sim.log").string());
   const int port = FreeLoopbackPort();
   const std::string dump = (dir / "dump.jsonl").string();

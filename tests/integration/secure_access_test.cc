@@ -39,6 +39,7 @@ using testing::Process;
 using testing::ReadAll;
 using testing::RunResult;
 using testing::TempDir;
+using testing::WaitForLog;
 
 constexpr const char* kUsers = testing::kSimUsersYaml;
 
@@ -66,9 +67,7 @@ class SecureAccessTest : public ::testing::Test {
             "--metrics-backend-ca-file=" + (root / "aggregator-certs" / "apiserver.crt").string(),
             "--no-authorize-proxied-requests"},
         root / "sim.log");
-    ASSERT_TRUE(
-        PollUntil([&] { return ReadAll(root / "sim.log").find("READY") != std::string::npos; },
-                  std::chrono::seconds(60)))
+    ASSERT_TRUE(WaitForLog(root / "sim.log", "READY", std::chrono::seconds(60)))
         << ReadAll(root / "sim.log");
     const std::string aggregator_kubeconfig =
         (root / "kubeconfigs" / "kubestat-aggregator.kubeconfig").string();
