@@ -200,15 +200,18 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   void Publish(Timestamp tick, bool reread_all, PublishTrigger trigger) {
     const Timestamp start = clock_.Now();
     metrics_.CountPublish(trigger);
-    // The memory accounting is a pass over every series: once a minute is enough, after
-    // the first round's.
-    std::optional<size_t> memory_bytes;
-    if (publishes_ < 2 || start - last_memory_count_ >= kMemoryCountEvery) {
-      memory_bytes = ingestor_.MemoryBytes();
-      last_memory_count_ = start;
+    // The self-metrics (a scan of the store's directory among them) once per round, not at
+    // every paced publication. The memory accounting is a pass over every series: once a
+    // minute is enough, after the first round's.
+    if (trigger != PublishTrigger::kPaced) {
+      std::optional<size_t> memory_bytes;
+      if (rounds_published_ < 2 || start - last_memory_count_ >= kMemoryCountEvery) {
+        memory_bytes = ingestor_.MemoryBytes();
+        last_memory_count_ = start;
+      }
+      ++rounds_published_;
+      metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory_bytes);
     }
-    ++publishes_;
-    metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory_bytes);
     const Timestamp refresh_start = clock_.Now();
     if (reread_all) {
       snapshot_.Refresh();
@@ -246,7 +249,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   // Publisher thread only.
   PublishPacer pacer_;
   static constexpr Duration kMemoryCountEvery = std::chrono::minutes(1);
-  uint64_t publishes_ = 0;
+  uint64_t rounds_published_ = 0;  // publications at start and at round ends
   Timestamp last_memory_count_ = kZeroTime;
   std::vector<std::shared_ptr<const void>> retired_;  // from the watch hub's last round
   size_t next_retired_ = 0;                           // retired_[0, next_retired_) are freed
