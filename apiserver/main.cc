@@ -12,6 +12,7 @@
 #include "kubestat/apiserver/etcd_store.h"
 #include "kubestat/apiserver/memory_store.h"
 #include "kubestat/apiserver/options.h"
+#include "kubestat/apiserver/watch_cache.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/flags.h"
 #include "kubestat/core/log.h"
@@ -45,18 +46,27 @@ int Run(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<kubestat::kube::DelegatedAccess>> access =
       kubestat::kube::DelegatedAccess::Create(options.serving, clock, &registry);
   if (!access.ok()) return Fail(access.status());
-  std::unique_ptr<kubestat::apiserver::ObjectStore> store;
+  // The store the API serves from: in memory, or etcd (behind the watch cache unless
+  // --watch-cache=false). Declared in the order built; the cache goes before etcd.
+  std::unique_ptr<kubestat::apiserver::ObjectStore> backing;
+  std::unique_ptr<kubestat::apiserver::ObjectStore> cache;
   std::string where = "in memory";
   if (options.etcd_servers.empty()) {
-    store = std::make_unique<kubestat::apiserver::MemoryStore>(options.StoreOptions(), clock);
+    backing = std::make_unique<kubestat::apiserver::MemoryStore>(options.StoreOptions(), clock);
   } else {
     absl::StatusOr<std::unique_ptr<kubestat::apiserver::EtcdStore>> etcd =
         kubestat::apiserver::EtcdStore::Create(options.EtcdOptions(), clock);
     if (!etcd.ok()) return Fail(etcd.status());
-    store = *std::move(etcd);
+    backing = *std::move(etcd);
     where = "in etcd under " + options.etcd_prefix;
+    if (options.watch_cache) {
+      cache = std::make_unique<kubestat::apiserver::WatchCache>(*backing, options.CacheOptions(),
+                                                                clock, &registry);
+      where += ", served through the watch cache";
+    }
   }
-  kubestat::apiserver::ApiServer server(options.ApiOptions(), *store, registry, clock,
+  kubestat::apiserver::ObjectStore& store = cache != nullptr ? *cache : *backing;
+  kubestat::apiserver::ApiServer server(options.ApiOptions(), store, registry, clock,
                                         (*access)->Gate("apiserver"));
   if (absl::Status s = server.Start(); !s.ok()) {
     return Fail(

@@ -258,12 +258,18 @@ void WatchMux::HandleLocked(const etcdserverpb::WatchResponse& response) {
     return;
   }
   int64_t last = 0;
-  for (const mvccpb::Event& etcd_event : response.events()) {
+  const int count = response.events_size();
+  for (int i = 0; i < count; ++i) {
     if (!watcher.active) break;
+    const mvccpb::Event& etcd_event = response.events(i);
     const int64_t revision = etcd_event.kv().mod_revision();
     if (revision < watcher.next_revision) continue;
     std::optional<StoreEvent> event = ToEvent(etcd_event);
-    if (event.has_value()) watcher.callback(*event);
+    if (event.has_value()) {
+      event->last_of_batch =
+          i + 1 == count || response.events(i + 1).kv().mod_revision() != revision;
+      watcher.callback(*event);
+    }
     last = revision;
   }
   // etcd sends every event of a revision in one response, so the watch resumes after it.

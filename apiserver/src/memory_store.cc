@@ -166,7 +166,26 @@ uint64_t MemoryStore::CommitLocked(std::vector<StoreEvent>& events) {
         objects_.insert_or_assign(event.object.key, event.object);
       }
     }
-    history_.insert(history_.end(), events.begin(), events.end());
+  }
+  // Per kind, only the batch's last event of that kind ends the batch.
+  bool kind_seen[2] = {false, false};
+  for (auto event = events.rbegin(); event != events.rend(); ++event) {
+    bool& seen = kind_seen[event->object.key.kind == ObjectKind::kNode ? 0 : 1];
+    event->last_of_batch = !seen;
+    seen = true;
+  }
+  KeepAndDeliverLocked(events);
+  return revision;
+}
+
+void MemoryStore::KeepAndDeliverLocked(const std::vector<StoreEvent>& events) {
+  {
+    std::unique_lock lock(mu_);
+    for (const StoreEvent& event : events) {
+      // A replicated batch arrives event by event: the rest of a batch already dropped
+      // from the history is not kept either, so every kept event stays above oldest_.
+      if (event.object.resource_version > oldest_) history_.push_back(event);
+    }
     // Whole batches go, oldest first, so every event above oldest_ stays kept.
     while (history_.size() > options_.history_events) {
       oldest_ = history_.front().object.resource_version;
@@ -182,7 +201,57 @@ uint64_t MemoryStore::CommitLocked(std::vector<StoreEvent>& events) {
       if (watcher.active && Wants(watcher.kind, watcher.after, event)) watcher.callback(event);
     }
   }
-  return revision;
+}
+
+void MemoryStore::EndWatchersLocked(const absl::Status& why) {
+  DeliveryScope delivery(*this);
+  for (auto& [id, watcher] : watchers_) {
+    if (!watcher.active) continue;
+    watcher.active = false;
+    if (watcher.on_end) watcher.on_end(why);
+  }
+}
+
+void MemoryStore::Reset(uint64_t revision, std::vector<StoredObject> objects,
+                        const absl::Status& why) {
+  std::lock_guard write(write_mu_);
+  EndWatchersLocked(why);
+  std::map<ObjectKey, StoredObject> fresh;
+  for (StoredObject& object : objects) {
+    ObjectKey key = object.key;
+    fresh.insert_or_assign(std::move(key), std::move(object));
+  }
+  std::unique_lock lock(mu_);
+  objects_ = std::move(fresh);
+  history_.clear();
+  revision_ = revision;
+  oldest_ = revision;
+}
+
+void MemoryStore::EndWatches(const absl::Status& why) {
+  std::lock_guard write(write_mu_);
+  EndWatchersLocked(why);
+}
+
+absl::Status MemoryStore::Replicate(const StoreEvent& event) {
+  std::lock_guard write(write_mu_);
+  const uint64_t revision = event.object.resource_version;
+  {
+    std::unique_lock lock(mu_);
+    if (revision < revision_) {
+      return absl::FailedPreconditionError(absl::StrCat("replicated event at revision ", revision,
+                                                        " is older than the store's ", revision_));
+    }
+    // A batch counts (lists and gets report it, Revision() is it) once its last event is in.
+    if (event.last_of_batch) revision_ = revision;
+    if (event.type == EventType::kDeleted) {
+      objects_.erase(event.object.key);
+    } else {
+      objects_.insert_or_assign(event.object.key, event.object);
+    }
+  }
+  KeepAndDeliverLocked({event});
+  return absl::OkStatus();
 }
 
 void MemoryStore::PruneWatchersLocked() {
@@ -216,6 +285,11 @@ absl::StatusOr<ListResult> MemoryStore::List(ObjectKind kind,
 
 absl::StatusOr<std::unique_ptr<Subscription>> MemoryStore::Watch(ObjectKind kind, uint64_t after,
                                                                  WatchCallback callback) {
+  return WatchWithEnd(kind, after, std::move(callback), nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<Subscription>> MemoryStore::WatchWithEnd(
+    ObjectKind kind, uint64_t after, WatchCallback callback, const WatchEndCallback& on_end) {
   if (!callback) return absl::InvalidArgumentError("watch: no callback");
 
   std::lock_guard write(write_mu_);
@@ -238,6 +312,7 @@ absl::StatusOr<std::unique_ptr<Subscription>> MemoryStore::Watch(ObjectKind kind
   watcher.kind = kind;
   watcher.after = after;
   watcher.callback = std::move(callback);
+  watcher.on_end = on_end;
   watchers_.emplace(id, std::move(watcher));
   return std::make_unique<WatchHandle>(*this, id);
 }

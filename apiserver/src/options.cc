@@ -31,6 +31,9 @@ void Options::RegisterFlags(FlagSet& flags) {
   flags.AddString("etcd-keyfile", &etcd_keyfile, "PEM private key of --etcd-certfile");
   flags.AddDuration("etcd-compaction-interval", &etcd_compaction_interval,
                     "how often etcd's history is compacted, keeping one interval; 0 disables");
+  flags.AddBool("watch-cache", &watch_cache,
+                "with etcd: serve lists, gets and watches from memory fed by one etcd watch per "
+                "kind (false: every list reads etcd and every watcher has its own etcd watch)");
   flags.AddInt64("v", &verbosity, "log verbosity");
 }
 
@@ -70,6 +73,12 @@ ApiServerOptions Options::ApiOptions() const {
 
 MemoryStoreOptions Options::StoreOptions() const {
   MemoryStoreOptions options;
+  options.history_events = static_cast<size_t>(watch_history);
+  return options;
+}
+
+WatchCacheOptions Options::CacheOptions() const {
+  WatchCacheOptions options;
   options.history_events = static_cast<size_t>(watch_history);
   return options;
 }

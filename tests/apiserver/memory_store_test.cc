@@ -164,6 +164,84 @@ TEST(MemoryStoreHistoryTest, WithoutHistoryOnlyTheCurrentRevisionOrLaterWatches)
   EXPECT_EQ(late.revisions(), (std::vector<uint64_t>{4}));
 }
 
+// A StoreEvent as another store would deliver it: `object` written at `revision`.
+StoreEvent Replicated(EventType type, StoredObject object, uint64_t revision, bool last) {
+  object.resource_version = revision;
+  StoreEvent event;
+  event.type = type;
+  event.object = std::move(object);
+  event.last_of_batch = last;
+  return event;
+}
+
+StoredObject StoredNode(const std::string& name) {
+  StoredObject object;
+  object.key = NodeKey(name);
+  object.node = NodeObject(name);
+  return object;
+}
+
+TEST(MemoryStoreMirrorTest, AListInTheMiddleOfAReplicatedBatchReportsThePreviousRevision) {
+  FakeClock clock;
+  MemoryStore mirror(MemoryStoreOptions{}, clock);
+  StoredObject first = StoredNode("node-1");
+  first.resource_version = 10;
+  mirror.Reset(10, {first}, absl::OkStatus());
+  EXPECT_EQ(mirror.Revision(), 10u);
+  EXPECT_EQ(mirror.OldestRevision(), 10u);
+
+  ASSERT_TRUE(
+      mirror.Replicate(Replicated(EventType::kAdded, StoredNode("node-2"), 12, false)).ok());
+  // The object is there at once; the revision waits for the batch's last event.
+  absl::StatusOr<ListResult> middle = mirror.List(ObjectKind::kNode, "");
+  ASSERT_TRUE(middle.ok());
+  EXPECT_THAT(Keys(*middle), ElementsAre("nodes/node-1", "nodes/node-2"));
+  EXPECT_EQ(middle->revision, 10u);
+  EXPECT_EQ(mirror.Revision(), 10u);
+
+  // A client that watches from that list's revision gets the whole batch, the part it saw
+  // in the list again.
+  Recorder recorder;
+  std::unique_ptr<Subscription> watch = MustWatch(mirror, ObjectKind::kNode, 10, recorder);
+  ASSERT_TRUE(mirror.Replicate(Replicated(EventType::kAdded, StoredNode("node-3"), 12, true)).ok());
+  EXPECT_EQ(mirror.Revision(), 12u);
+  ASSERT_TRUE(
+      mirror.Replicate(Replicated(EventType::kDeleted, StoredNode("node-1"), 15, true)).ok());
+  EXPECT_THAT(recorder.seen(), ElementsAre(Added("nodes/node-2", 12), Added("nodes/node-3", 12),
+                                           Deleted("nodes/node-1", 15)));
+  absl::StatusOr<ListResult> after = mirror.List(ObjectKind::kNode, "");
+  ASSERT_TRUE(after.ok());
+  EXPECT_THAT(Keys(*after), ElementsAre("nodes/node-2", "nodes/node-3"));
+  EXPECT_EQ(after->revision, 15u);
+
+  // Older than what the mirror holds: refused, nothing changes.
+  EXPECT_EQ(mirror.Replicate(Replicated(EventType::kAdded, StoredNode("node-9"), 14, true)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(mirror.Revision(), 15u);
+}
+
+TEST(MemoryStoreMirrorTest, ResetEndsEveryWatchWithItsReasonAndForgetsTheHistory) {
+  FakeClock clock;
+  MemoryStore mirror(MemoryStoreOptions{}, clock);
+  ASSERT_TRUE(mirror.Replicate(Replicated(EventType::kAdded, StoredNode("node-1"), 4, true)).ok());
+  std::vector<absl::Status> ended;
+  Recorder recorder;
+  absl::StatusOr<std::unique_ptr<Subscription>> watch =
+      mirror.WatchWithEnd(ObjectKind::kNode, 0, recorder.Callback(),
+                          [&](const absl::Status& why) { ended.push_back(why); });
+  ASSERT_TRUE(watch.ok());
+  EXPECT_THAT(recorder.seen(), ElementsAre(Added("nodes/node-1", 4)));
+
+  mirror.Reset(20, {}, absl::UnavailableError("loading again"));
+  EXPECT_THAT(ended, ElementsAre(absl::UnavailableError("loading again")));
+  ASSERT_TRUE(mirror.Replicate(Replicated(EventType::kAdded, StoredNode("node-2"), 21, true)).ok());
+  EXPECT_THAT(recorder.seen(), ElementsAre(Added("nodes/node-1", 4)));  // nothing after its end
+  EXPECT_EQ(mirror.Watch(ObjectKind::kNode, 19, [](const StoreEvent&) {}).status(),
+            absl::OutOfRangeError("too old resource version: 19 (20)"));
+  (*watch)->Cancel();  // after its end: nothing to do
+  EXPECT_EQ(ended.size(), 1u);
+}
+
 TEST_F(MemoryStoreTest, IsAlwaysReady) { EXPECT_TRUE(store_.Ready()); }
 
 }  // namespace

@@ -50,6 +50,14 @@
 // (on the delivering thread): it then only marks the subscription, and the callback is not
 // called again. Cancel is idempotent. Every Subscription must be destroyed before its store.
 //
+// Mirroring another store (watch_cache.h): Reset replaces every object and the history as of a
+// revision of the other store and ends every subscription (WatchWithEnd's on_end learns why);
+// Replicate applies one event the other store committed, at that store's revision and with
+// its written time, keeps it as history and delivers it as a batch of this store would be.
+// A mirror's revisions are the other store's: increasing, not consecutive. A mirror is
+// written only through these two (Apply and ExpireOlderThan would number batches of their
+// own).
+//
 // Thread-safety: every method is safe from any thread. Readers (Get, List, Revision) share
 // a read lock and are not held up by slow callbacks; writers (Apply, ExpireOlderThan) and
 // Watch take the write lock, which serializes them and the deliveries.
@@ -99,6 +107,10 @@ class MemoryStore final : public ObjectStore {
                                                 std::string_view namespace_name) const override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       ObjectKind kind, uint64_t after, WatchCallback callback) override;
+  // As Watch; `on_end` is told when Reset or EndWatches ends the subscription.
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> WatchWithEnd(
+      ObjectKind kind, uint64_t after, WatchCallback callback,
+      const WatchEndCallback& on_end) override;
   [[nodiscard]] absl::StatusOr<size_t> ExpireOlderThan(Timestamp cutoff) override;
   uint64_t Revision() const override;
   // Always true: memory is always reachable.
@@ -108,13 +120,28 @@ class MemoryStore final : public ObjectStore {
   // metrics.
   uint64_t OldestRevision() const;
 
+  // Mirroring (see the file comment). Reset: the store holds `objects` (any kinds, each
+  // with its resource_version and written time) as of `revision`, keeps no history (a
+  // watch may start after `revision` or later) and every subscription ends with `why`.
+  void Reset(uint64_t revision, std::vector<StoredObject> objects, const absl::Status& why);
+  // Ends every subscription with `why` (their on_end is called; nothing more is delivered).
+  void EndWatches(const absl::Status& why);
+  // Applies `event` at event.object.resource_version, which must be at least Revision()
+  // (events of one batch share it): FailedPrecondition, and nothing changes, otherwise.
+  // The object is stored, kept and delivered at once; Revision() (and the revision lists
+  // report) becomes the event's with the last event of its batch (last_of_batch), so a
+  // client that lists in the middle of a batch and watches from the list's revision gets
+  // the whole batch (some of it perhaps again), never a part of it.
+  [[nodiscard]] absl::Status Replicate(const StoreEvent& event);
+
  private:
   class WatchHandle;
   struct Watcher {
     ObjectKind kind = ObjectKind::kNode;
     uint64_t after = 0;
     WatchCallback callback;
-    bool active = true;  // false once cancelled from inside a delivery
+    WatchEndCallback on_end;  // may be empty
+    bool active = true;       // false once cancelled from inside a delivery or ended
   };
 
   class DeliveryScope;
@@ -125,6 +152,11 @@ class MemoryStore final : public ObjectStore {
   uint64_t CommitLocked(std::vector<StoreEvent>& events);
   // Drops the inactive watchers (cancelled from inside a callback). Needs write_mu_ held.
   void PruneWatchersLocked();
+  // Keeps `events` (one batch, already stored) as history, drops the oldest whole batches
+  // past the limit and delivers them. Needs write_mu_ and not mu_.
+  void KeepAndDeliverLocked(const std::vector<StoreEvent>& events);
+  // Ends every active watcher with `why`. Needs write_mu_ held.
+  void EndWatchersLocked(const absl::Status& why);
   void Cancel(uint64_t id);
 
   const MemoryStoreOptions options_;

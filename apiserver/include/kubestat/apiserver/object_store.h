@@ -97,6 +97,9 @@ struct StoreEvent {
   // The object as stored (kAdded, kModified) or as it was when deleted (kDeleted), with
   // resource_version set to the event's revision.
   StoredObject object;
+  // Whether this is the last event of its batch among the events of its kind: a watcher
+  // of one kind that has seen it has seen the whole batch (watch_cache.h reads this).
+  bool last_of_batch = true;
 };
 
 struct WriteResult {

@@ -12,6 +12,7 @@
 #include "kubestat/apiserver/api_server.h"
 #include "kubestat/apiserver/etcd_store.h"
 #include "kubestat/apiserver/memory_store.h"
+#include "kubestat/apiserver/watch_cache.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/kube/serving_options.h"
 
@@ -51,6 +52,10 @@ struct Options {
   // How often etcd's history is compacted (to the revision of one interval before); 0: never
   // (another client compacts). Default: 5m
   Duration etcd_compaction_interval = std::chrono::minutes(5);
+  // With etcd: serve lists, gets and watches from memory, fed by one etcd watch per kind
+  // (watch_cache.h; --watch-history events kept per kind), instead of reading etcd for each
+  // list and opening an etcd watch for each watcher. Default: true
+  bool watch_cache = true;
   // Log verbosity. Default: 0
   int64_t verbosity = 0;
 
@@ -59,6 +64,8 @@ struct Options {
 
   ApiServerOptions ApiOptions() const;
   MemoryStoreOptions StoreOptions() const;
+  // The watch cache's options (with etcd and --watch-cache).
+  WatchCacheOptions CacheOptions() const;
   // The etcd store's options (objects expire by lease after object_ttl).
   EtcdStoreOptions EtcdOptions() const;
 };
