@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "aggregator/fake_label_provider.h"
 #include "aggregator/ingest_scrape_builder.h"
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/core/log.h"
@@ -33,16 +34,6 @@ using ::testing::HasSubstr;
 // How long a test waits for the scheduler's and the publisher's threads (only a broken
 // feature takes that long).
 constexpr std::chrono::seconds kReady(10);
-
-// Discovery that has synced and knows no labels: objects are listed as the scrapes give them.
-class SyncedWithoutLabels final : public LabelProvider {
- public:
-  bool HasSynced() const override { return true; }
-  std::optional<Labels> NodeLabels(std::string_view) const override { return std::nullopt; }
-  std::optional<PodLabels> PodInfo(std::string_view, std::string_view) const override {
-    return std::nullopt;
-  }
-};
 
 // Fake kubelets: node-<n> answers with the synthetic cluster's scrape of node n, its
 // readings stamped as the test says (one scrape at a time: the cluster is not thread-safe).
@@ -90,6 +81,7 @@ class CapturedLog {
 class ScrapePublisherTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    labels_.synced = true;
     storage::StoreOptions store_options;
     store_options.dir = dir_.File("db");
     absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_options);
@@ -130,7 +122,7 @@ class ScrapePublisherTest : public ::testing::Test {
   ::kubestat::testing::TempDir dir_;
   FakeClock clock_;
   StampedKubelets kubelets_;
-  SyncedWithoutLabels labels_;
+  testing::FakeLabels labels_;  // synced, without labels
   prometheus::Registry registry_;
   std::unique_ptr<storage::Store> store_;
   std::unique_ptr<Ingestor> ingestor_;
