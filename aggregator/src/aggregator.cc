@@ -18,6 +18,7 @@
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/rest_server.h"
+#include "kubestat/aggregator/scrape_publisher.h"
 #include "kubestat/aggregator/self_metrics.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/aggregator/watch_hub.h"
@@ -36,7 +37,6 @@
 #include "kubestat/scrapers/scheduler.h"
 #include "kubestat/storage/store.h"
 #include "prometheus/registry.h"
-#include "scrape_publisher.h"
 
 namespace kubestat::aggregator {
 

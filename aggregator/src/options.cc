@@ -58,6 +58,12 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
                  "kubelet scrapes running at once");
   flags.AddDouble("scrape-stagger", &scrape_stagger,
                   "fraction of the resolution over which the scrapes of a round are spread");
+  flags.AddDuration("max-sample-age", &max_sample_age,
+                    "a scrape holding a reading stamped more than this before the scrape (a time "
+                    "of 0, a stale cache) fails with reason bad_timestamp and is not stored");
+  flags.AddDuration("max-sample-ahead", &max_sample_ahead,
+                    "a scrape holding a reading stamped more than this after the scrape (a node "
+                    "clock far ahead) fails with reason bad_timestamp and is not stored");
   serving.RegisterFlags(flags);
   flags.AddString("grpc-address", &grpc_address,
                   "address of the gRPC server (kubestat.v1.Aggregator)");
@@ -113,6 +119,7 @@ absl::Status AggregatorOptions::Validate() const {
   if (absl::Status s = AddressOptions().Validate(); !s.ok()) {
     return Prefixed("--kubelet-preferred-address-types/--kubelet-port", s);
   }
+  if (absl::Status s = SchedulingOptions().sample_times.Validate(); !s.ok()) return s;
   if (absl::Status s = SchedulingOptions().Validate(); !s.ok()) {
     return Prefixed("--metric-resolution/--max-concurrent-scrapes/--scrape-stagger", s);
   }
@@ -182,6 +189,8 @@ scrapers::SchedulerOptions AggregatorOptions::SchedulingOptions() const {
   options.resolution = metric_resolution;
   options.max_concurrent_scrapes = static_cast<int>(max_concurrent_scrapes);
   options.stagger = scrape_stagger;
+  options.sample_times.max_age = max_sample_age;
+  options.sample_times.max_ahead = max_sample_ahead;
   return options;
 }
 

@@ -49,7 +49,7 @@ absl::Status SchedulerOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--scrape-stagger: ", stagger, " is outside [0, 1)"));
   }
-  return absl::OkStatus();
+  return sample_times.Validate();
 }
 
 struct ScrapeScheduler::Round {
@@ -290,6 +290,12 @@ void ScrapeScheduler::RunTask(const Task& task) {
   const Timestamp started = clock_.MonotonicNow();
   absl::StatusOr<NodeScrape> result = scraper_.Scrape(task.target);
   const Duration took = clock_.MonotonicNow() - started;
+  // Readings stamped far from now make the scrape a failure of the node, counted as such.
+  if (result.ok()) {
+    if (absl::Status s = CheckSampleTimes(*result, clock_.Now(), options_.sample_times); !s.ok()) {
+      result = std::move(s);
+    }
+  }
   const std::string& node = task.target.node_name;
   Round& round = *task.round;
   if (result.ok()) {

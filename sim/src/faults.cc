@@ -12,7 +12,7 @@ constexpr std::pair<Fault, std::string_view> kNames[] = {
     {Fault::kNone, "none"},           {Fault::kTimeout, "timeout"},
     {Fault::kHttp500, "http500"},     {Fault::kGarbage, "garbage"},
     {Fault::kTruncated, "truncated"}, {Fault::kOversized, "oversized"},
-    {Fault::kSlowdrip, "slowdrip"},
+    {Fault::kSlowdrip, "slowdrip"},   {Fault::kZeroTimestamp, "zero-timestamp"},
 };
 
 }  // namespace
@@ -29,9 +29,9 @@ absl::StatusOr<Fault> ParseFault(std::string_view text) {
   for (const auto& [fault, name] : kNames) {
     if (trimmed == name) return fault;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown fault \"", Av(trimmed.substr(0, 64)),
-                   "\"; want timeout|http500|garbage|truncated|oversized|slowdrip|none"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown fault \"", Av(trimmed.substr(0, 64)),
+      "\"; want timeout|http500|garbage|truncated|oversized|slowdrip|zero-timestamp|none"));
 }
 
 absl::StatusOr<std::map<std::string, Fault>> ParseFaultList(std::string_view text) {

@@ -89,7 +89,8 @@ void Register(FlagSet& flags, RawFlags& raw, SimulatorOptions& o) {
   flags.AddString("kubelet-token", &o.kubelet_token,
                   "bearer token the kubelets require (empty: none)");
   flags.AddString("faults", &raw.faults,
-                  "initial faults, e.g. node-0003=timeout,node-0007=http500");
+                  "initial faults NODE=FAULT,... (timeout, http500, garbage, truncated, "
+                  "oversized, slowdrip, zero-timestamp), e.g. node-0003=timeout,node-0007=http500");
   flags.AddString("metrics-backend", &o.metrics_backend,
                   "http[s]://HOST:PORT to proxy /apis/metrics.k8s.io/ and /apis/metrics/ to, "
                   "as the aggregation layer does (front-proxy client certificate, "

@@ -21,8 +21,9 @@ int64_t UnixSeconds(Timestamp t) {
   return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
+// Whole seconds from `from` to `to`; 0 when `to` is earlier (a snapshot stamped 0).
 int64_t SecondsBetween(Timestamp from, Timestamp to) {
-  return std::chrono::duration_cast<std::chrono::seconds>(to - from).count();
+  return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(to - from).count());
 }
 
 JsonWriter& U64(JsonWriter& w, std::string_view key, uint64_t v) { return w.Key(key).Uint(v); }

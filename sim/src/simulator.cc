@@ -570,9 +570,12 @@ struct Simulator::State {
       case Fault::kNone:
       case Fault::kTruncated:
       case Fault::kSlowdrip:
+      case Fault::kZeroTimestamp:
         break;
     }
-    const NodeSnapshot snap = model->Snapshot(node, clock.Now());
+    NodeSnapshot snap = model->Snapshot(node, clock.Now());
+    // The renderers stamp every reading with the snapshot's time.
+    if (fault == Fault::kZeroTimestamp) snap.time = Timestamp{};
     std::string body;
     if (summary) {
       const auto query = SplitQuery(req.query);

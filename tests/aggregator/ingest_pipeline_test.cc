@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "aggregator/fake_label_provider.h"
 #include "aggregator/ingest_scrape_builder.h"
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/aggregator/ingest.h"
@@ -27,6 +28,7 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::ElementsAre;
+using testing::FakeLabels;
 using testing::MakeContainer;
 
 const Timestamp kT0 = Timestamp(std::chrono::hours(24 * 20000));
@@ -602,24 +604,6 @@ TEST(SeriesRegistryTest, KeysRoundTripAndGarbageIsDataLoss) {
   node_with_pod[1] = static_cast<char>(ObjectKind::kNode);
   EXPECT_FALSE(DecodeSeriesKey(node_with_pod).ok());
 }
-
-class FakeLabels : public LabelProvider {
- public:
-  bool HasSynced() const override { return synced; }
-  std::optional<Labels> NodeLabels(std::string_view name) const override {
-    auto it = nodes.find(std::string(name));
-    if (it == nodes.end()) return std::nullopt;
-    return it->second;
-  }
-  std::optional<PodLabels> PodInfo(std::string_view ns, std::string_view name) const override {
-    auto it = pods.find(std::string(ns) + "/" + std::string(name));
-    if (it == pods.end()) return std::nullopt;
-    return it->second;
-  }
-  bool synced = false;
-  std::map<std::string, Labels> nodes;
-  std::map<std::string, PodLabels> pods;
-};
 
 TEST_F(IngestTest, AggregatorStateJoinsWindowsWithLabels) {
   testing::SyntheticCluster cluster(2, 3, 2, 11);

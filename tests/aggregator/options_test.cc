@@ -88,18 +88,23 @@ TEST(AggregatorOptionsTest, EachBadFlagIsNamedInItsError) {
   EXPECT_EQ(ValidationError({"--kubelet-endpoint=stats"}).rfind("--kubelet-endpoint: ", 0), 0u);
   EXPECT_EQ(ValidationError({"--windows=10s,x"}).rfind("--windows: ", 0), 0u);
   EXPECT_EQ(ValidationError({"--max-concurrent-scrapes=0"}).rfind("--metric-resolution/", 0), 0u);
+  EXPECT_EQ(ValidationError({"--max-sample-age=0s"}), "--max-sample-age: must be positive");
+  EXPECT_EQ(ValidationError({"--max-sample-ahead=-1m"}), "--max-sample-ahead: must be positive");
 }
 
 TEST(AggregatorOptionsTest, ComponentOptionsFollowTheFlags) {
   AggregatorOptions options =
       Parsed({"--windows=1h,10s", "--kubelet-port=10255", "--metric-resolution=15s",
-              "--kubelet-endpoint=resource", "--storage-cache-mib=8", "--retention=30h"});
+              "--kubelet-endpoint=resource", "--storage-cache-mib=8", "--retention=30h",
+              "--max-sample-age=3m", "--max-sample-ahead=45s"});
   ASSERT_TRUE(options.Validate().ok());
   EXPECT_EQ(options.Windows(),
             (std::vector<Duration>{std::chrono::seconds(10), std::chrono::hours(1)}));
   EXPECT_EQ(options.IngestionOptions().engine.windows, options.Windows());
   EXPECT_EQ(options.AddressOptions().port, 10255);
   EXPECT_EQ(options.SchedulingOptions().resolution, std::chrono::seconds(15));
+  EXPECT_EQ(options.SchedulingOptions().sample_times.max_age, std::chrono::minutes(3));
+  EXPECT_EQ(options.SchedulingOptions().sample_times.max_ahead, std::chrono::seconds(45));
   EXPECT_EQ(options.ClientOptions().endpoint, scrapers::KubeletEndpoint::kResourceMetrics);
   EXPECT_EQ(options.StorageOptions().block_cache_bytes, size_t{8} << 20);
   EXPECT_EQ(options.StorageOptions().retention, std::chrono::hours(30));

@@ -1,7 +1,7 @@
-// kubestat-sim (20 nodes, four of them faulty) and kubestat-aggregator as real processes on
+// kubestat-sim (20 nodes, six of them faulty) and kubestat-aggregator as real processes on
 // loopback: every healthy node is scraped every round with exactly the values the
 // simulator's model gives at the scraped timestamps, and every faulty node is counted as a
-// failure with the right reason.
+// failure with the right reason, in the counters and in each round's log line.
 #define _TURN_OFF_PLATFORM_STRING
 #include <arpa/inet.h>
 #include <cpprest/http_client.h>
@@ -96,11 +96,9 @@ std::vector<std::string> AggregatorArgs(const std::filesystem::path& dir, int po
 TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByReason) {
   const TempDir scratch("kubestat-scrape-it");
   const std::filesystem::path& dir = scratch.path();
-  const std::map<std::string, std::string> faults = {{"node-0003", "timeout"},
-                                                     {"node-0007", "http_500"},
-                                                     {"node-0011", "decode"},
-                                                     {"node-0015", "too_large"},
-                                                     {"node-0018", "timeout"}};
+  const std::map<std::string, std::string> faults = {
+      {"node-0003", "timeout"}, {"node-0005", "bad_timestamp"}, {"node-0007", "http_500"},
+      {"node-0011", "decode"},  {"node-0015", "too_large"},     {"node-0018", "timeout"}};
   const std::vector<std::string> sim_args = {
       "--nodes=20",
       "--pods-per-node=6",
@@ -108,8 +106,8 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
       "--kubelet-address-mode=ports",
       "--kubelet-port=0",
       "--kubeconfig-out=" + (dir / "kubeconfig").string(),
-      "--faults=node-0003=timeout,node-0007=http500,node-0011=garbage,node-0015=oversized,"
-      "node-0018=slowdrip"};
+      "--faults=node-0003=timeout,node-0005=zero-timestamp,node-0007=http500,node-0011=garbage,"
+      "node-0015=oversized,node-0018=slowdrip"};
   absl::StatusOr<sim::SimulatorFlags> sim_flags = sim::ParseSimulatorFlags(sim_args);
   ASSERT_TRUE(sim_flags.ok()) << sim_flags.status();
   absl::StatusOr<sim::ClusterModel> model = sim::ClusterModel::Create(sim_flags->options.model);
@@ -172,6 +170,16 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
         << node << "\n"
         << metrics;
   }
+  // The node whose kubelet stamps its readings 0 is a failure of every round's log line.
+  const std::string log = ReadAll((dir / "aggregator.log").string());
+  std::regex round_line(R"re(round \d+: \d+/20 nodes ok, [^\n]*)re");
+  int round_lines = 0, bad_timestamp_lines = 0;
+  for (std::sregex_iterator it(log.begin(), log.end(), round_line), end; it != end; ++it) {
+    ++round_lines;
+    if (it->str().find("bad_timestamp=1") != std::string::npos) ++bad_timestamp_lines;
+  }
+  EXPECT_GE(round_lines, rounds) << log;
+  EXPECT_EQ(bad_timestamp_lines, round_lines) << log;
   std::regex failure_line(
       R"re(kubestat_node_scrape_failures_total\{node="([^"]+)",reason="([^"]+)"\})re");
   for (std::sregex_iterator it(metrics.begin(), metrics.end(), failure_line), end; it != end;
@@ -244,7 +252,7 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
               true)
         << name;
   }
-  EXPECT_GE(pods_checked, static_cast<int>(rounds) * 15 * 6);
+  EXPECT_GE(pods_checked, static_cast<int>(rounds * (20 - faults.size()) * 6));
   simulator.Signal(SIGTERM, std::chrono::seconds(20));
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }

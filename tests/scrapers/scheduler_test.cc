@@ -50,6 +50,10 @@ class FakeScraper final : public NodeScraper {
     }
     NodeScrape scrape;
     scrape.node_name = target.node_name;
+    if (auto it = stamps_.find(target.node_name); it != stamps_.end()) {
+      scrape.cpu = CpuSample{it->second, 1000, std::nullopt};
+      scrape.memory = MemorySample{it->second, 894312448};
+    }
     scrape.pods.resize(2);
     scrape.pods[0].containers.resize(1);
     scrape.pods[1].containers.resize(2);
@@ -74,6 +78,11 @@ class FakeScraper final : public NodeScraper {
     std::lock_guard<std::mutex> lock(mu_);
     failures_[node] = reason;
   }
+  // The node's scrapes carry its cpu and memory readings stamped `time`.
+  void Stamp(const std::string& node, Timestamp time) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stamps_[node] = time;
+  }
   int Calls(const std::string& node) {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_[node];
@@ -93,6 +102,7 @@ class FakeScraper final : public NodeScraper {
   std::set<std::string> blocked_;
   bool blocked_all_ = false;
   std::map<std::string, std::string> failures_;
+  std::map<std::string, Timestamp> stamps_;
   std::map<std::string, int> calls_;
   int in_flight_ = 0;
   int max_in_flight_ = 0;
@@ -110,6 +120,7 @@ class RecordingSink final : public ScrapeSink {
     events_.push_back("scrape " + target.node_name);
     ++results_[target.node_name];
     if (result.ok()) ++ok_[target.node_name];
+    last_reason_[target.node_name] = FailureReason(result.status());
   }
   void OnRoundComplete(const RoundSummary& summary) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -128,6 +139,15 @@ class RecordingSink final : public ScrapeSink {
     std::lock_guard<std::mutex> lock(mu_);
     return results_[node];
   }
+  int Ok(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ok_[node];
+  }
+  // The failure reason of the node's latest result ("" for a scrape).
+  std::string LastReason(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_reason_[node];
+  }
   int TotalResults() {
     std::lock_guard<std::mutex> lock(mu_);
     int total = 0;
@@ -143,6 +163,7 @@ class RecordingSink final : public ScrapeSink {
   std::mutex mu_;
   std::map<std::string, int> results_;
   std::map<std::string, int> ok_;
+  std::map<std::string, std::string> last_reason_;
   std::vector<RoundSummary> rounds_;
   std::vector<std::pair<uint64_t, Timestamp>> starts_;
   std::vector<std::string> events_;
@@ -308,6 +329,53 @@ TEST_F(SchedulerTest, FailuresAreCountedByReasonAndNode) {
             std::string::npos);
 }
 
+// A node whose readings are stamped 0 or far ahead fails as bad_timestamp: in the round's
+// summary, in the counters, and towards the sink, which gets that error instead of the
+// scrape; a node stamped just before the scrape in the same round succeeds.
+TEST_F(SchedulerTest, ReadingsStampedFarFromTheScrapeFailTheNodeAsBadTimestamp) {
+  scraper_.Stamp("node-0000", clock_.Now() - std::chrono::seconds(1));
+  scraper_.Stamp("node-0001", Timestamp{});
+  scraper_.Stamp("node-0002", clock_.Now() + std::chrono::hours(1));
+  auto scheduler = Make(3, 2);
+  scheduler->Start();
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }, kReady));
+  RoundSummary round = sink_.rounds()[0];
+  EXPECT_EQ(round.succeeded, 1u);
+  EXPECT_EQ(round.failed, 2u);
+  EXPECT_EQ(round.failures_by_reason, (std::map<std::string, size_t>{{"bad_timestamp", 2}}));
+  EXPECT_EQ(round.pods, 2u);  // of node-0000 only
+  EXPECT_EQ(sink_.Ok("node-0000"), 1);
+  EXPECT_EQ(sink_.LastReason("node-0000"), "");
+  EXPECT_EQ(sink_.Ok("node-0001"), 0);
+  EXPECT_EQ(sink_.LastReason("node-0001"), "bad_timestamp");
+  EXPECT_EQ(sink_.Ok("node-0002"), 0);
+  EXPECT_EQ(sink_.LastReason("node-0002"), "bad_timestamp");
+
+  // The next round, node-0001's kubelet stamps its readings again: it succeeds.
+  scraper_.Stamp("node-0000", clock_.Now() + std::chrono::seconds(9));
+  scraper_.Stamp("node-0001", clock_.Now() + std::chrono::seconds(9));
+  NextRound(*scheduler);
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }, kReady));
+  scheduler->Stop();
+  round = sink_.rounds()[1];
+  EXPECT_EQ(round.succeeded, 2u);
+  EXPECT_EQ(round.failures_by_reason, (std::map<std::string, size_t>{{"bad_timestamp", 1}}));
+  EXPECT_EQ(sink_.Ok("node-0001"), 1);
+
+  const std::string text = Exposition(registry_);
+  EXPECT_NE(text.find("kubestat_scrapes_total{outcome=\"failure\",reason=\"bad_timestamp\"} 3"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kubestat_node_scrape_failures_total{node=\"node-0001\",reason=\"bad_"
+                      "timestamp\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("kubestat_node_scrape_failures_total{node=\"node-0002\",reason=\"bad_"
+                      "timestamp\"} 2"),
+            std::string::npos);
+  EXPECT_EQ(text.find("kubestat_last_successful_scrape_timestamp_seconds{node=\"node-0002\"}"),
+            std::string::npos);
+}
+
 TEST_F(SchedulerTest, StaggeredStartsWaitForTheirOffset) {
   auto scheduler = Make(40, 8, /*stagger=*/0.5);
   scheduler->Start();
@@ -362,6 +430,9 @@ TEST(SchedulerOptionsTest, RejectsBadValuesNamingTheFlag) {
   options = SchedulerOptions();
   options.stagger = 1.0;
   EXPECT_NE(options.Validate().message().find("--scrape-stagger"), std::string::npos);
+  options = SchedulerOptions();
+  options.sample_times.max_age = Duration::zero();
+  EXPECT_EQ(options.Validate().message(), "--max-sample-age: must be positive");
 }
 
 }  // namespace

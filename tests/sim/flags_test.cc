@@ -152,6 +152,9 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
 
 TEST(FaultsTest, ParsesAndRejectsFaultNames) {
   EXPECT_EQ(*ParseFault(" slowdrip\n"), Fault::kSlowdrip);
+  EXPECT_EQ(*ParseFault("zero-timestamp"), Fault::kZeroTimestamp);
+  EXPECT_EQ(FaultName(Fault::kZeroTimestamp), "zero-timestamp");
+  EXPECT_EQ(ParseFaultList("node-0001=zero-timestamp")->at("node-0001"), Fault::kZeroTimestamp);
   EXPECT_FALSE(ParseFault("boom").ok());
   EXPECT_FALSE(ParseFaultList("node-0001").ok());
   FaultTable table;

@@ -27,9 +27,11 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "kubestat/core/gzip.h"
+#include "kubestat/core/time.h"
 #include "kubestat/sim/render.h"
 #include "support/files.h"
 #include "support/net.h"
@@ -277,6 +279,67 @@ TEST(SimulatorTest, FaultsChangeWhatTheKubeletAnswers) {
   http_response garbage = Get(sim.kubelet_url(0), "/stats/summary");
   EXPECT_EQ(garbage.status_code(), 200);
   EXPECT_EQ(Body(garbage).size(), 4096u);
+  sim.Stop();
+}
+
+// The zero-timestamp fault serves the model's values at the clock's time, every reading
+// stamped 0: each summary time is the Unix epoch, each /metrics/resource sample's
+// timestamp column 0. Start times are left as they are.
+TEST(SimulatorTest, ZeroTimestampFaultStampsEveryReadingWithTheEpoch) {
+  FakeClock clock(kT0);
+  Simulator sim(SmallCluster(), clock);
+  ASSERT_TRUE(sim.Start().ok());
+  http_client api(sim.apiserver_url());
+  ASSERT_EQ(
+      api.request(methods::PUT, "/sim/v1/faults/node-0001", "zero-timestamp").get().status_code(),
+      200);
+  EXPECT_EQ(sim.faults().Get("node-0001"), Fault::kZeroTimestamp);
+
+  for (const bool only_cpu_and_memory : {true, false}) {
+    SCOPED_TRACE(only_cpu_and_memory ? "only cpu and memory" : "full summary");
+    http_response summary =
+        Get(sim.kubelet_url(1),
+            only_cpu_and_memory ? "/stats/summary?only_cpu_and_memory=true" : "/stats/summary");
+    ASSERT_EQ(summary.status_code(), 200);
+    const std::string body = Body(summary);
+    simdjson::dom::parser parser;
+    simdjson::dom::element s = Parse(parser, body);
+    EXPECT_EQ(std::string_view(s["node"]["cpu"]["time"].get_string()), "1970-01-01T00:00:00Z");
+    EXPECT_EQ(std::string_view(s["node"]["memory"]["time"].get_string()), "1970-01-01T00:00:00Z");
+    EXPECT_EQ(uint64_t(s["node"]["memory"]["workingSetBytes"]),
+              sim.model().NodeUsage(1, kT0).working_set_bytes);
+    EXPECT_EQ(std::string_view(s["node"]["startTime"].get_string()),
+              FormatRfc3339(sim.model().node(1).start_time));
+    const std::string epoch = "\"time\":\"1970-01-01T00:00:00Z\"";
+    size_t stamped = 0;
+    for (size_t at = body.find("\"time\":"); at != std::string::npos;
+         at = body.find("\"time\":", at + 1)) {
+      EXPECT_EQ(body.compare(at, epoch.size(), epoch), 0) << body.substr(at, 40);
+      ++stamped;
+    }
+    EXPECT_GT(stamped, 10u);
+  }
+
+  http_response metrics = Get(sim.kubelet_url(1), "/metrics/resource");
+  ASSERT_EQ(metrics.status_code(), 200);
+  std::istringstream lines(Body(metrics));
+  std::string line;
+  size_t samples = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("container_start_time_seconds", 0) == 0 ||
+        line.rfind("resource_scrape_error", 0) == 0) {
+      continue;
+    }
+    EXPECT_EQ(line.substr(line.rfind(' ')), " 0") << line;
+    ++samples;
+  }
+  EXPECT_GT(samples, 10u);
+
+  // Another node's kubelet is unaffected.
+  simdjson::dom::parser parser;
+  simdjson::dom::element healthy =
+      Parse(parser, Body(Get(sim.kubelet_url(2), "/stats/summary?only_cpu_and_memory=true")));
+  EXPECT_EQ(std::string_view(healthy["node"]["cpu"]["time"].get_string()), FormatRfc3339(kT0));
   sim.Stop();
 }
 

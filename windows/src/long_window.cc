@@ -1,6 +1,7 @@
 #include "long_window.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "absl/strings/str_cat.h"
 
@@ -149,11 +150,21 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
       hi = std::max(hi, mm.max);
     }
   }
+  assert(lo <= hi && "a long window with samples has a bucket with a min and max");
   stats->min = lo;
   stats->max = hi;
-  stats->p50 = sketch_.ValueAtRank(mapping, NearestRank(50, count_));
-  stats->p95 = sketch_.ValueAtRank(mapping, NearestRank(95, count_));
-  stats->p99 = sketch_.ValueAtRank(mapping, NearestRank(99, count_));
+  // The sketch reports its bucket's representative value, which may lie up to 1% beyond
+  // the values the bucket holds: below the window's exact min or above its max (a series
+  // that never changed would report a value it never had). Every true percentile lies in
+  // [min, max], so clamping to it only moves a result towards the true value: the 1% bound
+  // holds, and a constant window reports its value exactly. This is the one place long
+  // windows produce percentiles, live or restored from rollups.
+  auto percentile = [&](uint32_t percent) {
+    return std::clamp(sketch_.ValueAtRank(mapping, NearestRank(percent, count_)), lo, hi);
+  };
+  stats->p50 = percentile(50);
+  stats->p95 = percentile(95);
+  stats->p99 = percentile(99);
 }
 
 size_t LongWindow::HeapBytes() const {

@@ -76,6 +76,11 @@ struct AggregatorOptions {
   int64_t max_concurrent_scrapes = 32;
   // Fraction of the resolution over which a round's scrapes are spread. Default: 0.5
   double scrape_stagger = 0.5;
+  // A scrape holding a reading stamped more than max_sample_age before the time it was made
+  // (a time of 0, a stale cache) or more than max_sample_ahead after it (a node clock far
+  // ahead) fails with reason bad_timestamp and nothing of it is stored. Default: 10m, 10m
+  Duration max_sample_age = std::chrono::minutes(10);
+  Duration max_sample_ahead = std::chrono::minutes(10);
   // HTTPS serving, authentication and authorization (--secure-port 8443, --tls-*,
   // --client-ca-file, --requestheader-*, --token-auth-file, --authentication-kubeconfig,
   // --authorization-*, gzip; see kube/serving_options.h for each default).

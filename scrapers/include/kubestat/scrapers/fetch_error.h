@@ -9,6 +9,9 @@
 //   http_<code> the peer answered with a non-2xx status, e.g. http_401, http_500
 //   too_large   the body exceeded the size cap (reading stopped there)
 //   decode      the body was not a valid payload
+//   bad_timestamp
+//               the payload's readings are stamped too far from the time of the scrape (a
+//               time of 0, stale, far ahead; see sample_times.h)
 //   auth        the client's own credentials could not be loaded (token file)
 //   other       anything else
 #ifndef KUBESTAT_SCRAPERS_FETCH_ERROR_H_

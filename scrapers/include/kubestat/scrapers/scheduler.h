@@ -11,6 +11,12 @@
 // outcome="skipped"), so a slow or failing node never delays the others: it holds one
 // worker for at most the scraper's own timeout, which must be shorter than the resolution.
 //
+// A scrape whose readings are stamped too far from the time it returned (a time of 0, a
+// stale cache, a clock far ahead: sample_times.h, measured on the injected Clock) is a
+// failure with reason "bad_timestamp": it is counted and reported like any other failed
+// scrape, and the sink receives that error instead of the scrape, so nothing of it is
+// stored and the node's earlier data stay as they were.
+//
 // Metrics (registered in the prometheus::Registry passed in; names per Prometheus
 // conventions, node label only where it is needed to find a failing node):
 //   kubestat_scrapes_total{outcome="success"|"failure"|"skipped",reason}   counter
@@ -51,6 +57,7 @@
 #include "kubestat/scrapers/node_address.h"
 #include "kubestat/scrapers/node_scrape.h"
 #include "kubestat/scrapers/node_scraper.h"
+#include "kubestat/scrapers/sample_times.h"
 
 namespace prometheus {
 class Registry;
@@ -66,9 +73,12 @@ struct SchedulerOptions {
   // Fraction of the resolution over which the round's starts are spread (--scrape-stagger);
   // 0 starts every scrape at the round's start. Default: 0.5
   double stagger = 0.5;
+  // How far from the scrape's time its readings may be stamped. Default: 10m before, 10m
+  // after (see SampleTimeLimits)
+  SampleTimeLimits sample_times;
 
   // InvalidArgument naming the flag: resolution <= 0, concurrency outside 1..4096, stagger
-  // outside [0, 1).
+  // outside [0, 1), a sample time limit that is not positive.
   [[nodiscard]] absl::Status Validate() const;
 };
 

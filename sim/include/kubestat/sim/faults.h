@@ -9,6 +9,9 @@
 //             matches what is sent, so the client sees a complete but cut document)
 //  oversized  200 with a 64 MiB body, streamed in chunks, never held in memory
 //  slowdrip   200 whose real payload is sent a few bytes per second
+//  zero-timestamp
+//             200 with the real values, every reading stamped 0 (the Unix epoch): summary
+//             times "1970-01-01T00:00:00Z", /metrics/resource timestamp column 0
 //
 // FaultTable is thread-safe.
 #ifndef KUBESTAT_SIM_FAULTS_H_
@@ -23,7 +26,16 @@
 
 namespace kubestat::sim {
 
-enum class Fault { kNone, kTimeout, kHttp500, kGarbage, kTruncated, kOversized, kSlowdrip };
+enum class Fault {
+  kNone,
+  kTimeout,
+  kHttp500,
+  kGarbage,
+  kTruncated,
+  kOversized,
+  kSlowdrip,
+  kZeroTimestamp,
+};
 
 std::string_view FaultName(Fault f);
 // Accepts the names above (surrounding whitespace ignored); InvalidArgument otherwise.

@@ -68,7 +68,10 @@ class QuantileSketch {
   uint64_t count() const { return count_; }
   bool empty() const { return count_ == 0; }
   // The reported value of the bucket holding the k-th smallest value (1-based; k is
-  // clamped to [1, count]). 0 when empty. With NearestRank() this is a percentile.
+  // clamped to [1, count]). 0 when empty. With NearestRank() this is a percentile. The
+  // reported value may lie just outside the values added (within the 1% bound), so it can
+  // be below the smallest or above the largest; WindowEngine clamps it to the window's
+  // exact min and max.
   uint64_t ValueAtRank(const SketchMapping& mapping, uint64_t k) const;
 
   // Heap bytes owned (bucket storage capacity), excluding sizeof(QuantileSketch).

@@ -12,7 +12,8 @@
 //   v[1..count], the q-th percentile is v[k] with k = ceil(q * count) clamped to
 //   [1, count]. Exact (`exact_percentiles` is true) for windows up to the engine's exact
 //   limit (Default: 1m). For longer windows the result r satisfies |r - v[k]| <= 1% of
-//   v[k] (a value-relative bound; zero is reported exactly).
+//   v[k] (a value-relative bound; zero is reported exactly) and min <= r <= max, so a
+//   window whose values are all equal reports that value exactly.
 //
 // Plain value types; thread-compatible.
 #ifndef KUBESTAT_WINDOWS_WINDOW_STATS_H_

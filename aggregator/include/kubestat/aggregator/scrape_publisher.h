@@ -1,6 +1,9 @@
 // ScrapePublisher: the scheduler's sink. Ingests every scrape, logs each round and failure,
 // appends scrapes to the dump file, and keeps the query snapshot, the self-metrics and the
-// gRPC watchers up to date.
+// gRPC watchers up to date. A failed scrape (whatever its reason, bad_timestamp included) is
+// logged and nothing of it is ingested or dumped: the node keeps the data it had. Each
+// round's line gives its nodes ok and failed, with the failures by reason:
+//   round 7: 19/20 nodes ok, 114 pods, 228 containers, 1 failed (bad_timestamp=1), 0 skipped, ...
 //
 // That work runs on one thread of its own ("publisher"): after each node's scrape it
 // re-reads that node's query views, so the cost of reading the windows is spread over the
@@ -15,8 +18,8 @@
 // and joins the publisher thread.
 // Thread-safety: the ScrapeSink calls come from the scheduler's threads; every public
 // method is thread-safe.
-#ifndef KUBESTAT_AGGREGATOR_SRC_SCRAPE_PUBLISHER_H_
-#define KUBESTAT_AGGREGATOR_SRC_SCRAPE_PUBLISHER_H_
+#ifndef KUBESTAT_AGGREGATOR_SCRAPE_PUBLISHER_H_
+#define KUBESTAT_AGGREGATOR_SCRAPE_PUBLISHER_H_
 
 #include <algorithm>
 #include <chrono>
@@ -42,6 +45,7 @@
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/log.h"
+#include "kubestat/core/time.h"
 #include "kubestat/scrapers/scheduler.h"
 #include "kubestat/storage/store.h"
 
@@ -262,4 +266,4 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
 
 }  // namespace kubestat::aggregator
 
-#endif  // KUBESTAT_AGGREGATOR_SRC_SCRAPE_PUBLISHER_H_
+#endif  // KUBESTAT_AGGREGATOR_SCRAPE_PUBLISHER_H_

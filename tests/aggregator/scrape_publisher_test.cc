@@ -1,0 +1,195 @@
+// The scrape scheduler and the publisher wired as kubestat-aggregator wires them (a real
+// Ingestor on a store in a temporary directory, the query snapshot, the watch hub), driven
+// by a fake clock and a fake kubelet per node.
+#include "kubestat/aggregator/scrape_publisher.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "aggregator/fake_label_provider.h"
+#include "aggregator/ingest_scrape_builder.h"
+#include "kubestat/aggregator/aggregator_state.h"
+#include "kubestat/core/log.h"
+#include "kubestat/scrapers/scheduler.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+using ::kubestat::testing::PollUntil;
+using ::testing::HasSubstr;
+
+// How long a test waits for the scheduler's and the publisher's threads (only a broken
+// feature takes that long).
+constexpr std::chrono::seconds kReady(10);
+
+// Fake kubelets: node-<n> answers with the synthetic cluster's scrape of node n, its
+// readings stamped as the test says (one scrape at a time: the cluster is not thread-safe).
+class StampedKubelets final : public scrapers::NodeScraper {
+ public:
+  absl::StatusOr<scrapers::NodeScrape> Scrape(const scrapers::ScrapeTarget& target) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cluster_.Scrape(std::stoul(target.node_name.substr(5)), stamps_.at(target.node_name));
+  }
+  void Stamp(const std::string& node, Timestamp time) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stamps_[node] = time;
+  }
+
+ private:
+  std::mutex mu_;
+  testing::SyntheticCluster cluster_{2, 3, 2, 17};
+  std::map<std::string, Timestamp> stamps_;
+};
+
+// The log lines written while it lives.
+class CapturedLog {
+ public:
+  CapturedLog() {
+    SetLogSink([this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.emplace_back(line);
+    });
+  }
+  ~CapturedLog() { SetLogSink({}); }
+  // The first line holding `text`, or "".
+  std::string Find(std::string_view text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& line : lines_) {
+      if (line.find(text) != std::string::npos) return line;
+    }
+    return "";
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+class ScrapePublisherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    labels_.synced = true;
+    storage::StoreOptions store_options;
+    store_options.dir = dir_.File("db");
+    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    absl::StatusOr<std::unique_ptr<Ingestor>> ingestor =
+        Ingestor::Create(IngestOptions(), store_.get(), &clock_);
+    ASSERT_TRUE(ingestor.ok()) << ingestor.status();
+    ingestor_ = *std::move(ingestor);
+    ASSERT_TRUE(ingestor_->Rebuild().ok());
+    state_ = std::make_unique<AggregatorState>(ingestor_.get(), &labels_);
+    snapshot_ = std::make_unique<SnapshotSource>(state_.get());
+    hub_ = std::make_unique<WatchHub>(snapshot_.get());
+    metrics_ = std::make_unique<StoreSelfMetrics>(registry_);
+    publisher_ =
+        std::make_unique<ScrapePublisher>("", clock_, *ingestor_, *store_, *metrics_, *snapshot_,
+                                          *hub_, PublishPacer(std::chrono::milliseconds(500), 0.1));
+    scrapers::SchedulerOptions options;
+    options.resolution = std::chrono::seconds(10);
+    options.max_concurrent_scrapes = 2;
+    options.stagger = 0;
+    const std::vector<scrapers::ScrapeTarget> targets = {{"node-0", "127.0.0.1", 10250},
+                                                         {"node-1", "127.0.0.1", 10250}};
+    scheduler_ = std::make_unique<scrapers::ScrapeScheduler>(
+        options, [targets] { return targets; }, kubelets_, *publisher_, clock_, registry_);
+  }
+  void TearDown() override {
+    if (scheduler_) scheduler_->Stop();
+  }
+
+  // The machine's memory windows of `node` as the query snapshot serves them, or empty.
+  std::vector<metrics_api::Statistics> ServedMemory(const std::string& node) {
+    std::optional<NodeView> view = snapshot_->GetNode(node);
+    return view ? view->machine.memory : std::vector<metrics_api::Statistics>{};
+  }
+
+  CapturedLog log_;
+  ::kubestat::testing::TempDir dir_;
+  FakeClock clock_;
+  StampedKubelets kubelets_;
+  testing::FakeLabels labels_;  // synced, without labels
+  prometheus::Registry registry_;
+  std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<Ingestor> ingestor_;
+  std::unique_ptr<AggregatorState> state_;
+  std::unique_ptr<SnapshotSource> snapshot_;
+  std::unique_ptr<WatchHub> hub_;
+  std::unique_ptr<StoreSelfMetrics> metrics_;
+  std::unique_ptr<ScrapePublisher> publisher_;
+  std::unique_ptr<scrapers::ScrapeScheduler> scheduler_;
+};
+
+// node-1's kubelet stamps its readings 0 in the second round: the round's log line counts
+// it failed with reason bad_timestamp, so do the counters, nothing of that scrape is
+// ingested (the ingestor does not even see it), and node-1 keeps the windows of its first
+// scrape in the engine and in what is served; node-0's scrape of the same round is
+// ingested and served.
+TEST_F(ScrapePublisherTest, NodeStampedZeroFailsItsRoundAndKeepsItsDataWhileTheOtherIngests) {
+  const Timestamp first = clock_.Now() - std::chrono::seconds(1);
+  kubelets_.Stamp("node-0", first);
+  kubelets_.Stamp("node-1", first);
+  scheduler_->Start();
+  ASSERT_TRUE(PollUntil([&] { return !log_.Find("round 1: ").empty(); }, kReady));
+  EXPECT_THAT(log_.Find("round 1: "), HasSubstr("2/2 nodes ok, 6 pods, 12 containers, 0 failed"));
+  const std::optional<NodeSnapshot> node1_before = ingestor_->QueryNode("node-1");
+  ASSERT_TRUE(node1_before.has_value());
+  ASSERT_FALSE(node1_before->series.empty());
+  EXPECT_EQ(node1_before->series[0].endtime, first);
+  ASSERT_TRUE(PollUntil([&] { return !ServedMemory("node-1").empty(); }, kReady));
+  const std::vector<metrics_api::Statistics> served_before = ServedMemory("node-1");
+  EXPECT_EQ(served_before[0].endtime, first);
+
+  const Timestamp second = first + std::chrono::seconds(10);
+  kubelets_.Stamp("node-0", second);
+  kubelets_.Stamp("node-1", Timestamp{});
+  clock_.Advance(std::chrono::seconds(10));
+  scheduler_->Wake();
+  ASSERT_TRUE(PollUntil([&] { return !log_.Find("round 2: ").empty(); }, kReady));
+  EXPECT_THAT(log_.Find("round 2: "),
+              HasSubstr("1/2 nodes ok, 3 pods, 6 containers, 1 failed (bad_timestamp=1), "
+                        "0 skipped"));
+
+  // node-0 ingested at its new time; node-1 exactly as after its first scrape.
+  const std::optional<NodeSnapshot> node0 = ingestor_->QueryNode("node-0");
+  ASSERT_TRUE(node0.has_value());
+  EXPECT_EQ(node0->series[0].endtime, second);
+  const std::optional<NodeSnapshot> node1_after = ingestor_->QueryNode("node-1");
+  ASSERT_TRUE(node1_after.has_value());
+  EXPECT_EQ(node1_after->series, node1_before->series);
+  const IngestStats stats = ingestor_->Stats();
+  EXPECT_EQ(stats.scrapes, 3u);
+  EXPECT_EQ(stats.scrapes_rejected, 0u);
+
+  // What is served: node-0 from its second scrape, node-1 still from its first.
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        const std::vector<metrics_api::Statistics> memory = ServedMemory("node-0");
+        return !memory.empty() && memory[0].endtime == second;
+      },
+      kReady));
+  EXPECT_EQ(ServedMemory("node-1"), served_before);
+
+  const std::string metrics = prometheus::TextSerializer().Serialize(registry_.Collect());
+  EXPECT_THAT(metrics, HasSubstr("kubestat_scrapes_total{outcome=\"failure\",reason=\"bad_"
+                                 "timestamp\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("kubestat_node_scrape_failures_total{node=\"node-1\",reason="
+                                 "\"bad_timestamp\"} 1"));
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator
