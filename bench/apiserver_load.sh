@@ -12,6 +12,8 @@
 #     namespace's pods at 200/s,
 #   - watch fan-out: WATCHERS watches of every pod (curl -N) for DURATION: events received,
 #   - the apiserver's RSS and CPU, and its RSS per object held.
+# KUBESTAT_BENCH_PHASES (default "list,watch") picks the measurements after push throughput
+# and freshness, which always run; KUBESTAT_AGGREGATOR_FLAGS adds flags to the aggregator's.
 #
 #   bench/apiserver_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [WATCHERS] [STORE]
 # STORE: memory (default) or etcd (a local etcd from Debian's etcd-server, its data in the
@@ -91,9 +93,17 @@ pushed() {
   curl -kfs "${auth[@]}" "$bridge_url/metrics" |
     awk '/^kubestat_bridge_pushed_objects_total\{code="200"\}/ {print $2}'
 }
+# The bridge's push lag histogram buckets ("le count" lines).
+lag_buckets() {
+  curl -kfs "${auth[@]}" "$bridge_url/metrics" |
+    sed -n 's/^kubestat_bridge_push_lag_seconds_bucket{le="\([^"]*\)"} \(.*\)/\1 \2/p'
+}
+phases="${KUBESTAT_BENCH_PHASES:-list,watch}"
+phase() { [[ ",$phases," == *",$1,"* ]]; }
 
 echo "== push throughput and freshness over ${duration}s (pods served by the apiserver and the aggregator)"
 before=$(pushed)
+lag_buckets >"$work/lag-before"
 start=$(date +%s.%N)
 : >"$work/ages"
 : >"$work/aggregator-ages"
@@ -118,11 +128,21 @@ while (($(date +%s) < end)); do
   sleep 1
 done
 after=$(pushed)
+lag_buckets >"$work/lag-after"
 elapsed=$(python3 -c "import time; print(time.time() - $start)")
-python3 - "$before" "$after" "$elapsed" "$work/ages" "$work/aggregator-ages" <<'EOF'
+python3 - "$before" "$after" "$elapsed" "$work/ages" "$work/aggregator-ages" \
+  "$work/lag-before" "$work/lag-after" <<'EOF'
 import sys
 before, after, elapsed = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 print(f"push throughput: {(after - before) / elapsed:.0f} objects/s ({after - before:.0f} in {elapsed:.1f} s)")
+read = lambda p: {le: float(n) for le, n in (l.split() for l in open(p) if l.strip())}
+lag0, lag1 = read(sys.argv[6]), read(sys.argv[7])
+pushes = lag1.get("+Inf", 0) - lag0.get("+Inf", 0)
+if pushes > 0:
+    shares = [f"{le} s {100 * (lag1[le] - lag0.get(le, 0)) / pushes:.1f}%"
+              for le in lag1 if le != "+Inf"]
+    print(f"push lag (newest sample time to acknowledged push) of {pushes:.0f} objects, share at "
+          "or under: " + ", ".join(shares))
 for path, where in ((sys.argv[4], "apiserver"), (sys.argv[5], "aggregator")):
     ages = sorted(float(x) for x in open(path) if x.strip())
     pick = lambda q: ages[min(len(ages) - 1, int(q * len(ages)))]
@@ -133,11 +153,14 @@ EOF
 
 script="$here/rest_load.lua"
 namespace="$api/apis/metrics.k8s.io/v1beta1/namespaces/tenant-0007/pods"
-echo "== LIST all $nodes nodes, v1beta1, 20 req/s"
-wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "${duration}s" "$api/apis/metrics.k8s.io/v1beta1/nodes" -- 20 2
-echo "== LIST one namespace's pods (tenant-0007), v1beta1, 200 req/s"
-wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "${duration}s" "$namespace" -- 200 2
+if phase list; then
+  echo "== LIST all $nodes nodes, v1beta1, 20 req/s"
+  wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "${duration}s" "$api/apis/metrics.k8s.io/v1beta1/nodes" -- 20 2
+  echo "== LIST one namespace's pods (tenant-0007), v1beta1, 200 req/s"
+  wrk --latency "${auth[@]}" -s "$script" -t2 -c4 -d "${duration}s" "$namespace" -- 200 2
+fi
 
+phase watch || watchers=0
 echo "== watch fan-out: $watchers watches of every pod for ${duration}s"
 for ((i = 0; i < watchers; i++)); do
   curl -kfsN "${auth[@]}" "$api/apis/metrics/v1alpha1/pods?watch=1&resourceVersion=$(
@@ -146,7 +169,7 @@ for ((i = 0; i < watchers; i++)); do
     -m "$duration" 2>/dev/null | wc -l >"$work/watch-$i" &
 done
 wait_for=$((duration + 5))
-sleep "$wait_for"
+((watchers == 0)) || sleep "$wait_for"
 total=$(cat "$work"/watch-* 2>/dev/null | awk '{s += $1} END {print s + 0}')
 echo "events received: $total by $watchers watchers in ${duration}s ($((total / duration)) events/s)"
 

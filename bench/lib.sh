@@ -60,7 +60,8 @@ start_aggregator() {
     --kubelet-preferred-address-types=InternalIP --metric-resolution=10s --kubelet-timeout=5s \
     --listen-address=127.0.0.1 --secure-port="$port" --cert-dir="$work/certs" \
     --token-auth-file="$work/tokens.csv" --authorization-rules-file="$work/rules.yaml" \
-    --grpc-port=0 --storage-dir="$work/store" "$@" >"$work/aggregator.log" 2>&1 &
+    --grpc-port=0 --storage-dir="$work/store" "$@" ${KUBESTAT_AGGREGATOR_FLAGS:-} \
+    >"$work/aggregator.log" 2>&1 &
   agg_pid=$!
   pids+=("$agg_pid")
 }

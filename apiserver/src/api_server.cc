@@ -359,7 +359,12 @@ class ApiServer::Impl {
                        .Name("kubestat_apiserver_watch_overflows_total")
                        .Help("Watches ended because their client fell too far behind.")
                        .Register(registry)
-                       .Add({})) {}
+                       .Add({})) {
+    for (EventType type : {EventType::kAdded, EventType::kModified, EventType::kDeleted}) {
+      event_counts_[static_cast<size_t>(type)] =
+          &events_.Add({{"type", std::string(EventTypeName(type))}});
+    }
+  }
 
   ~Impl() { Stop(); }
 
@@ -509,10 +514,10 @@ class ApiServer::Impl {
     watchers_.Add({{"resource", "nodes"}}).Set(static_cast<double>(by_kind[0]));
     watchers_.Add({{"resource", "pods"}}).Set(static_cast<double>(by_kind[1]));
     for (ObjectKind kind : {ObjectKind::kNode, ObjectKind::kPod}) {
-      absl::StatusOr<ListResult> list = store_.List(kind, "");
-      if (list.ok()) {
+      absl::StatusOr<size_t> count = store_.Count(kind);
+      if (count.ok()) {
         objects_.Add({{"resource", std::string(ObjectKindName(kind))}})
-            .Set(static_cast<double>(list->items.size()));
+            .Set(static_cast<double>(*count));
       }
     }
   }
@@ -760,7 +765,7 @@ class ApiServer::Impl {
     // leaving either.
     if (Matches(s.query, s.gv, event.object)) {
       s.writer->Write(EventLine(event, s.gv));
-      events_.Add({{"type", std::string(EventTypeName(event.type))}}).Increment();
+      event_counts_[static_cast<size_t>(event.type)]->Increment();
     }
     s.last_revision = std::max(s.last_revision, event.object.resource_version);
   }
@@ -942,6 +947,8 @@ class ApiServer::Impl {
   prometheus::Family<prometheus::Counter>& writes_;
   prometheus::Family<prometheus::Gauge>& watchers_;
   prometheus::Family<prometheus::Counter>& events_;
+  // events_ of each EventType, looked up once: every delivered event counts.
+  prometheus::Counter* event_counts_[3] = {};
   prometheus::Family<prometheus::Histogram>& storage_;
   prometheus::Counter& overflows_;
 

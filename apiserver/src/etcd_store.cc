@@ -272,6 +272,17 @@ class EtcdStore::Impl {
     return response.succeeded() ? static_cast<size_t>(txn.success_size()) : 0;
   }
 
+  absl::StatusOr<size_t> Count(ObjectKind kind) const {
+    const std::string key_prefix = etcd::KindPrefix(options_.prefix, kind);
+    etcdserverpb::RangeRequest request;
+    request.set_key(key_prefix);
+    request.set_range_end(etcd::PrefixEnd(key_prefix));
+    request.set_count_only(true);
+    absl::StatusOr<etcdserverpb::RangeResponse> response = connection_->Range(request);
+    if (!response.ok()) return response.status();
+    return static_cast<size_t>(response->count());
+  }
+
   uint64_t Revision() const {
     etcdserverpb::RangeRequest request;
     request.set_key(options_.prefix);
@@ -512,6 +523,7 @@ absl::StatusOr<std::unique_ptr<Subscription>> EtcdStore::WatchWithEnd(
 absl::StatusOr<size_t> EtcdStore::ExpireOlderThan(Timestamp cutoff) {
   return impl_->ExpireOlderThan(cutoff);
 }
+absl::StatusOr<size_t> EtcdStore::Count(ObjectKind kind) const { return impl_->Count(kind); }
 uint64_t EtcdStore::Revision() const { return impl_->Revision(); }
 bool EtcdStore::Ready() const { return impl_->Ready(); }
 absl::Status EtcdStore::CompactTo(uint64_t revision) { return impl_->CompactTo(revision); }

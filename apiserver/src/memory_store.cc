@@ -283,6 +283,14 @@ absl::StatusOr<ListResult> MemoryStore::List(ObjectKind kind,
   return result;
 }
 
+absl::StatusOr<size_t> MemoryStore::Count(ObjectKind kind) const {
+  std::shared_lock lock(mu_);
+  // Nodes sort before pods (ObjectKey order), so pods start where nodes end.
+  auto pods = objects_.lower_bound(ObjectKey{ObjectKind::kPod, "", ""});
+  return static_cast<size_t>(kind == ObjectKind::kNode ? std::distance(objects_.begin(), pods)
+                                                       : std::distance(pods, objects_.end()));
+}
+
 absl::StatusOr<std::unique_ptr<Subscription>> MemoryStore::Watch(ObjectKind kind, uint64_t after,
                                                                  WatchCallback callback) {
   return WatchWithEnd(kind, after, std::move(callback), nullptr);

@@ -57,7 +57,7 @@ struct WatchCache::Metrics {
 
 namespace {
 
-void Count(prometheus::Counter* counter) {
+void Increment(prometheus::Counter* counter) {
   if (counter != nullptr) counter->Increment();
 }
 
@@ -108,17 +108,17 @@ bool WatchCache::Fresh(Cache& cache) const {
   const Metrics::PerKind* counters =
       metrics_ != nullptr ? &metrics_->kinds[IndexOf(cache.kind)] : nullptr;
   if (!cache.loaded) {
-    Count(counters != nullptr ? counters->reads_loading : nullptr);
+    Increment(counters != nullptr ? counters->reads_loading : nullptr);
     return false;
   }
   const bool caught_up = caught_up_.wait_for(lock, options_.read_wait, [&] {
     return !cache.loaded || cache.mirror->Revision() >= cache.written_through;
   });
   if (!cache.loaded) {
-    Count(counters != nullptr ? counters->reads_loading : nullptr);
+    Increment(counters != nullptr ? counters->reads_loading : nullptr);
     return false;
   }
-  if (!caught_up) Count(counters != nullptr ? counters->reads_behind : nullptr);
+  if (!caught_up) Increment(counters != nullptr ? counters->reads_behind : nullptr);
   return caught_up;
 }
 
@@ -133,6 +133,12 @@ absl::StatusOr<ListResult> WatchCache::List(ObjectKind kind,
   Cache& cache = CacheOf(kind);
   if (Fresh(cache)) return cache.mirror->List(kind, namespace_name);
   return backing_.List(kind, namespace_name);
+}
+
+absl::StatusOr<size_t> WatchCache::Count(ObjectKind kind) const {
+  Cache& cache = CacheOf(kind);
+  if (Fresh(cache)) return cache.mirror->Count(kind);
+  return backing_.Count(kind);
 }
 
 absl::StatusOr<std::unique_ptr<Subscription>> WatchCache::Watch(ObjectKind kind, uint64_t after,
@@ -180,9 +186,9 @@ void WatchCache::LoaderLoop() {
       const Metrics::PerKind* counters =
           metrics_ != nullptr ? &metrics_->kinds[IndexOf(cache.kind)] : nullptr;
       if (status.ok()) {
-        Count(counters != nullptr ? counters->loads_ok : nullptr);
+        Increment(counters != nullptr ? counters->loads_ok : nullptr);
       } else {
-        Count(counters != nullptr ? counters->loads_failed : nullptr);
+        Increment(counters != nullptr ? counters->loads_failed : nullptr);
         KLOG(WARNING) << "watch cache: loading " << ObjectKindName(cache.kind) << ": "
                       << status.message();
         failed = true;

@@ -91,8 +91,8 @@ struct Pusher::Metrics {
                 .Name("kubestat_bridge_push_lag_seconds")
                 .Help("From an object's newest window endtime to its acknowledged push")
                 .Register(registry)
-                .Add({}, prometheus::Histogram::BucketBoundaries{0.5, 1, 2, 5, 10, 20, 30, 60, 120,
-                                                                 300, 600})) {}
+                .Add({}, prometheus::Histogram::BucketBoundaries{0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5,
+                                                                 10, 20, 30, 60, 120, 300, 600})) {}
   prometheus::Family<prometheus::Counter>& pushed;
   prometheus::Family<prometheus::Counter>& failed;
   prometheus::Family<prometheus::Counter>& retries;

@@ -341,6 +341,26 @@ TYPED_TEST_P(StoreContractTest, ListIsSortedByKeyAndSelectsOneNamespaceOfPods) {
   EXPECT_THAT(Keys(*nodes), ::testing::ElementsAre("nodes/node-a", "nodes/node-b"));
 }
 
+TYPED_TEST_P(StoreContractTest, CountIsTheNumberOfObjectsOfEachKind) {
+  ObjectStore& store = *this->store_;
+  auto count = [&](ObjectKind kind) {
+    absl::StatusOr<size_t> n = store.Count(kind);
+    EXPECT_TRUE(n.ok()) << n.status();
+    return n.value_or(999);
+  };
+  EXPECT_EQ(count(ObjectKind::kNode), 0u);
+  EXPECT_EQ(count(ObjectKind::kPod), 0u);
+  ASSERT_TRUE(store
+                  .Apply({PutNode("node-1"), PutNode("node-2"), PutPod("shop", "web-1"),
+                          PutPod("a", "x"), PutPod("zoo", "y")})
+                  .ok());
+  EXPECT_EQ(count(ObjectKind::kNode), 2u);
+  EXPECT_EQ(count(ObjectKind::kPod), 3u);
+  ASSERT_TRUE(store.Apply({Delete(NodeKey("node-1")), Delete(PodKey("a", "x"))}).ok());
+  EXPECT_EQ(count(ObjectKind::kNode), 1u);
+  EXPECT_EQ(count(ObjectKind::kPod), 2u);
+}
+
 TYPED_TEST_P(StoreContractTest, DeleteIfPresentOfAnAbsentKeyAndAnEmptyBatchChangeNothing) {
   ObjectStore& store = *this->store_;
   ASSERT_TRUE(store.Apply({PutNode("node-1")}).ok());
@@ -657,7 +677,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     CreateOfAPresentKeyIsAlreadyExistsNamingTheOpIndexAndKey,
     DeleteOfAnAbsentKeyIsNotFoundNamingTheOpIndexAndKey,
     OpsThatDoNotFitTheirKeyAreInvalidArgumentNamingTheOpIndex,
-    ListIsSortedByKeyAndSelectsOneNamespaceOfPods,
+    ListIsSortedByKeyAndSelectsOneNamespaceOfPods, CountIsTheNumberOfObjectsOfEachKind,
     DeleteIfPresentOfAnAbsentKeyAndAnEmptyBatchChangeNothing,
     WatchReplaysHistoryAboveAfterThenDeliversLiveEvents, DeletedEventsCarryTheObjectAsItWas,
     AWatchOfOneKindNeverSeesEventsOfTheOther, AWatchFromAFutureRevisionSeesOnlyEventsAboveIt,

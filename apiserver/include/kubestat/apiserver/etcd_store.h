@@ -139,6 +139,8 @@ class EtcdStore final : public ObjectStore {
       const ObjectKey& key) const override;
   [[nodiscard]] absl::StatusOr<ListResult> List(ObjectKind kind,
                                                 std::string_view namespace_name) const override;
+  // One count_only range read: no object is read or decoded.
+  [[nodiscard]] absl::StatusOr<size_t> Count(ObjectKind kind) const override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       ObjectKind kind, uint64_t after, WatchCallback callback) override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> WatchWithEnd(

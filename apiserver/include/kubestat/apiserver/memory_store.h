@@ -105,6 +105,7 @@ class MemoryStore final : public ObjectStore {
       const ObjectKey& key) const override;
   [[nodiscard]] absl::StatusOr<ListResult> List(ObjectKind kind,
                                                 std::string_view namespace_name) const override;
+  [[nodiscard]] absl::StatusOr<size_t> Count(ObjectKind kind) const override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       ObjectKind kind, uint64_t after, WatchCallback callback) override;
   // As Watch; `on_end` is told when Reset or EndWatches ends the subscription.

@@ -145,6 +145,14 @@ class ObjectStore {
   [[nodiscard]] virtual absl::StatusOr<ListResult> List(ObjectKind kind,
                                                         std::string_view namespace_name) const = 0;
 
+  // How many objects of `kind` are stored (for gauges). The default lists them; stores
+  // override it with a count that reads no object.
+  [[nodiscard]] virtual absl::StatusOr<size_t> Count(ObjectKind kind) const {
+    absl::StatusOr<ListResult> list = List(kind, "");
+    if (!list.ok()) return list.status();
+    return list->items.size();
+  }
+
   // Delivers every event of `kind` with a revision above `after` (see the file comment).
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       ObjectKind kind, uint64_t after, WatchCallback callback) = 0;

@@ -12,7 +12,7 @@
 //
 // Reads:
 //   - Apply, ExpireOlderThan, Revision and Ready go to the backing store.
-//   - Get and List of a loaded kind are answered by its mirror, once the mirror holds every
+//   - Get, List and Count of a loaded kind are answered by its mirror, once the mirror holds every
 //     batch of that kind this cache has written (read your own writes); a mirror that has
 //     not caught up within `read_wait` (or a kind not loaded) is read from the backing store
 //     instead, and counted. Writes of other replicas show up as fast as the backing store's
@@ -89,6 +89,7 @@ class WatchCache final : public ObjectStore {
       const ObjectKey& key) const override;
   [[nodiscard]] absl::StatusOr<ListResult> List(ObjectKind kind,
                                                 std::string_view namespace_name) const override;
+  [[nodiscard]] absl::StatusOr<size_t> Count(ObjectKind kind) const override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       ObjectKind kind, uint64_t after, WatchCallback callback) override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> WatchWithEnd(
