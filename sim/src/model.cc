@@ -359,8 +359,41 @@ struct ClusterModel::Deletions {
   std::map<int64_t, std::vector<int64_t>> by_slot;
 };
 
+// At most this many containers' parameters are kept (about 200 bytes each); a larger
+// cluster computes them when asked.
+constexpr size_t kMaxKeptParams = size_t{1} << 20;
+
+struct ClusterModel::ParamsTable {
+  explicit ParamsTable(const ClusterModelOptions& o) : options(o) {
+    const size_t count = static_cast<size_t>(o.nodes) * static_cast<size_t>(o.pods_per_node) *
+                         static_cast<size_t>(o.containers_per_pod);
+    if (count > kMaxKeptParams) return;
+    kept.reserve(count);
+    for (int n = 0; n < o.nodes; ++n) {
+      for (int slot = 0; slot < o.pods_per_node; ++slot) {
+        for (int c = 0; c < o.containers_per_pod; ++c) {
+          kept.push_back(Internals::Params(o, n, slot, c));
+        }
+      }
+    }
+  }
+
+  ContainerParams Get(int node, int slot, int c) const {
+    if (kept.empty()) return Internals::Params(options, node, slot, c);
+    return kept[(static_cast<size_t>(node) * static_cast<size_t>(options.pods_per_node) +
+                 static_cast<size_t>(slot)) *
+                    static_cast<size_t>(options.containers_per_pod) +
+                static_cast<size_t>(c)];
+  }
+
+  const ClusterModelOptions options;
+  std::vector<ContainerParams> kept;  // by (node, slot, container); empty: not kept
+};
+
 ClusterModel::ClusterModel(const ClusterModelOptions& options)
-    : options_(options), deletions_(std::make_unique<Deletions>()) {}
+    : options_(options),
+      deletions_(std::make_unique<Deletions>()),
+      params_(std::make_unique<ParamsTable>(options)) {}
 ClusterModel::ClusterModel(ClusterModel&&) noexcept = default;
 ClusterModel& ClusterModel::operator=(ClusterModel&&) noexcept = default;
 ClusterModel::~ClusterModel() = default;
@@ -384,7 +417,7 @@ absl::StatusOr<ClusterModel> ClusterModel::Create(const ClusterModelOptions& opt
     int64_t requested_memory = 0;
     for (int slot = 0; slot < options.pods_per_node; ++slot) {
       for (int c = 0; c < options.containers_per_pod; ++c) {
-        const ContainerParams p = Internals::Params(options, n, slot, c);
+        const ContainerParams p = model.params_->Get(n, slot, c);
         requested_millis += p.cpu_request_millis;
         requested_memory += p.memory_request_bytes;
       }
@@ -529,7 +562,7 @@ PodInfo ClusterModel::PodOfGeneration(int node, int slot, int64_t generation) co
   pod.uid = FormatUid(Mix(hu, 1), Mix(hu, 2));
   pod.containers.reserve(o.containers_per_pod);
   for (int c = 0; c < o.containers_per_pod; ++c) {
-    const ContainerParams p = Internals::Params(o, node, slot, c);
+    const ContainerParams p = params_->Get(node, slot, c);
     ContainerSpec spec;
     spec.name = c < 2 ? std::string(app.containers[c]) : absl::StrCat("sidecar-", c);
     spec.workload = p.workload;
@@ -572,7 +605,7 @@ Timestamp ClusterModel::ContainerStart(int node, int slot, int container, Timest
   const int64_t s = Seconds(t, options_.cluster_start);
   const int64_t gen_start =
       Seconds(GenerationStart(node, slot, Generation(node, slot, t)), options_.cluster_start);
-  const Run run = RunAt(Internals::Params(options_, node, slot, container), s, gen_start);
+  const Run run = RunAt(params_->Get(node, slot, container), s, gen_start);
   return options_.cluster_start + std::chrono::seconds(run.start);
 }
 
@@ -581,7 +614,7 @@ int ClusterModel::RestartCount(int node, int slot, int container, Timestamp t) c
   const int64_t s = Seconds(t, options_.cluster_start);
   const int64_t gen_start =
       Seconds(GenerationStart(node, slot, Generation(node, slot, t)), options_.cluster_start);
-  return RunAt(Internals::Params(options_, node, slot, container), s, gen_start).restarts;
+  return RunAt(params_->Get(node, slot, container), s, gen_start).restarts;
 }
 
 namespace {
@@ -650,8 +683,7 @@ ResourceUsage ClusterModel::ContainerUsage(int node, int slot, int container, Ti
   const int64_t gen_start =
       Seconds(GenerationStart(node, slot, Generation(node, slot, t)), options_.cluster_start);
   const int64_t node_start = Seconds(nodes_[node].start_time, options_.cluster_start);
-  return EvalContainer(options_, Internals::Params(options_, node, slot, container), s, gen_start,
-                       node_start)
+  return EvalContainer(options_, params_->Get(node, slot, container), s, gen_start, node_start)
       .usage;
 }
 
@@ -698,8 +730,8 @@ NodeSnapshot ClusterModel::Snapshot(int node, Timestamp t) const {
     pod.usage.start_time = pod.pod.start_time;
     pod.containers.reserve(options_.containers_per_pod);
     for (int c = 0; c < options_.containers_per_pod; ++c) {
-      const ContainerEval e = EvalContainer(options_, Internals::Params(options_, node, slot, c), s,
-                                            gen_start, node_start);
+      const ContainerEval e =
+          EvalContainer(options_, params_->Get(node, slot, c), s, gen_start, node_start);
       Accumulate(pod.usage, e.usage);
       pods_integral += e.node_integral;
       pod.containers.push_back({c, e.restarts, e.usage});

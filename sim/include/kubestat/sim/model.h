@@ -218,6 +218,7 @@ class ClusterModel {
 
  private:
   struct Deletions;
+  struct ParamsTable;
 
   explicit ClusterModel(const ClusterModelOptions& options);
   // Seconds since cluster_start of the deletions in (node, slot), ascending.
@@ -227,6 +228,10 @@ class ClusterModel {
   std::vector<NodeInfo> nodes_;
   // Owned on the heap so that the model stays movable; never null.
   std::unique_ptr<Deletions> deletions_;
+  // Every container's parameters (workload, curves, requests), a pure function of the
+  // options and its place, computed once at Create (they cost most of a snapshot
+  // otherwise); never null.
+  std::unique_ptr<ParamsTable> params_;
 };
 
 }  // namespace kubestat::sim
