@@ -71,32 +71,43 @@ PushQueue::PushQueue(prometheus::Registry* registry) {
 uint64_t PushQueue::Put(metrics_api::NodeMetrics node) {
   PushItem item;
   item.newest_endtime = NewestEndtime(node);
-  item.write.resource = Resource::kNodes;
-  item.write.node = std::move(node);
-  return Enqueue(std::move(item));
+  WriteItem write;
+  write.resource = Resource::kNodes;
+  write.node = std::move(node);
+  return Enqueue(std::move(item), write);
 }
 
 uint64_t PushQueue::Put(metrics_api::PodMetrics pod) {
   PushItem item;
   item.newest_endtime = NewestEndtime(pod);
-  item.write.resource = Resource::kPods;
-  item.write.pod = std::move(pod);
-  return Enqueue(std::move(item));
+  WriteItem write;
+  write.resource = Resource::kPods;
+  write.pod = std::move(pod);
+  return Enqueue(std::move(item), write);
 }
 
 uint64_t PushQueue::Delete(ObjectKey key) {
-  PushItem item;
-  item.write.op = WriteItem::Op::kDelete;
-  item.write.resource = key.resource;
-  item.write.namespace_name = std::move(key.namespace_name);
-  item.write.name = std::move(key.name);
-  return Enqueue(std::move(item));
+  WriteItem write;
+  write.op = WriteItem::Op::kDelete;
+  write.resource = key.resource;
+  write.namespace_name = std::move(key.namespace_name);
+  write.name = std::move(key.name);
+  return Enqueue(PushItem{}, write);
 }
 
-uint64_t PushQueue::Enqueue(PushItem item) {
+uint64_t PushQueue::Enqueue(PushItem item, const WriteItem& write) {
   // Rendered outside the lock: it is the costly part.
-  item.key = KeyOf(item.write);
-  item.rendered = metrics_api::RenderWriteItem(item.write);
+  item.key = KeyOf(write);
+  item.op = write.op;
+  if (write.op == WriteItem::Op::kPut) {
+    const std::string object = metrics_api::RenderWriteObject(write);
+    metrics_api::RenderedPut put = metrics_api::RenderPutItem(object);
+    item.object_at = put.object_at;
+    item.object_bytes = object.size();
+    item.rendered = std::move(put.json);
+  } else {
+    item.rendered = metrics_api::RenderWriteItem(write);
+  }
   item.bytes = item.rendered.size();
   std::lock_guard<std::mutex> lock(mu_);
   item.sequence = ++last_sequence_;

@@ -239,15 +239,8 @@ void Pusher::PushBulk(std::vector<PushItem> items, const std::stop_token& stop) 
 void Pusher::PushEach(std::vector<PushItem> items, const std::stop_token& stop) {
   for (auto it = items.begin(); it != items.end(); ++it) {
     const PushItem& item = *it;
-    const bool is_delete = item.write.op == WriteItem::Op::kDelete;
-    std::string body;
-    if (!is_delete) {
-      const metrics_api::RenderContext context{metrics_api::GroupVersion::kV1alpha1, clock_.Now(),
-                                               0};
-      body = item.write.resource == Resource::kNodes
-                 ? metrics_api::RenderNode(item.write.node, context).value_or("")
-                 : metrics_api::RenderPod(item.write.pod, context).value_or("");
-    }
+    const bool is_delete = item.op == WriteItem::Op::kDelete;
+    std::string body(item.object_json());
     Attempt attempt =
         Send(is_delete ? "DELETE" : "PUT", ObjectPath(item.key), std::move(body), stop);
     const Verdict verdict = Judge(attempt, is_delete);
@@ -281,7 +274,7 @@ void Pusher::Acknowledged(const std::vector<PushItem>& items, int code) {
   stats_.consecutive_failures = 0;
   for (const PushItem& item : items) {
     if (!logged_refusals_.empty()) logged_refusals_.erase(item.key);
-    if (metrics_ && item.write.op == WriteItem::Op::kPut && item.newest_endtime != Timestamp{}) {
+    if (metrics_ && item.op == WriteItem::Op::kPut && item.newest_endtime != Timestamp{}) {
       metrics_->lag.Observe(
           std::max(0.0, std::chrono::duration<double>(now - item.newest_endtime).count()));
     }

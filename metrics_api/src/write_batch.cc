@@ -23,18 +23,15 @@ constexpr std::string_view kKind = "WriteBatch";
 constexpr std::string_view kResultKind = "WriteBatchResult";
 
 void WriteOneItem(JsonWriter& w, const WriteItem& item) {
-  const RenderContext alpha{GroupVersion::kV1alpha1, {}, 0};
-  w.BeginObject();
   if (item.op == WriteItem::Op::kPut) {
-    w.Key("op").String("put");
-    w.Key("object").Raw(item.resource == Resource::kNodes ? *RenderNode(item.node, alpha)
-                                                          : *RenderPod(item.pod, alpha));
-  } else {
-    w.Key("op").String("delete");
-    w.Key("kind").String(KindName(item.resource));
-    if (item.resource == Resource::kPods) w.Key("namespace").String(item.namespace_name);
-    w.Key("name").String(item.name);
+    w.Raw(RenderPutItem(RenderWriteObject(item)).json);
+    return;
   }
+  w.BeginObject();
+  w.Key("op").String("delete");
+  w.Key("kind").String(KindName(item.resource));
+  if (item.resource == Resource::kPods) w.Key("namespace").String(item.namespace_name);
+  w.Key("name").String(item.name);
   w.EndObject();
 }
 
@@ -113,6 +110,21 @@ absl::StatusOr<WriteItem> ParseItem(element e, size_t index) {
 }
 
 }  // namespace
+
+std::string RenderWriteObject(const WriteItem& item) {
+  const RenderContext alpha{GroupVersion::kV1alpha1, {}, 0};
+  return item.resource == Resource::kNodes ? *RenderNode(item.node, alpha)
+                                           : *RenderPod(item.pod, alpha);
+}
+
+RenderedPut RenderPutItem(std::string_view object_json) {
+  static constexpr std::string_view kHead = R"({"op":"put","object":)";
+  RenderedPut put;
+  put.json.reserve(kHead.size() + object_json.size() + 1);
+  put.json.append(kHead).append(object_json).push_back('}');
+  put.object_at = kHead.size();
+  return put;
+}
 
 std::string RenderWriteItem(const WriteItem& item) {
   JsonWriter w;

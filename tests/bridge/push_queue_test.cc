@@ -19,6 +19,7 @@ using ::kubestat::bridge::testing::Describe;
 using ::kubestat::bridge::testing::kAnyBytes;
 using ::kubestat::bridge::testing::NodeKey;
 using ::kubestat::bridge::testing::PodKey;
+using ::kubestat::bridge::testing::PushedNode;
 using ::kubestat::testing::BaseTime;
 using ::kubestat::testing::MakeNode;
 using ::kubestat::testing::MakePod;
@@ -42,7 +43,7 @@ TEST(PushQueueTest, NewerPutReplacesPendingPutOfTheSameKey) {
   std::vector<PushItem> batch = queue.TryTake(10, kAnyBytes);
   // node-1 keeps its place (first) and carries the newest object.
   ASSERT_THAT(Describe(batch), ElementsAre("put node node-1", "put node node-2"));
-  EXPECT_EQ(batch[0].write.node.machine.cpu[0].min, 300u);
+  EXPECT_EQ(PushedNode(batch[0]).machine.cpu[0].min, 300u);
   EXPECT_EQ(batch[0].newest_endtime, BaseTime() + std::chrono::seconds(10));
   EXPECT_EQ(batch[0].sequence, 3u);
 }
@@ -72,8 +73,13 @@ TEST(PushQueueTest, BatchStopsAtTheItemCountAndTheByteBudget) {
   PushQueue queue;
   for (int i = 0; i < 5; ++i) queue.Put(MakeNode("node-" + std::to_string(i), {}, BaseTime(), 100));
   // Same shape, same size: each item's size is what RenderWriteItem writes.
-  const size_t item_bytes =
-      metrics_api::RenderWriteItem(queue.TryTake(1, kAnyBytes).front().write).size();
+  WriteItem first;
+  first.node = MakeNode("node-0", {}, BaseTime(), 100);
+  const size_t item_bytes = metrics_api::RenderWriteItem(first).size();
+  const std::vector<PushItem> one = queue.TryTake(1, kAnyBytes);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].rendered, metrics_api::RenderWriteItem(first));
+  EXPECT_EQ(one[0].bytes, item_bytes);
   EXPECT_EQ(queue.depth(), 4u);
   std::vector<PushItem> two = queue.TryTake(10, 2 * item_bytes + item_bytes / 2);
   ASSERT_EQ(two.size(), 2u);
@@ -94,7 +100,7 @@ TEST(PushQueueTest, InFlightKeyIsNotTakenAgainUntilSettled) {
   queue.Complete(first);
   std::vector<PushItem> second = queue.TryTake(10, kAnyBytes);
   ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].write.node.machine.cpu[0].min, 200u);
+  EXPECT_EQ(PushedNode(second[0]).machine.cpu[0].min, 200u);
 }
 
 TEST(PushQueueTest, ReturnedItemGoesBackFirstUnlessANewerOneArrived) {
@@ -110,7 +116,7 @@ TEST(PushQueueTest, ReturnedItemGoesBackFirstUnlessANewerOneArrived) {
   // node-1 back at the front; the failed node-2 dropped for its newer write.
   ASSERT_THAT(Describe(again),
               ElementsAre("put node node-1", "put node node-3", "put node node-2"));
-  EXPECT_EQ(again[2].write.node.machine.cpu[0].min, 222u);
+  EXPECT_EQ(PushedNode(again[2]).machine.cpu[0].min, 222u);
 }
 
 TEST(PushQueueTest, CompletedThroughWaitsForEveryWriteUpToTheMark) {

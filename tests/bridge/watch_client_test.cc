@@ -31,6 +31,7 @@ using ::kubestat::bridge::testing::FakeApiServer;
 using ::kubestat::bridge::testing::kAnyBytes;
 using ::kubestat::bridge::testing::NodeKey;
 using ::kubestat::bridge::testing::PodKey;
+using ::kubestat::bridge::testing::PushedNode;
 using ::kubestat::bridge::testing::RecordedRequest;
 using ::kubestat::bridge::testing::SnapshotEnd;
 using ::kubestat::bridge::testing::WatchScript;
@@ -107,7 +108,7 @@ TEST_F(WatchClientTest, ChangesAfterTheSnapshotBecomeWrites) {
   std::vector<PushItem> items = queue_.TryTake(100, kAnyBytes);
   ASSERT_THAT(Describe(items),
               ElementsAre("put node node-a", "delete pod shop/web-1", "put pod shop/web-2"));
-  EXPECT_EQ(items[0].write.node.machine.cpu[0].min, 2000u);  // the MODIFIED object
+  EXPECT_EQ(PushedNode(items[0]).machine.cpu[0].min, 2000u);  // the MODIFIED object
   EXPECT_EQ(items[0].newest_endtime, BaseTime() + std::chrono::seconds(10));
   EXPECT_EQ(watch_->Stats().resync_deletes, 0u);
 }

@@ -77,6 +77,18 @@ TEST(WriteBatchTest, JoiningRenderedItemsGivesTheSameBody) {
   EXPECT_EQ(JoinWriteBatch({}), RenderWriteBatch(WriteBatch{}));
 }
 
+TEST(WriteBatchTest, APutRenderedFromItsObjectIsTheItemAndCarriesTheObjectWhereItSays) {
+  const WriteBatch batch = Sample();
+  for (const WriteItem& item : {batch.items[0], batch.items[1]}) {
+    const std::string object = RenderWriteObject(item);
+    const RenderedPut put = RenderPutItem(object);
+    EXPECT_EQ(put.json, RenderWriteItem(item));
+    EXPECT_EQ(put.json.substr(put.object_at, object.size()), object);
+    EXPECT_THAT(object, StartsWith(item.resource == Resource::kNodes ? R"({"kind":"NodeMetrics",)"
+                                                                     : R"({"kind":"PodMetrics",)"));
+  }
+}
+
 std::string Error(const std::string& json) {
   absl::StatusOr<WriteBatch> batch = ParseWriteBatch(json);
   EXPECT_FALSE(batch.ok()) << json;

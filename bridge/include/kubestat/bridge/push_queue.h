@@ -67,19 +67,29 @@ ObjectKey KeyOf(const metrics_api::WriteItem& item);
 Timestamp NewestEndtime(const metrics_api::NodeMetrics& node);
 Timestamp NewestEndtime(const metrics_api::PodMetrics& pod);
 
-// One pending or taken write.
+// One pending or taken write. Only its rendered form is kept: an outage that leaves one
+// item per object pending costs one rendering per object, not the object too.
 struct PushItem {
   ObjectKey key;
-  metrics_api::WriteItem write;
-  // RenderWriteItem(write), made once when the write is queued: a bulk body joins these
-  // (JoinWriteBatch), so no object is rendered twice.
+  metrics_api::WriteItem::Op op = metrics_api::WriteItem::Op::kPut;
+  // The write item as a bulk body carries it (RenderWriteItem), made once when the write is
+  // queued: a bulk body joins these (JoinWriteBatch), so no object is rendered twice.
   std::string rendered;
+  // Puts: where the object's own JSON starts in `rendered` (RenderPutItem), and its length:
+  // the body of a put mode PUT.
+  size_t object_at = 0;
+  size_t object_bytes = 0;
   // rendered.size(): what the item adds to a bulk body (without the comma).
   size_t bytes = 0;
   // Puts: NewestEndtime of the object (the start of the end-to-end lag). Deletes: epoch.
   Timestamp newest_endtime;
   // The write's sequence number.
   uint64_t sequence = 0;
+
+  // The object's metrics/v1alpha1 JSON (puts; empty for deletes).
+  std::string_view object_json() const {
+    return std::string_view(rendered).substr(object_at, object_bytes);
+  }
 };
 
 class PushQueue {
@@ -123,7 +133,8 @@ class PushQueue {
     uint64_t oldest = 0;
   };
 
-  uint64_t Enqueue(PushItem item);
+  // Takes the rendered item and its key; `write` is not kept.
+  uint64_t Enqueue(PushItem item, const metrics_api::WriteItem& write);
   std::vector<PushItem> TakeLocked(size_t max_items, size_t max_bytes);
   bool CanTakeLocked() const;
   void ForgetOutstandingLocked(uint64_t oldest);

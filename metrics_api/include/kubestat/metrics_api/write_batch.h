@@ -53,6 +53,16 @@ struct WriteBatch {
 std::string RenderWriteBatch(const WriteBatch& batch);
 // The JSON of one item as RenderWriteBatch writes it, so a writer can size batches.
 std::string RenderWriteItem(const WriteItem& item);
+// The JSON RenderWriteItem writes for a put whose object renders (render.h, metrics/v1alpha1)
+// as `object_json`, and where in it that object starts: a writer that keeps only the item
+// rendered can still send the object alone (a PUT) without rendering it again.
+struct RenderedPut {
+  std::string json;
+  size_t object_at = 0;  // json.substr(object_at, object_json.size()) == object_json
+};
+RenderedPut RenderPutItem(std::string_view object_json);
+// The object of `item`, rendered as a put item carries it (metrics/v1alpha1).
+std::string RenderWriteObject(const WriteItem& item);
 // The body RenderWriteBatch writes for the items these RenderWriteItem results came from,
 // in order: a writer that keeps each item rendered does not render it again.
 std::string JoinWriteBatch(std::span<const std::string_view> rendered_items);
