@@ -133,7 +133,7 @@ Response ServerCore::Run(const Request& request) {
   }
   const size_t sent = request.method == "HEAD" ? 0 : response.body.size();
   metrics_.RecordRequest(response.route, response.code, MethodLabel(request.method), seconds,
-                         encoding, sent);
+                         encoding, sent, ContentTypeLabel(response.content_type));
   return response;
 }
 

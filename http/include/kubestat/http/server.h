@@ -62,6 +62,9 @@
 //       buckets 0.1 ms … 2.5 s
 //   kubestat_http_response_bytes_total{server,route,content_encoding}  body bytes sent
 //       (content_encoding "identity" or the response's; HEAD sends none)
+//   kubestat_http_responses_total{server,route,content_type}  handler answers by the media
+//       type of their body: application/json, application/vnd.kubernetes.protobuf,
+//       text/plain, "other", or "none" without a Content-Type (streamed ones too)
 //   kubestat_http_rejected_requests_total{server,reason}     answers by the server itself
 //   kubestat_http_open_connections{server,listener}          listener: "main", "health"
 //   kubestat_http_connections_total{server,listener,result}  result: accepted,
