@@ -104,6 +104,7 @@ class ServerTest : public ::testing::Test {
           } else if (request.path == "/protobuf") {
             response.content_type = "application/vnd.kubernetes.protobuf";
             response.body = std::string("k8s\0", 4);
+            response.headers.emplace_back("Vary", "Accept");
           } else if (request.path == "/other") {
             response.content_type = "Application/X-Other; charset=utf-8";
           } else if (request.path == "/none") {
@@ -487,7 +488,12 @@ TEST_F(ServerTest, AnswersAreCountedByTheMediaTypeOfTheirBody) {
   RawClient client(server_->port());
   for (const char* path : {"/protobuf", "/protobuf", "/echo", "/other", "/none", "/throw"}) {
     ASSERT_TRUE(client.Send(std::string("GET ") + path + " HTTP/1.1\r\nHost: h\r\n\r\n"));
-    ASSERT_TRUE(client.Read().complete) << path;
+    RawResponse response = client.Read();
+    ASSERT_TRUE(response.complete) << path;
+    // The handler's Vary joins the server's in one field.
+    EXPECT_EQ(response.headers.at("vary"),
+              std::string_view(path) == "/protobuf" ? "Accept-Encoding, Accept" : "Accept-Encoding")
+        << path;
   }
   const auto answers = [&](const std::string& content_type) {
     return MetricValue(registry_, "kubestat_http_responses_total",
