@@ -1,6 +1,7 @@
 // Fuzzes the REST front end's request handling (routing, path and query decoding, label and
-// field selectors, rendering) with arbitrary method, path and query bytes. Input layout:
-// byte 0 picks the method, the rest is "<path>?<query>" (split at the first '?').
+// field selectors, rendering in JSON and protobuf) with arbitrary method, path and query bytes.
+// Input layout: byte 0 picks the method and the Accept header, the rest is "<path>?<query>"
+// (split at the first '?').
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -76,12 +77,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static constexpr std::string_view kMethods[] = {"GET", "GET", "GET", "POST", "DELETE", "BREW"};
   const std::string_view method = kMethods[data[0] % std::size(kMethods)];
+  static constexpr std::string_view kAccepts[] = {"", "application/vnd.kubernetes.protobuf, */*",
+                                                  "application/json", "application/yaml"};
+  const std::string_view accept = kAccepts[(data[0] / std::size(kMethods)) % std::size(kAccepts)];
   const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   const size_t question = rest.find('?');
   const std::string path = "/" + std::string(rest.substr(0, question));
   const std::string_view query =
       question == std::string_view::npos ? std::string_view() : rest.substr(question + 1);
-  const kubestat::aggregator::RestResponse response = handler.Handle({method, path, query});
+  const kubestat::aggregator::RestResponse response =
+      handler.Handle({method, path, query, false, accept});
   // Every answer is a complete response: a known code and a body.
   if (response.code < 200 || response.code > 599 || response.body.empty()) std::abort();
   if (response.code == 500) std::abort();  // nothing in a request may cause an internal error

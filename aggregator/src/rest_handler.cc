@@ -17,19 +17,24 @@
 #include "kubestat/core/time.h"
 #include "kubestat/core/url.h"
 #include "kubestat/metrics_api/discovery.h"
+#include "kubestat/metrics_api/encoding.h"
 #include "kubestat/metrics_api/group_version.h"
 #include "kubestat/metrics_api/query.h"
 #include "kubestat/metrics_api/render.h"
+#include "kubestat/metrics_api/render_protobuf.h"
 
 namespace kubestat::aggregator {
 namespace {
 
+using metrics_api::Encoding;
 using metrics_api::GroupName;
 using metrics_api::GroupVersion;
 using metrics_api::GroupVersions;
+using metrics_api::HasProtobuf;
 using metrics_api::kGroupMetrics;
 using metrics_api::kGroupMetricsK8sIo;
 using metrics_api::ListQuery;
+using metrics_api::NegotiateEncoding;
 using metrics_api::ParseListQuery;
 using metrics_api::ParseQueryString;
 using metrics_api::PrettyRequested;
@@ -42,8 +47,12 @@ using metrics_api::RenderContext;
 using metrics_api::RenderNode;
 using metrics_api::RenderNodeList;
 using metrics_api::RenderNodeListItem;
+using metrics_api::RenderNodeListProtobuf;
+using metrics_api::RenderNodeProtobuf;
 using metrics_api::RenderPod;
 using metrics_api::RenderPodList;
+using metrics_api::RenderPodListProtobuf;
+using metrics_api::RenderPodProtobuf;
 using metrics_api::ResourceName;
 using metrics_api::Select;
 using metrics_api::VersionName;
@@ -196,11 +205,18 @@ std::optional<MetricsRequest> RouteMetrics(GroupVersion api, std::vector<std::st
   return request;
 }
 
+// The pod list in `encoding` (protobuf only for metrics.k8s.io).
+std::string RenderPodListAs(Encoding encoding, std::span<const std::shared_ptr<const PodView>> pods,
+                            const ListQuery& query, const RenderContext& ctx) {
+  return encoding == Encoding::kProtobuf ? RenderPodListProtobuf(pods, query, ctx)
+                                         : RenderPodList(pods, query, ctx);
+}
+
 // Renders the pods of `namespace_name` (all when empty) that match `query`, reading only
 // the candidates the snapshot's indexes give for the query's exact namespace or node; the
 // renderer still applies the whole query.
-std::string RenderPods(const MetricsSnapshot& cut, const ListQuery& query,
-                       const RenderContext& ctx) {
+std::string RenderPods(const MetricsSnapshot& cut, const ListQuery& query, const RenderContext& ctx,
+                       Encoding encoding = Encoding::kJson) {
   std::string_view ns = query.namespace_name;
   if (ns.empty()) ns = query.fields.RequiresExactMatch("metadata.namespace").value_or("");
   if (std::optional<std::string_view> node = query.fields.RequiresExactMatch("spec.nodeName")) {
@@ -211,10 +227,12 @@ std::string RenderPods(const MetricsSnapshot& cut, const ListQuery& query,
         if (ns.empty() || pod->namespace_name == ns) on_node.push_back(pod);
       }
     }
-    return RenderPodList(std::span<const std::shared_ptr<const PodView>>(on_node), query, ctx);
+    return RenderPodListAs(encoding, std::span<const std::shared_ptr<const PodView>>(on_node),
+                           query, ctx);
   }
   const auto [first, last] = cut.NamespaceRange(ns);
-  return RenderPodList(
+  return RenderPodListAs(
+      encoding,
       std::span<const std::shared_ptr<const PodView>>(cut.pods.data() + first, last - first), query,
       ctx);
 }
@@ -339,6 +357,8 @@ RestResponse RestHandler::Handle(const RestRequest& request) const {
   RestResponse response;
   try {
     response = Dispatch(request, &route);
+    // Every answer of a metric route depends on Accept (its encoding, or a 406).
+    response.varies_by_accept = route != kRouteOther;
     CompressResponse(compression_, request.accepts_gzip, &response);
     return response;
   } catch (const std::exception& e) {
@@ -349,6 +369,7 @@ RestResponse RestHandler::Handle(const RestRequest& request) const {
     response = ErrorResponse(ApiError::InternalError("unknown exception"));
   }
   response.route = route;
+  response.varies_by_accept = route != kRouteOther;
   return response;
 }
 
@@ -447,6 +468,12 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   }
   const QueryParams params = ParseQueryString(request.query);
   const int indent = PrettyRequested(params) ? 2 : 0;
+  const std::optional<Encoding> encoding = NegotiateEncoding(request.accept, HasProtobuf(api));
+  if (!encoding) {
+    response = ErrorResponse(metrics_api::NotAcceptable(HasProtobuf(api)), indent);
+    response.route = metrics->route;
+    return response;
+  }
   if (!source_.Ready()) {
     response = ErrorResponse(
         ApiError::ServiceUnavailable("the metrics are not available yet: the aggregator is "
@@ -485,11 +512,14 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
         if (response.content_encoding.empty()) {
           body = RenderNodeList(nodes, NodeItems(*cache, ctx.now), Select(*query, api, nodes), ctx);
         }
+      } else if (*encoding == Encoding::kProtobuf) {
+        body = RenderNodeListProtobuf(nodes, *query, ctx);
       } else {
         body = RenderNodeList(nodes, *query, ctx);
       }
     } else if (std::optional<NodeView> node = source_.GetNode(metrics->name)) {
-      body = RenderNode(*node, ctx);
+      body = *encoding == Encoding::kProtobuf ? RenderNodeProtobuf(*node, ctx)
+                                              : RenderNode(*node, ctx);
     }
   } else {
     if (metrics->collection) {
@@ -500,16 +530,20 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
         if (!packed.empty()) response = GzipJsonResponse(packed);
       }
       if (response.content_encoding.empty()) {
-        body = RenderPods(*cut, *query, ctx);
+        body = RenderPods(*cut, *query, ctx, *encoding);
       }
     } else if (std::optional<PodView> pod =
                    source_.GetPod(metrics->namespace_name, metrics->name)) {
-      body = RenderPod(*pod, ctx);
+      body = *encoding == Encoding::kProtobuf ? RenderPodProtobuf(*pod, ctx) : RenderPod(*pod, ctx);
     }
   }
   if (response.content_encoding.empty()) {  // else it holds the kept gzip form of a whole list
-    response = body ? JsonResponse(*std::move(body))
-                    : ErrorResponse(ApiError::NotFound(group, resource, metrics->name), indent);
+    if (body) {
+      response = JsonResponse(*std::move(body));
+      response.content_type = metrics_api::ContentType(*encoding);
+    } else {
+      response = ErrorResponse(ApiError::NotFound(group, resource, metrics->name), indent);
+    }
   }
   response.route = metrics->route;
   return response;

@@ -20,6 +20,7 @@ http::Response ToHttp(RestResponse response) {
   out.content_encoding = std::string(response.content_encoding);
   out.body = std::move(response.body);
   out.route = response.route;
+  if (response.varies_by_accept) out.headers.emplace_back("Vary", "Accept");
   return out;
 }
 
@@ -104,8 +105,9 @@ class RestServer::Impl {
 
   http::Response Route(const http::Request& request) {
     if (http::IsMetricsPath(request.path)) return http::MetricsResponse(request, registry_);
+    const std::string accept = request.CombinedHeader("Accept");
     return ToHttp(handler_.Handle(
-        RestRequest{request.method, request.path, request.query, request.accepts_gzip}));
+        RestRequest{request.method, request.path, request.query, request.accepts_gzip, accept}));
   }
 
   const RestServerOptions options_;

@@ -28,15 +28,18 @@
 #include "kubestat/http/server.h"
 #include "kubestat/kube/watch_event.h"
 #include "kubestat/metrics_api/discovery.h"
+#include "kubestat/metrics_api/encoding.h"
 #include "kubestat/metrics_api/group_version.h"
 #include "kubestat/metrics_api/parse.h"
 #include "kubestat/metrics_api/query.h"
 #include "kubestat/metrics_api/render.h"
+#include "kubestat/metrics_api/render_protobuf.h"
 #include "kubestat/metrics_api/write_batch.h"
 
 namespace kubestat::apiserver {
 namespace {
 
+using metrics_api::Encoding;
 using metrics_api::GroupVersion;
 using metrics_api::ListQuery;
 using metrics_api::NodeMetrics;
@@ -194,6 +197,13 @@ http::Response Json(int code, std::string body, std::string_view route) {
   return response;
 }
 
+// A 200 answer of `body` in `encoding`.
+http::Response Encoded(Encoding encoding, std::string body, std::string_view route) {
+  http::Response response = Json(200, std::move(body), route);
+  response.content_type = std::string(metrics_api::ContentType(encoding));
+  return response;
+}
+
 http::Response Text(std::string body, std::string_view route) {
   http::Response response;
   response.content_type = "text/plain; charset=utf-8";
@@ -248,6 +258,15 @@ bool Matches(const ListQuery& query, GroupVersion gv, const StoredObject& o) {
 std::string RenderStored(const StoredObject& o, const RenderContext& ctx) {
   if (o.key.kind == ObjectKind::kNode) return *metrics_api::RenderNode(*StampedNode(o), ctx);
   return *metrics_api::RenderPod(*StampedPod(o), ctx);
+}
+
+// The same in `encoding` (protobuf: metrics.k8s.io only).
+std::string RenderStored(const StoredObject& o, const RenderContext& ctx, Encoding encoding) {
+  if (encoding == Encoding::kJson) return RenderStored(o, ctx);
+  if (o.key.kind == ObjectKind::kNode) {
+    return *metrics_api::RenderNodeProtobuf(*StampedNode(o), ctx);
+  }
+  return *metrics_api::RenderPodProtobuf(*StampedPod(o), ctx);
 }
 
 std::string BookmarkObject(ObjectKind kind, GroupVersion gv, uint64_t revision,
@@ -549,7 +568,24 @@ class ApiServer::Impl {
     const int indent = metrics_api::PrettyRequested(params) ? 2 : 0;
     http::Response response = Route(request, *target, params, indent);
     response.route = target->route;
+    // What an object or collection answers depends on Accept (its encoding, or a 406).
+    if (target->type == Target::Type::kCollection || target->type == Target::Type::kObject) {
+      response.headers.emplace_back("Vary", "Accept");
+    }
     return response;
+  }
+
+  // The encoding of a read of `t` for the request's Accept: protobuf is offered for
+  // metrics.k8s.io objects and lists, never for watch streams; std::nullopt when Accept
+  // admits nothing offered.
+  static std::optional<Encoding> ReadEncoding(const http::Request& request, const Target& t,
+                                              bool watch) {
+    return metrics_api::NegotiateEncoding(request.CombinedHeader("Accept"),
+                                          !watch && metrics_api::HasProtobuf(t.gv));
+  }
+  static http::Response NotAcceptable(const Target& t, bool watch) {
+    return http::ErrorResponse(
+        metrics_api::NotAcceptable(!watch && metrics_api::HasProtobuf(t.gv)));
   }
 
   http::Response Route(const http::Request& request, const Target& t,
@@ -580,14 +616,22 @@ class ApiServer::Impl {
         if (request.method == "POST") return WriteBatch(request);
         break;
       case Target::Type::kCollection:
-        if (get && TrueParam(params, "watch")) return Watch(t, params);
-        if (get) return List(t, params, indent);
+        if (get) {
+          const bool watch = TrueParam(params, "watch");
+          const std::optional<Encoding> encoding = ReadEncoding(request, t, watch);
+          if (!encoding) return NotAcceptable(t, watch);
+          return watch ? Watch(t, params) : List(t, params, indent, *encoding);
+        }
         if (request.method == "POST" && t.gv == GroupVersion::kV1alpha1) {
           return WriteOne(request, t, WriteOp::Type::kCreate);
         }
         break;
       case Target::Type::kObject:
-        if (get) return GetOne(t, indent);
+        if (get) {
+          const std::optional<Encoding> encoding = ReadEncoding(request, t, /*watch=*/false);
+          if (!encoding) return NotAcceptable(t, /*watch=*/false);
+          return GetOne(t, indent, *encoding);
+        }
         if (t.gv == GroupVersion::kV1alpha1 && request.method == "PUT") {
           return WriteOne(request, t, WriteOp::Type::kPut);
         }
@@ -598,7 +642,7 @@ class ApiServer::Impl {
                                                           ObjectKindName(t.kind), request.method));
   }
 
-  http::Response GetOne(const Target& t, int indent) {
+  http::Response GetOne(const Target& t, int indent, Encoding encoding) {
     const ObjectKey key{t.kind, t.namespace_name, t.name};
     absl::StatusOr<std::optional<StoredObject>> found =
         Timed("get", [&] { return store_.Get(key); });
@@ -608,10 +652,11 @@ class ApiServer::Impl {
       return http::ErrorResponse(
           ApiError::NotFound(metrics_api::GroupName(t.gv), ObjectKindName(t.kind), t.name));
     }
-    return Json(200, RenderStored(**found, ctx), t.route);
+    return Encoded(encoding, RenderStored(**found, ctx, encoding), t.route);
   }
 
-  http::Response List(const Target& t, const metrics_api::QueryParams& params, int indent) {
+  http::Response List(const Target& t, const metrics_api::QueryParams& params, int indent,
+                      Encoding encoding) {
     absl::StatusOr<ListQuery> query =
         metrics_api::ParseListQuery(params, ResourceOf(t.kind), t.namespace_name);
     if (!query.ok()) {
@@ -627,14 +672,22 @@ class ApiServer::Impl {
       for (const StoredObject& o : list->items) nodes.push_back(StampedNode(o));
       metrics_api::Page page = metrics_api::Select(*query, t.gv, nodes);
       page.resource_version = std::to_string(list->revision);
-      return Json(200, metrics_api::RenderNodeList(nodes, page, ctx), t.route);
+      return Encoded(encoding,
+                     encoding == Encoding::kProtobuf
+                         ? metrics_api::RenderNodeListProtobuf(nodes, page, ctx)
+                         : metrics_api::RenderNodeList(nodes, page, ctx),
+                     t.route);
     }
     std::vector<std::shared_ptr<const PodMetrics>> pods;
     pods.reserve(list->items.size());
     for (const StoredObject& o : list->items) pods.push_back(StampedPod(o));
     metrics_api::Page page = metrics_api::Select(*query, t.gv, pods);
     page.resource_version = std::to_string(list->revision);
-    return Json(200, metrics_api::RenderPodList(pods, page, ctx), t.route);
+    return Encoded(encoding,
+                   encoding == Encoding::kProtobuf
+                       ? metrics_api::RenderPodListProtobuf(pods, page, ctx)
+                       : metrics_api::RenderPodList(pods, page, ctx),
+                   t.route);
   }
 
   http::Response Watch(const Target& t, const metrics_api::QueryParams& params) {

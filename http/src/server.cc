@@ -87,6 +87,16 @@ std::vector<std::string_view> Request::HeaderValues(std::string_view name) const
   return values;
 }
 
+std::string Request::CombinedHeader(std::string_view name) const {
+  std::string combined;
+  for (const HeaderField& field : headers) {
+    if (!internal::EqualsIgnoreCase(field.name, name)) continue;
+    if (!combined.empty()) combined += ", ";
+    combined.append(field.value);
+  }
+  return combined;
+}
+
 Response ErrorResponse(const ApiError& error, std::string_view route) {
   Response response;
   response.code = error.code();

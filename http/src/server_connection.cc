@@ -133,7 +133,7 @@ Response ServerCore::Run(const Request& request) {
   }
   const size_t sent = request.method == "HEAD" ? 0 : response.body.size();
   metrics_.RecordRequest(response.route, response.code, MethodLabel(request.method), seconds,
-                         encoding, sent);
+                         encoding, sent, ContentTypeLabel(response.content_type));
   return response;
 }
 
@@ -448,11 +448,18 @@ void Connection::Respond(Response response, bool keep_alive,
       h += "Transfer-Encoding: chunked\r\n";
     }
   }
-  // Caches must not serve one client's encoding to another.
-  if (core_.options().compression.enabled) h += "Vary: Accept-Encoding\r\n";
+  // Caches must not serve one client's encoding to another; a handler's own Vary (e.g.
+  // Accept) joins the server's in one field.
+  std::string vary = core_.options().compression.enabled ? "Accept-Encoding" : "";
+  for (const auto& [name, value] : response.headers) {
+    if (!internal::EqualsIgnoreCase(name, "vary")) continue;
+    if (!vary.empty()) vary += ", ";
+    vary += value;
+  }
+  if (!vary.empty()) h += StrCat("Vary: ", vary, "\r\n");
   h += "X-Content-Type-Options: nosniff\r\n";
   for (const auto& [name, value] : response.headers) {
-    if (IsServerHeader(name)) continue;
+    if (IsServerHeader(name) || internal::EqualsIgnoreCase(name, "vary")) continue;
     h += StrCat(name, ": ", value, "\r\n");
   }
   if (close) {

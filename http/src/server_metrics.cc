@@ -1,5 +1,6 @@
 #include "server_metrics.h"
 
+#include <string>
 #include <utility>
 
 namespace kubestat::http::internal {
@@ -30,6 +31,12 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, std::string server_
                           .Help("Bytes of response bodies as sent, by server, route template and "
                                 "content encoding (gzip or identity).")
                           .Register(registry)),
+      responses_(prometheus::BuildCounter()
+                     .Name("kubestat_http_responses_total")
+                     .Help("Responses the handler answered, by server, route template and "
+                           "media type of the body (application/json, "
+                           "application/vnd.kubernetes.protobuf, text/plain, other, none).")
+                     .Register(registry)),
       rejected_(prometheus::BuildCounter()
                     .Name("kubestat_http_rejected_requests_total")
                     .Help("Requests the server answered itself without calling the handler "
@@ -51,11 +58,28 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, std::string server_
   }
 }
 
+std::string_view ContentTypeLabel(std::string_view content_type) {
+  std::string media_type(content_type.substr(0, content_type.find(';')));
+  std::erase_if(media_type, [](char c) { return c == ' ' || c == '\t'; });
+  if (media_type.empty()) return "none";
+  for (char& c : media_type) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  static constexpr std::string_view kKnown[] = {
+      "application/json", "application/vnd.kubernetes.protobuf", "text/plain"};
+  for (std::string_view known : kKnown) {
+    if (media_type == known) return known;
+  }
+  return "other";
+}
+
 void ServerMetrics::RecordRequest(std::string_view route, int code, std::string_view method_label,
-                                  double seconds, std::string_view encoding, size_t body_bytes) {
+                                  double seconds, std::string_view encoding, size_t body_bytes,
+                                  std::string_view content_type_label) {
   prometheus::Counter* counter;
   prometheus::Histogram* histogram;
   prometheus::Counter* bytes;
+  prometheus::Counter* responses;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto key = std::make_tuple(route, code, method_label);
@@ -86,8 +110,18 @@ void ServerMetrics::RecordRequest(std::string_view route, int code, std::string_
       bit = bytes_.emplace(std::make_pair(route, encoding), &added).first;
     }
     bytes = bit->second;
+    auto rit = responses_by_type_.find(std::make_pair(route, content_type_label));
+    if (rit == responses_by_type_.end()) {
+      prometheus::Counter& added =
+          responses_.Add({{"server", server_},
+                          {"route", std::string(route)},
+                          {"content_type", std::string(content_type_label)}});
+      rit = responses_by_type_.emplace(std::make_pair(route, content_type_label), &added).first;
+    }
+    responses = rit->second;
   }
   counter->Increment();
+  responses->Increment();
   histogram->Observe(seconds);
   bytes->Increment(static_cast<double>(body_bytes));
 }

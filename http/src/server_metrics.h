@@ -31,14 +31,20 @@ struct ListenerMetrics {
 
 // The `method` label: the standard methods as themselves, anything else as "other".
 std::string_view MethodLabel(std::string_view method);
+// The `content_type` label of a Content-Type value: its media type (parameters dropped, lower
+// case) when it is application/json, application/vnd.kubernetes.protobuf or text/plain;
+// "none" when empty; "other" for anything else. Points at static storage.
+std::string_view ContentTypeLabel(std::string_view content_type);
 
 class ServerMetrics {
  public:
   ServerMetrics(prometheus::Registry& registry, std::string server_name);
 
-  // `route` and `encoding` must point to static storage.
+  // `route`, `encoding` and `content_type_label` (ContentTypeLabel) must point to static
+  // storage.
   void RecordRequest(std::string_view route, int code, std::string_view method_label,
-                     double seconds, std::string_view encoding, size_t body_bytes);
+                     double seconds, std::string_view encoding, size_t body_bytes,
+                     std::string_view content_type_label);
   void RecordRejection(RejectionReason reason);
   ListenerMetrics ForListener(const std::string& listener);
 
@@ -47,6 +53,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& durations_;
   prometheus::Family<prometheus::Counter>& response_bytes_;
+  prometheus::Family<prometheus::Counter>& responses_;
   prometheus::Family<prometheus::Counter>& rejected_;
   prometheus::Family<prometheus::Gauge>& open_connections_;
   prometheus::Family<prometheus::Counter>& connections_;
@@ -56,6 +63,7 @@ class ServerMetrics {
   std::map<std::tuple<std::string_view, int, std::string_view>, prometheus::Counter*> counters_;
   std::map<std::string_view, prometheus::Histogram*> histograms_;
   std::map<std::pair<std::string_view, std::string_view>, prometheus::Counter*> bytes_;
+  std::map<std::pair<std::string_view, std::string_view>, prometheus::Counter*> responses_by_type_;
 };
 
 }  // namespace kubestat::http::internal

@@ -11,15 +11,15 @@
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
+#include "usage.h"
 
 namespace kubestat::metrics_api {
 namespace {
-// Engine values are unsigned; a quantity is built from an int64. Values beyond int64 are
-// not physical (9.2 exabytes, 9.2e9 cores), so clamping loses nothing real.
-int64_t ClampToInt64(uint64_t value) {
-  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  return static_cast<int64_t>(std::min(value, kMax));
-}
+
+using internal::ClampToInt64;
+using internal::PodUsageTimestamp;
+using internal::UsageTimestamp;
+using internal::UsageWindow;
 
 // Every window of a list shares a few lengths and usually one endtime: format each once
 // per thread instead of once per window (a 1,000-node v1alpha1 list has 8,000 windows).
@@ -132,11 +132,6 @@ void WriteUsage(JsonWriter& w, const ResourceWindows& windows) {
   w.EndObject();
 }
 
-// The newest end of the shortest windows (HasUsage must hold).
-Timestamp UsageTimestamp(const ResourceWindows& windows) {
-  return std::max(windows.cpu.front().endtime, windows.memory.front().endtime);
-}
-
 void WriteTimestampAndWindow(JsonWriter& w, Timestamp timestamp, Duration window) {
   w.PlainKey("timestamp").PlainString(CachedRfc3339(timestamp));
   w.PlainKey("window").PlainString(CachedDuration(window));
@@ -162,7 +157,7 @@ void WriteNodeObject(JsonWriter& w, const NodeMetrics& node, const RenderContext
   if (with_type) WriteTypeMeta(w, "NodeMetrics", ctx.gv);
   WriteMetadata(w, node.name, {}, node.resource_version, node.labels, ctx);
   if (IsMetricsK8sIo(ctx.gv)) {
-    WriteTimestampAndWindow(w, UsageTimestamp(node.machine), node.machine.cpu.front().window);
+    WriteTimestampAndWindow(w, UsageTimestamp(node.machine), UsageWindow(node.machine));
     WriteUsage(w, node.machine);
   } else {
     w.Key("machine");
@@ -178,11 +173,7 @@ void WritePodObject(JsonWriter& w, const PodMetrics& pod, const RenderContext& c
   if (with_type) WriteTypeMeta(w, "PodMetrics", ctx.gv);
   WriteMetadata(w, pod.name, pod.namespace_name, pod.resource_version, pod.labels, ctx);
   if (IsMetricsK8sIo(ctx.gv)) {
-    Timestamp timestamp = UsageTimestamp(pod.containers.front().windows);
-    for (const ContainerMetrics& container : pod.containers) {
-      timestamp = std::max(timestamp, UsageTimestamp(container.windows));
-    }
-    WriteTimestampAndWindow(w, timestamp, pod.containers.front().windows.cpu.front().window);
+    WriteTimestampAndWindow(w, PodUsageTimestamp(pod), UsageWindow(pod.containers.front().windows));
     w.Key("containers").BeginArray();
     for (const ContainerMetrics& container : pod.containers) {
       w.BeginObject();

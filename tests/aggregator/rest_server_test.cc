@@ -21,10 +21,14 @@
 #include "rest_fake_source.h"
 #include "rest_test_access.h"
 #include "support/fixtures.h"
+#include "support/metrics_encodings.h"
 
 namespace kubestat::aggregator {
 namespace {
 
+using kubestat::testing::Shown;
+using kubestat::testing::ShownFromJson;
+using kubestat::testing::ShownFromProtobuf;
 using rest_testing::AllowEveryone;
 using rest_testing::EndTime;
 using rest_testing::FakeMetricsSource;
@@ -38,6 +42,8 @@ using ::testing::StartsWith;
 constexpr char kV1[] = "/apis/metrics.k8s.io/v1";
 constexpr char kV1beta1[] = "/apis/metrics.k8s.io/v1beta1";
 constexpr char kV1alpha1[] = "/apis/metrics/v1alpha1";
+// What kubectl top and the HPA send (client-go with ContentType protobuf).
+constexpr char kClientGoAccept[] = "application/vnd.kubernetes.protobuf, */*";
 
 struct Reply {
   int code = 0;
@@ -45,6 +51,37 @@ struct Reply {
   std::string body;
   web::json::value Json() const { return web::json::value::parse(body); }
 };
+
+// What a client sees: the raw body and the encoding headers (asking for gzip and a media type
+// when given).
+struct RawReply {
+  int code = 0;
+  std::string content_type;
+  std::string content_encoding;
+  std::string vary;
+  std::string body;
+};
+
+RawReply GetRaw(web::http::client::http_client& client, const std::string& path,
+                const std::string& accept_encoding, const std::string& accept = "") {
+  web::http::http_request request("GET");
+  request.set_request_uri(path);
+  if (!accept_encoding.empty()) request.headers().add("Accept-Encoding", accept_encoding);
+  if (!accept.empty()) request.headers().add("Accept", accept);
+  web::http::http_response response = client.request(request).get();
+  RawReply reply;
+  reply.code = response.status_code();
+  auto header = [&](const std::string& name) {
+    auto it = response.headers().find(name);
+    return it == response.headers().end() ? std::string() : it->second;
+  };
+  reply.content_type = header("Content-Type");
+  reply.content_encoding = header("Content-Encoding");
+  reply.vary = header("Vary");
+  const std::vector<unsigned char> bytes = response.extract_vector().get();
+  reply.body.assign(bytes.begin(), bytes.end());
+  return reply;
+}
 
 class RestServerTest : public ::testing::Test {
  protected:
@@ -374,16 +411,96 @@ TEST_F(RestServerTest, PrettyIndentsObjectsListsDiscoveryAndErrors) {
   EXPECT_THAT(Get(std::string(kV1) + "/nodes?pretty=false").body, StartsWith("{\"kind\":"));
 }
 
-TEST_F(RestServerTest, ProtobufAcceptGetsJson) {
-  for (const std::string& accept :
-       {std::string("application/vnd.kubernetes.protobuf, application/json"),
-        std::string("application/vnd.kubernetes.protobuf")}) {
-    SCOPED_TRACE(accept);
-    Reply reply = Get(std::string(kV1beta1) + "/nodes/node-1", {{"Accept", accept}});
-    EXPECT_EQ(reply.code, 200);
-    EXPECT_EQ(reply.content_type, "application/json");
-    EXPECT_EQ(reply.Json().at("usage").at("cpu").as_string(), "120m");
+TEST_F(RestServerTest, MetricsK8sIoAnswersProtobufThatDecodesToTheJsonObjects) {
+  web::http::client::http_client client(server_->BaseUrl());
+  for (const char* gv : {kV1beta1, kV1}) {
+    for (const char* path : {"/nodes", "/nodes/node-1", "/pods", "/namespaces/shop/pods",
+                             "/namespaces/shop/pods/web-1", "/pods?labelSelector=app%3Dweb",
+                             "/nodes?limit=1", "/pods?fieldSelector=spec.nodeName%3Dnode-1"}) {
+      const std::string target = std::string(gv) + path;
+      SCOPED_TRACE(target);
+      const RawReply pb = GetRaw(client, target, "", kClientGoAccept);
+      ASSERT_EQ(pb.code, 200);
+      EXPECT_EQ(pb.content_type, "application/vnd.kubernetes.protobuf");
+      EXPECT_EQ(pb.vary, "Accept-Encoding, Accept");
+      const RawReply json = GetRaw(client, target, "", "application/json");
+      ASSERT_EQ(json.code, 200);
+      EXPECT_EQ(json.content_type, "application/json");
+      absl::StatusOr<Shown> from_pb = ShownFromProtobuf(pb.body);
+      absl::StatusOr<Shown> from_json = ShownFromJson(json.body);
+      ASSERT_TRUE(from_pb.ok()) << from_pb.status();
+      ASSERT_TRUE(from_json.ok()) << from_json.status();
+      EXPECT_EQ(*from_pb, *from_json);
+      EXPECT_FALSE(from_pb->items.empty());
+      EXPECT_EQ(from_pb->api_version, std::string(gv).substr(std::string("/apis/").size()));
+    }
   }
+  // As client-go's other form of the header, and protobuf alone.
+  for (const char* accept : {"application/vnd.kubernetes.protobuf,application/json",
+                             "application/vnd.kubernetes.protobuf"}) {
+    EXPECT_EQ(GetRaw(client, std::string(kV1beta1) + "/nodes/node-1", "", accept).content_type,
+              "application/vnd.kubernetes.protobuf")
+        << accept;
+  }
+  // Without Accept, with */* or JSON first: JSON.
+  for (const char* accept : {"", "*/*", "application/json, application/vnd.kubernetes.protobuf"}) {
+    EXPECT_EQ(GetRaw(client, std::string(kV1beta1) + "/nodes/node-1", "", accept).content_type,
+              "application/json")
+        << accept;
+  }
+}
+
+TEST_F(RestServerTest, ProtobufClientsGetJsonForV1alpha1DiscoveryAndErrors) {
+  web::http::client::http_client client(server_->BaseUrl());
+  const RawReply alpha = GetRaw(client, std::string(kV1alpha1) + "/nodes", "", kClientGoAccept);
+  EXPECT_EQ(alpha.code, 200);
+  EXPECT_EQ(alpha.content_type, "application/json");
+  EXPECT_EQ(alpha.vary, "Accept-Encoding, Accept");
+  for (const char* path : {"/api", "/apis", "/apis/metrics.k8s.io", kV1beta1}) {
+    const RawReply discovery = GetRaw(client, path, "", kClientGoAccept);
+    EXPECT_EQ(discovery.code, 200) << path;
+    EXPECT_EQ(discovery.content_type, "application/json") << path;
+    EXPECT_EQ(discovery.vary, "Accept-Encoding") << path;
+  }
+  // Status errors are JSON: client-go decodes a body by its Content-Type.
+  const Reply missing =
+      Get(std::string(kV1beta1) + "/nodes/nope", {{"Accept", std::string(kClientGoAccept)}});
+  EXPECT_EQ(ExpectStatus(missing, 404, "NotFound"), "nodes.metrics.k8s.io \"nope\" not found");
+  const Reply bad = Get(std::string(kV1) + "/pods?labelSelector=app+in+(x",
+                        {{"Accept", std::string(kClientGoAccept)}});
+  ExpectStatus(bad, 400, "BadRequest");
+}
+
+TEST_F(RestServerTest, AnAcceptNothingOfferedFitsIs406NotAcceptable) {
+  EXPECT_EQ(ExpectStatus(Get(std::string(kV1beta1) + "/nodes", {{"Accept", "application/yaml"}}),
+                         406, "NotAcceptable"),
+            "only the following media types are accepted: application/json, "
+            "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(ExpectStatus(Get(std::string(kV1) + "/namespaces/shop/pods/web-1",
+                             {{"Accept", "application/json;q=0, text/html"}}),
+                         406, "NotAcceptable"),
+            "only the following media types are accepted: application/json, "
+            "application/vnd.kubernetes.protobuf");
+  // metrics/v1alpha1 has no protobuf form.
+  EXPECT_EQ(ExpectStatus(Get(std::string(kV1alpha1) + "/nodes",
+                             {{"Accept", "application/vnd.kubernetes.protobuf"}}),
+                         406, "NotAcceptable"),
+            "only the following media types are accepted: application/json");
+  // Discovery answers JSON whatever is asked, as before.
+  EXPECT_EQ(Get("/apis", {{"Accept", "application/yaml"}}).code, 200);
+}
+
+TEST_F(RestServerTest, AnswersAreCountedByContentType) {
+  web::http::client::http_client client(server_->BaseUrl());
+  ASSERT_EQ(GetRaw(client, std::string(kV1beta1) + "/nodes", "", kClientGoAccept).code, 200);
+  ASSERT_EQ(GetRaw(client, std::string(kV1beta1) + "/nodes", "", kClientGoAccept).code, 200);
+  ASSERT_EQ(GetRaw(client, std::string(kV1beta1) + "/nodes", "", "").code, 200);
+  const std::string text = Get("/metrics").body;
+  EXPECT_THAT(text, HasSubstr("kubestat_http_responses_total{content_type=\"application/"
+                              "vnd.kubernetes.protobuf\",route=\"/apis/metrics.k8s.io/v1beta1/"
+                              "nodes\",server=\"secure\"} 2"));
+  EXPECT_THAT(text, HasSubstr("kubestat_http_responses_total{content_type=\"application/json\","
+                              "route=\"/apis/metrics.k8s.io/v1beta1/nodes\",server=\"secure\"} 1"));
 }
 
 TEST_F(RestServerTest, AggregatedDiscoveryAcceptGetsThePlainForm) {
@@ -528,33 +645,6 @@ TEST_F(RestServerTest, MetricsExposesHttpCountersByRouteTemplate) {
   EXPECT_THAT(text, Not(HasSubstr("definitely")));
 }
 
-// What a client that asks for gzip sees: the raw body and the encoding headers.
-struct RawReply {
-  int code = 0;
-  std::string content_encoding;
-  std::string vary;
-  std::string body;
-};
-
-RawReply GetRaw(web::http::client::http_client& client, const std::string& path,
-                const std::string& accept_encoding) {
-  web::http::http_request request("GET");
-  request.set_request_uri(path);
-  if (!accept_encoding.empty()) request.headers().add("Accept-Encoding", accept_encoding);
-  web::http::http_response response = client.request(request).get();
-  RawReply reply;
-  reply.code = response.status_code();
-  auto header = [&](const std::string& name) {
-    auto it = response.headers().find(name);
-    return it == response.headers().end() ? std::string() : it->second;
-  };
-  reply.content_encoding = header("Content-Encoding");
-  reply.vary = header("Vary");
-  const std::vector<unsigned char> bytes = response.extract_vector().get();
-  reply.body.assign(bytes.begin(), bytes.end());
-  return reply;
-}
-
 TEST_F(RestServerTest, GzipOverHttpForClientsThatAcceptIt) {
   RestServerOptions options = PlainOptions();
   options.secure.compression.min_bytes = 64;
@@ -567,11 +657,11 @@ TEST_F(RestServerTest, GzipOverHttpForClientsThatAcceptIt) {
   const RawReply identity = GetRaw(client, path, "");
   ASSERT_EQ(identity.code, 200);
   EXPECT_EQ(identity.content_encoding, "");
-  EXPECT_EQ(identity.vary, "Accept-Encoding");
+  EXPECT_EQ(identity.vary, "Accept-Encoding, Accept");
   const RawReply packed = GetRaw(client, path, "deflate, gzip;q=0.8");
   ASSERT_EQ(packed.code, 200);
   EXPECT_EQ(packed.content_encoding, "gzip");
-  EXPECT_EQ(packed.vary, "Accept-Encoding");
+  EXPECT_EQ(packed.vary, "Accept-Encoding, Accept");
   absl::StatusOr<std::string> unpacked = GzipDecompress(packed.body, 1 << 24);
   ASSERT_TRUE(unpacked.ok()) << unpacked.status();
   EXPECT_EQ(*unpacked, identity.body);
@@ -582,11 +672,21 @@ TEST_F(RestServerTest, GzipOverHttpForClientsThatAcceptIt) {
   const RawReply v1_packed = GetRaw(client, v1_path, "gzip");
   ASSERT_EQ(v1_packed.code, 200);
   EXPECT_EQ(v1_packed.content_encoding, "gzip");
-  EXPECT_EQ(v1_packed.vary, "Accept-Encoding");
+  EXPECT_EQ(v1_packed.vary, "Accept-Encoding, Accept");
   absl::StatusOr<std::string> v1_unpacked = GzipDecompress(v1_packed.body, 1 << 24);
   ASSERT_TRUE(v1_unpacked.ok()) << v1_unpacked.status();
   EXPECT_EQ(*v1_unpacked, v1_identity.body);
   EXPECT_THAT(*v1_unpacked, HasSubstr("\"apiVersion\":\"metrics.k8s.io/v1\""));
+  // The protobuf answers too.
+  const RawReply pb_identity = GetRaw(client, v1_path, "", kClientGoAccept);
+  const RawReply pb_packed = GetRaw(client, v1_path, "gzip", kClientGoAccept);
+  ASSERT_EQ(pb_packed.code, 200);
+  EXPECT_EQ(pb_packed.content_type, "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(pb_packed.content_encoding, "gzip");
+  absl::StatusOr<std::string> pb_unpacked = GzipDecompress(pb_packed.body, 1 << 24);
+  ASSERT_TRUE(pb_unpacked.ok()) << pb_unpacked.status();
+  EXPECT_EQ(*pb_unpacked, pb_identity.body);
+  EXPECT_EQ(pb_unpacked->substr(0, 4), std::string("k8s\0", 4));
   // Bodies under the threshold go as they are.
   const RawReply ok = GetRaw(client, "/healthz", "gzip");
   EXPECT_EQ(ok.content_encoding, "");
@@ -616,7 +716,8 @@ TEST_F(RestServerTest, CompressionTurnedOffSendsIdentityWithoutVary) {
   const RawReply reply = GetRaw(client, std::string(kV1alpha1) + "/nodes", "gzip");
   EXPECT_EQ(reply.code, 200);
   EXPECT_EQ(reply.content_encoding, "");
-  EXPECT_EQ(reply.vary, "");
+  EXPECT_EQ(reply.vary, "Accept");  // the encoding still depends on Accept
+  EXPECT_EQ(GetRaw(client, "/healthz", "gzip").vary, "");
   EXPECT_EQ(reply.body, Get(std::string(kV1alpha1) + "/nodes").body);
 }
 

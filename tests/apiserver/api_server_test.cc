@@ -25,6 +25,7 @@
 #include "kubestat/metrics_api/render.h"
 #include "kubestat/metrics_api/write_batch.h"
 #include "prometheus/registry.h"
+#include "support/metrics_encodings.h"
 #include "support/metrics_objects.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -33,6 +34,9 @@ namespace kubestat::apiserver {
 namespace {
 
 using kubestat::testing::MakeStandardCluster;
+using kubestat::testing::Shown;
+using kubestat::testing::ShownFromJson;
+using kubestat::testing::ShownFromProtobuf;
 using kubestat::testing::StandardCluster;
 using metrics_api::GroupVersion;
 using ::testing::ElementsAre;
@@ -56,6 +60,13 @@ constexpr char kRules[] = R"(rules:
 std::string NodeJson(const metrics_api::NodeMetrics& node) {
   return *metrics_api::RenderNode(node, {GroupVersion::kV1alpha1, {}, 0});
 }
+
+std::string PodJson(const metrics_api::PodMetrics& pod) {
+  return *metrics_api::RenderPod(pod, {GroupVersion::kV1alpha1, {}, 0});
+}
+
+// What kubectl top and the HPA send (client-go with ContentType protobuf).
+constexpr char kClientGoAccept[] = "application/vnd.kubernetes.protobuf, */*";
 
 // A MemoryStore whose watch subscriptions the test can end, as a store with a remote back
 // end (etcd) ends them when it loses their history or stays unreachable.
@@ -139,12 +150,13 @@ class ApiServerTest : public ::testing::Test {
   }
 
   http::ClientResponse Send(std::string method, std::string path, std::string body = "",
-                            std::string token = "writer-token") {
+                            std::string token = "writer-token", std::string accept = "") {
     http::ClientRequest request;
     request.method = std::move(method);
     request.path_and_query = std::move(path);
     request.body = std::move(body);
     if (!token.empty()) request.headers.push_back({"Authorization", "Bearer " + token});
+    if (!accept.empty()) request.headers.push_back({"Accept", accept});
     absl::StatusOr<http::ClientResponse> response = client_->Do(request);
     EXPECT_TRUE(response.ok()) << response.status();
     return response.value_or(http::ClientResponse{});
@@ -152,7 +164,8 @@ class ApiServerTest : public ::testing::Test {
 
   // The first `count` lines of a watch of `path_and_query` (started before `then` runs).
   std::vector<std::string> WatchLines(const std::string& path_and_query, size_t count,
-                                      const std::function<void()>& then = {}) {
+                                      const std::function<void()>& then = {},
+                                      const std::string& accept = "") {
     std::vector<std::string> lines;
     std::string pending;
     std::atomic<bool> open = false;
@@ -160,6 +173,7 @@ class ApiServerTest : public ::testing::Test {
       http::ClientRequest request;
       request.path_and_query = path_and_query;
       request.headers.push_back({"Authorization", "Bearer writer-token"});
+      if (!accept.empty()) request.headers.push_back({"Accept", accept});
       int code = 0;
       std::string error;
       absl::Status s = client_->Stream(
@@ -433,6 +447,88 @@ TEST_F(ApiServerTest, AccessIsPerResourceAndVerb) {
                 .code,
             403);
   EXPECT_EQ(Send("GET", "/readyz", "", "").code, 200);
+}
+
+TEST_F(ApiServerTest, ProtobufReadsDecodeToTheObjectsOfTheJsonReads) {
+  for (const metrics_api::NodeMetrics& node : cluster_.nodes) {
+    ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/" + node.name, NodeJson(node)).code, 201);
+  }
+  for (const metrics_api::PodMetrics& pod : cluster_.pods) {
+    ASSERT_EQ(
+        Send("PUT", "/apis/metrics/v1alpha1/namespaces/" + pod.namespace_name + "/pods/" + pod.name,
+             PodJson(pod))
+            .code,
+        201);
+  }
+  for (const char* gv : {"/apis/metrics.k8s.io/v1beta1", "/apis/metrics.k8s.io/v1"}) {
+    for (const char* path :
+         {"/nodes", "/nodes/node-2", "/pods", "/namespaces/shop/pods", "/namespaces/shop/pods/db-0",
+          "/pods?labelSelector=app%3Dweb", "/pods?limit=2", "/nodes?limit=1"}) {
+      const std::string target = std::string(gv) + path;
+      SCOPED_TRACE(target);
+      const http::ClientResponse pb = Send("GET", target, "", "writer-token", kClientGoAccept);
+      ASSERT_EQ(pb.code, 200) << pb.body;
+      EXPECT_EQ(pb.content_type, "application/vnd.kubernetes.protobuf");
+      EXPECT_EQ(pb.Header("Vary"), "Accept-Encoding, Accept");
+      const http::ClientResponse json = Send("GET", target, "", "writer-token", "application/json");
+      ASSERT_EQ(json.code, 200);
+      EXPECT_EQ(json.content_type, "application/json");
+      absl::StatusOr<Shown> from_pb = ShownFromProtobuf(pb.body);
+      absl::StatusOr<Shown> from_json = ShownFromJson(json.body);
+      ASSERT_TRUE(from_pb.ok()) << from_pb.status();
+      ASSERT_TRUE(from_json.ok()) << from_json.status();
+      EXPECT_EQ(*from_pb, *from_json);
+      ASSERT_FALSE(from_pb->items.empty());
+      // Objects carry their resourceVersion, lists the store's revision.
+      EXPECT_FALSE(from_pb->items[0].resource_version.empty());
+    }
+  }
+  const absl::StatusOr<Shown> list = ShownFromProtobuf(
+      Send("GET", "/apis/metrics.k8s.io/v1/pods?limit=2", "", "writer-token", kClientGoAccept)
+          .body);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->kind, "PodMetricsList");
+  EXPECT_EQ(list->resource_version, "7");  // 3 nodes and 4 pods written
+  EXPECT_FALSE(list->continue_token.empty());
+  EXPECT_EQ(list->items.size(), 2u);
+}
+
+TEST_F(ApiServerTest, WatchesV1alpha1AndErrorsStayJsonAndAnUnfitAcceptIs406) {
+  ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
+            201);
+  const http::ClientResponse alpha =
+      Send("GET", "/apis/metrics/v1alpha1/nodes/node-1", "", "writer-token", kClientGoAccept);
+  EXPECT_EQ(alpha.code, 200);
+  EXPECT_EQ(alpha.content_type, "application/json");
+  const http::ClientResponse missing =
+      Send("GET", "/apis/metrics.k8s.io/v1/nodes/node-9", "", "writer-token", kClientGoAccept);
+  EXPECT_EQ(missing.code, 404);
+  EXPECT_EQ(missing.content_type, "application/json");
+  EXPECT_THAT(missing.body, HasSubstr(R"("reason":"NotFound")"));
+
+  const std::vector<std::string> lines =
+      WatchLines("/apis/metrics.k8s.io/v1beta1/nodes?watch=1", 1, {}, kClientGoAccept);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], StartsWith(R"({"type":"ADDED","object":{"kind":"NodeMetrics")"));
+
+  const http::ClientResponse yaml =
+      Send("GET", "/apis/metrics.k8s.io/v1beta1/nodes", "", "writer-token", "application/yaml");
+  EXPECT_EQ(yaml.code, 406);
+  EXPECT_EQ(yaml.content_type, "application/json");
+  EXPECT_THAT(yaml.body, HasSubstr(R"("message":"only the following media types are accepted: )"
+                                   R"(application/json, application/vnd.kubernetes.protobuf")"));
+  EXPECT_THAT(yaml.body, HasSubstr(R"("reason":"NotAcceptable","code":406)"));
+  // A watch stream and metrics/v1alpha1 are JSON only.
+  for (const char* target :
+       {"/apis/metrics.k8s.io/v1beta1/nodes?watch=1", "/apis/metrics/v1alpha1/nodes/node-1"}) {
+    const http::ClientResponse only_pb =
+        Send("GET", target, "", "writer-token", "application/vnd.kubernetes.protobuf");
+    EXPECT_EQ(only_pb.code, 406) << target;
+    EXPECT_THAT(only_pb.body,
+                HasSubstr(R"("message":"only the following media types are accepted: )"
+                          R"(application/json")"))
+        << target;
+  }
 }
 
 TEST_F(ApiServerTest, DiscoveryNamesTheVerbsOfEachGroupVersion) {

@@ -101,6 +101,14 @@ class ServerTest : public ::testing::Test {
             response.body = std::string(200 * 1024, 'x');
           } else if (request.path == "/throw") {
             throw std::runtime_error("boom");
+          } else if (request.path == "/protobuf") {
+            response.content_type = "application/vnd.kubernetes.protobuf";
+            response.body = std::string("k8s\0", 4);
+            response.headers.emplace_back("Vary", "Accept");
+          } else if (request.path == "/other") {
+            response.content_type = "Application/X-Other; charset=utf-8";
+          } else if (request.path == "/none") {
+            response.content_type.clear();
           } else if (request.path == "/pre-gzipped") {
             response.content_encoding = "gzip";
             response.body = GzipCompress(std::string(200 * 1024, 'y'));
@@ -473,6 +481,33 @@ TEST_F(ServerTest, AHandlerExceptionBecomesA500Status) {
   RawResponse response = client.Read();
   EXPECT_EQ(response.code, 500);
   EXPECT_THAT(response.body, HasSubstr(R"("reason":"InternalError")"));
+}
+
+TEST_F(ServerTest, AnswersAreCountedByTheMediaTypeOfTheirBody) {
+  StartServer(PlainOptions());
+  RawClient client(server_->port());
+  for (const char* path : {"/protobuf", "/protobuf", "/echo", "/other", "/none", "/throw"}) {
+    ASSERT_TRUE(client.Send(std::string("GET ") + path + " HTTP/1.1\r\nHost: h\r\n\r\n"));
+    RawResponse response = client.Read();
+    ASSERT_TRUE(response.complete) << path;
+    // The handler's Vary joins the server's in one field.
+    EXPECT_EQ(response.headers.at("vary"),
+              std::string_view(path) == "/protobuf" ? "Accept-Encoding, Accept" : "Accept-Encoding")
+        << path;
+  }
+  const auto answers = [&](const std::string& content_type) {
+    return MetricValue(registry_, "kubestat_http_responses_total",
+                       {{"server", "main"}, {"route", "/echo"}, {"content_type", content_type}});
+  };
+  EXPECT_EQ(answers("application/vnd.kubernetes.protobuf"), 2);
+  EXPECT_EQ(answers("text/plain"), 1);
+  EXPECT_EQ(answers("other"), 1);
+  EXPECT_EQ(answers("none"), 1);
+  // The handler's exception became a JSON Status.
+  EXPECT_EQ(
+      MetricValue(registry_, "kubestat_http_responses_total",
+                  {{"server", "main"}, {"route", "other"}, {"content_type", "application/json"}}),
+      1);
 }
 
 TEST_F(ServerTest, ExpectContinueGetsAn100BeforeTheBody) {

@@ -2,11 +2,12 @@
 // kube-apiserver proxies metrics.k8s.io to kubestat-apiserver with its front-proxy
 // certificate) → kubestat-aggregator → kubestat-bridge (gRPC Watch, bulk writes) →
 // kubestat-apiserver, read by kubectl through the sim's front door and directly by curl.
-// Checks that the apiserver holds the aggregator's objects, that a reader allowed only pods
-// is refused nodes, that a token without the push permission is refused and counted, that a
-// pod deleted in the cluster leaves the apiserver within two scrape rounds, and that a
-// restarted bridge and a restarted apiserver converge again. Every test runs against both of
-// the apiserver's stores: memory, and a single-member etcd (skipped without etcd).
+// Checks that the apiserver holds the aggregator's objects (kubectl top reading them in
+// protobuf), that a reader allowed only pods is refused nodes, that a token without the push
+// permission is refused and counted, that a pod deleted in the cluster leaves the apiserver within
+// two scrape rounds, and that a restarted bridge and a restarted apiserver converge again. Every
+// test runs against both of the apiserver's stores: memory, and a single-member etcd (skipped
+// without etcd).
 
 // cpprestsdk's U() macro collides with GoogleTest's template parameters.
 #define _TURN_OFF_PLATFORM_STRING
@@ -307,6 +308,17 @@ TEST_P(BridgeApiserverTest, TheApiserverHoldsTheAggregatorsObjectsForKubectlAndC
   RunResult top = Kubectl({"top", "pod", "-A", "--no-headers"});
   EXPECT_EQ(top.exit_code, 0) << top.output;
   EXPECT_EQ(static_cast<size_t>(Lines(top.output)), pods.size()) << top.output;
+  // kubectl asked for protobuf, and what it printed was decoded from the apiserver's protobuf.
+  std::optional<testing::HttpReply> metrics =
+      HttpsGetReply(apiserver_port_, "/metrics", "stranger-token");
+  ASSERT_TRUE(metrics && metrics->code == 200);
+  EXPECT_GE(
+      testing::MetricValue(
+          metrics->body,
+          R"(kubestat_http_responses_total{content_type="application/vnd.kubernetes.protobuf",)"
+          R"(route="/apis/metrics.k8s.io/v1beta1/pods",server="apiserver"})"),
+      1)
+      << metrics->body.substr(0, 4000);
   // kubectl get --raw through the front door, every group-version.
   for (const char* path : {"/apis/metrics.k8s.io/v1/nodes", "/apis/metrics.k8s.io/v1beta1/pods",
                            "/apis/metrics/v1alpha1/nodes?limit=1"}) {

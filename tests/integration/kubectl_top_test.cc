@@ -3,7 +3,11 @@
 // layer does), and the real kubectl reads nodes and pods through it. What kubectl prints
 // must be the aggregator's own figures, for every node and pod, with label selection. The
 // aggregator gzips every answer for clients that accept it, as kubectl does, so kubectl
-// decodes the gzip form through the proxy.
+// decodes the gzip form through the proxy. kubectl asks metrics.k8s.io for the Kubernetes
+// protobuf encoding first ("Accept: application/vnd.kubernetes.protobuf, */*"), so what it
+// prints was decoded from protobuf: its -v=8 log shows the Accept it sent and the
+// Content-Type it got, the aggregator counts the answers by content type, and curl's copy of
+// the same answer decodes with the generated classes to the nodes the JSON lists.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -16,6 +20,7 @@
 
 #include "harness.h"
 #include "support/files.h"
+#include "support/metrics_encodings.h"
 #include "support/net.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -112,6 +117,23 @@ std::optional<MetricsView> FetchView(int port) {
     }
   }
   return view;
+}
+
+// The lines of a `kubectl -v=8` log about the request for `path`: from its "GET <url><path>"
+// line up to the next request's; "" when there is none.
+std::string RequestLog(const std::string& log, const std::string& path) {
+  const size_t get = log.find(path + "\n");
+  if (get == std::string::npos) return "";
+  const size_t start = log.rfind("GET ", get);
+  const size_t next = log.find("] GET ", get);
+  return log.substr(start, next == std::string::npos ? std::string::npos : next - start);
+}
+
+// A metrics.k8s.io answer's series of `counter` with content_type and route, on "insecure".
+std::string CounterSeries(const std::string& counter, const std::string& content_type,
+                          const std::string& route) {
+  return counter + "{content_type=\"" + content_type + "\",route=\"" + route +
+         "\",server=\"insecure\"}";
 }
 
 std::vector<std::vector<std::string>> Rows(const std::string& text) {
@@ -227,6 +249,49 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
             0)
       << *self_metrics;
 
+  // kubectl asked for protobuf and got it: its log, and the aggregator's counter.
+  testing::RunResult verbose = kubectl_run({"top", "node", "-v=8"}, "top-node-v8.log");
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.output;
+  const std::string node_request = RequestLog(verbose.output, "/apis/metrics.k8s.io/v1beta1/nodes");
+  ASSERT_FALSE(node_request.empty()) << verbose.output;
+  EXPECT_NE(node_request.find("Accept: application/vnd.kubernetes.protobuf, */*"),
+            std::string::npos)
+      << node_request;
+  EXPECT_NE(node_request.find("Response Status: 200 OK"), std::string::npos) << node_request;
+  EXPECT_NE(node_request.find("Content-Type: application/vnd.kubernetes.protobuf"),
+            std::string::npos)
+      << node_request;
+  self_metrics = HttpGet(port, "/metrics");
+  ASSERT_TRUE(self_metrics);
+  EXPECT_GE(MetricValue(*self_metrics, CounterSeries("kubestat_http_responses_total",
+                                                     "application/vnd.kubernetes.protobuf",
+                                                     "/apis/metrics.k8s.io/v1beta1/nodes")),
+            2)
+      << *self_metrics;
+
+  // The same answer as curl gets it, decoded with the generated classes: every node the JSON
+  // lists, with cpu and memory.
+  if (std::optional<std::string> curl = FindOnPath("curl")) {
+    const std::filesystem::path body = dir.path() / "nodes.pb";
+    testing::RunResult fetched = testing::Run(
+        *curl,
+        {"-sf", "-H", "Accept: application/vnd.kubernetes.protobuf, */*", "-o", body.string(),
+         "http://127.0.0.1:" + std::to_string(port) + "/apis/metrics.k8s.io/v1beta1/nodes"},
+        dir.path() / "curl.log", std::chrono::seconds(30));
+    ASSERT_EQ(fetched.exit_code, 0) << fetched.output;
+    absl::StatusOr<testing::Shown> shown = testing::ShownFromProtobuf(ReadAll(body));
+    ASSERT_TRUE(shown.ok()) << shown.status();
+    EXPECT_EQ(shown->kind, "NodeMetricsList");
+    EXPECT_EQ(shown->api_version, "metrics.k8s.io/v1beta1");
+    std::set<std::string> decoded;
+    for (const testing::ShownObject& node : shown->items) {
+      decoded.insert(node.name);
+      EXPECT_EQ(node.usage.count("cpu") + node.usage.count("memory"), 2u) << node.name;
+      EXPECT_GT(node.window_nanos, 0) << node.name;
+    }
+    EXPECT_EQ(decoded, node_names);
+  }
+
   // kubectl top pod -A: every pod, with the sum of its containers.
   before = FetchView(port);
   testing::RunResult pods = kubectl_run({"top", "pod", "-A", "--no-headers"}, "top-pod.log");
@@ -245,6 +310,13 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
   for (const auto& [key, usage] : after->pods) expected_pods.insert(key);
   EXPECT_EQ(pod_keys.size(), 30u);
   EXPECT_EQ(pod_keys, expected_pods);
+  self_metrics = HttpGet(port, "/metrics");
+  ASSERT_TRUE(self_metrics);
+  EXPECT_GE(MetricValue(*self_metrics, CounterSeries("kubestat_http_responses_total",
+                                                     "application/vnd.kubernetes.protobuf",
+                                                     "/apis/metrics.k8s.io/v1beta1/pods")),
+            1)
+      << *self_metrics;
 
   // kubectl top pod -A -l app=<the first pod's app>: exactly the pods with that label.
   ASSERT_FALSE(after->pod_labels.empty());

@@ -21,9 +21,17 @@
 //   /readyz    200 "ok" when MetricsSource::Ready(), else 503 with the reason
 // {group}/{version} is metrics.k8s.io/v1, metrics.k8s.io/v1beta1 (the same objects and
 // answers, each under its own apiVersion and route) or metrics/v1alpha1.
-// Documents are rendered by metrics_api (render.h, discovery.h) and lists selected and paged
-// by its ListQuery (query.h: namespace, selectors, limit/continue); JSON is always the answer (a client asking for
-// protobuf, or for aggregated discovery, gets the plain JSON form, as metrics-server does).
+// Documents are rendered by metrics_api (render.h, render_protobuf.h, discovery.h) and lists
+// selected and paged by its ListQuery (query.h: namespace, selectors, limit/continue).
+//
+// Encodings (metrics_api/encoding.h, from RestRequest::accept): metrics.k8s.io objects and
+// lists are answered in the Kubernetes protobuf encoding (application/vnd.kubernetes.protobuf)
+// to a client that prefers it, as client-go and kubectl top do
+// ("application/vnd.kubernetes.protobuf, */*"), else in JSON; metrics/v1alpha1 in JSON. An
+// Accept that admits nothing a metric route offers is 406 NotAcceptable. Every answer of a
+// metric route carries `Vary: Accept`. Discovery documents (a client asking for protobuf or for
+// aggregated discovery gets the plain JSON form, as metrics-server does), health answers and
+// Status errors are written as before, whatever the Accept.
 //
 // Errors are Kubernetes Status objects (application/json):
 //   400 BadRequest   malformed labelSelector / fieldSelector, unsupported field label
@@ -31,6 +39,7 @@
 //                    including /namespaces and /namespaces/{namespace}; an unknown object
 //                    (`nodes.metrics.k8s.io "x" not found`)
 //   405 MethodNotAllowed  any method but GET
+//   406 NotAcceptable     an Accept that admits neither JSON nor (metrics.k8s.io) protobuf
 //   500 InternalError     an exception escaped rendering or the source
 //   503 ServiceUnavailable  metric paths while the source is not Ready() (discovery and
 //                    health paths answer)
@@ -70,10 +79,11 @@ inline constexpr std::string_view kContentTypeText = "text/plain; charset=utf-8"
 inline constexpr std::string_view kRouteOther = "other";
 
 struct RestRequest {
-  std::string_view method;    // "GET", "POST", ... (case-sensitive, as HTTP defines)
-  std::string_view path;      // raw, percent-encoded, starting with '/'
-  std::string_view query;     // raw query string without the '?'; may be empty
-  bool accepts_gzip = false;  // the client's Accept-Encoding admits gzip (AcceptsGzip)
+  std::string_view method;       // "GET", "POST", ... (case-sensitive, as HTTP defines)
+  std::string_view path;         // raw, percent-encoded, starting with '/'
+  std::string_view query;        // raw query string without the '?'; may be empty
+  bool accepts_gzip = false;     // the client's Accept-Encoding admits gzip (AcceptsGzip)
+  std::string_view accept = {};  // the client's Accept (every field, comma-joined); "" when absent
 };
 
 inline constexpr std::string_view kContentEncodingGzip = "gzip";
@@ -87,6 +97,8 @@ struct RestResponse {
   // The route template that matched ("/apis/metrics.k8s.io/v1beta1/nodes/{node}"), or
   // kRouteOther; points at static storage.
   std::string_view route = kRouteOther;
+  // The answer depends on the request's Accept: sent with `Vary: Accept`.
+  bool varies_by_accept = false;
 };
 
 // What /livez checks.

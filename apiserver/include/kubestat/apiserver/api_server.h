@@ -19,6 +19,12 @@
 //       (ApiServerOptions::bookmark_interval), so a quiet watch can resume near the head;
 //     - timeoutSeconds ends the watch (at most max_watch_timeout; default watch_timeout).
 //   In metrics.k8s.io, objects without usage (metrics_api::Servable) are left out.
+//   Encodings (metrics_api/encoding.h): metrics.k8s.io objects and lists are answered in the
+//   Kubernetes protobuf encoding (metrics_api/render_protobuf.h) to clients that prefer it, as
+//   client-go and kubectl top do ("application/vnd.kubernetes.protobuf, */*"), else in JSON;
+//   metrics/v1alpha1, watch streams, discovery and Status errors are JSON. A read whose Accept
+//   admits nothing offered is 406 NotAcceptable. Object and collection answers carry
+//   `Vary: Accept`.
 // Writes, in metrics/v1alpha1 only (metrics.k8s.io is read-only), JSON bodies of at most
 // max_body_bytes (413 beyond):
 //   PUT    .../nodes/{name}, .../namespaces/{ns}/pods/{name}   create (201) or replace (200)

@@ -62,6 +62,9 @@
 //       buckets 0.1 ms … 2.5 s
 //   kubestat_http_response_bytes_total{server,route,content_encoding}  body bytes sent
 //       (content_encoding "identity" or the response's; HEAD sends none)
+//   kubestat_http_responses_total{server,route,content_type}  handler answers by the media
+//       type of their body: application/json, application/vnd.kubernetes.protobuf,
+//       text/plain, "other", or "none" without a Content-Type (streamed ones too)
 //   kubestat_http_rejected_requests_total{server,reason}     answers by the server itself
 //   kubestat_http_open_connections{server,listener}          listener: "main", "health"
 //   kubestat_http_connections_total{server,listener,result}  result: accepted,
@@ -160,6 +163,9 @@ struct Request {
   std::optional<std::string_view> Header(std::string_view name) const;
   // Every value of the header `name`, in order.
   std::vector<std::string_view> HeaderValues(std::string_view name) const;
+  // Every value of the list-valued header `name` joined with ", ", as RFC 9110 §5.3 combines
+  // repeated fields ("" when absent).
+  std::string CombinedHeader(std::string_view name) const;
 };
 
 // The body of a streamed response (see "Streamed responses" above). Thread-safe: every
@@ -203,8 +209,9 @@ struct Response {
   std::string content_encoding;
   std::string body;
   // More header fields. Content-Length, Transfer-Encoding, Connection, Content-Type,
-  // Content-Encoding and Date are the server's and are ignored here; a name or value with
-  // CR, LF or NUL makes the response a 500.
+  // Content-Encoding and Date are the server's and are ignored here; a Vary is joined with the
+  // server's own (Accept-Encoding, when compression is on) into one field; a name or value
+  // with CR, LF or NUL makes the response a 500.
   std::vector<std::pair<std::string, std::string>> headers;
   // The route template for the metrics' route label; must point to static storage (a
   // literal). Default: "other"
