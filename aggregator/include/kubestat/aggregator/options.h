@@ -70,8 +70,8 @@ struct AggregatorOptions {
   Duration metric_resolution = std::chrono::seconds(10);
   // While a round scrapes, its nodes' new samples are published (query snapshot, gRPC
   // watchers) at most this often, and no more often than keeps publishing under a tenth of
-  // a core; 0 publishes only when a round completes. Default: 250ms
-  Duration publish_interval = std::chrono::milliseconds(250);
+  // a core; 0 publishes only when a round completes. Default: 500ms
+  Duration publish_interval = std::chrono::milliseconds(500);
   // Kubelet scrapes running at once. Default: 32
   int64_t max_concurrent_scrapes = 32;
   // Fraction of the resolution over which a round's scrapes are spread. Default: 0.5
