@@ -50,7 +50,6 @@ constexpr size_t kWatchBacklogLimit = size_t{16} << 20;
 constexpr size_t kReviewBodyLimit = size_t{64} << 10;
 constexpr size_t kProxiedBodyLimit = size_t{64} << 20;
 constexpr const char* kNotFoundMessage = "the server could not find the requested resource";
-constexpr uint64_t kInitialResourceVersion = 1000;
 constexpr std::string_view kNamespaces[] = {"analytics", "default", "kube-system", "monitoring",
                                             "payments",  "search",  "shop"};
 
@@ -271,6 +270,12 @@ struct WatchEvent {
 
 }  // namespace
 
+uint64_t InitialResourceVersion(Timestamp start) {
+  const int64_t micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(start.time_since_epoch()).count();
+  return static_cast<uint64_t>(std::max<int64_t>(micros, 1));
+}
+
 std::string KubeletLoopbackAddress(int index) {
   return absl::StrCat("127.1.", index / 250, ".", index % 250 + 1);
 }
@@ -350,12 +355,14 @@ struct Simulator::State {
   mutable std::mutex mu;
   bool started = false;
   bool stopping = false;
-  uint64_t resource_version = kInitialResourceVersion;
+  // The resourceVersion of the state at Start() (see InitialResourceVersion()); nodes keep it.
+  uint64_t initial_version = 0;
+  uint64_t resource_version = 0;
   std::vector<int64_t> generation;     // per global slot
   std::vector<int> restarts;           // per global slot: sum over containers
   std::vector<uint64_t> slot_version;  // per global slot
   std::deque<WatchEvent> history;
-  uint64_t oldest_retained = kInitialResourceVersion + 1;
+  uint64_t oldest_retained = 1;
   std::vector<std::shared_ptr<Stream>> streams;
   std::vector<Parked> parked;  // "timeout" fault: never answered
   uint64_t garbage_counter = 0;
@@ -390,8 +397,7 @@ struct Simulator::State {
 
   std::string NodeJson(int i) const {
     std::string out;
-    AppendNodeJson(out, model->node(i), {kubelet_hosts[i], kubelet_ports[i]},
-                   kInitialResourceVersion);
+    AppendNodeJson(out, model->node(i), {kubelet_hosts[i], kubelet_ports[i]}, initial_version);
     return out;
   }
 
@@ -810,6 +816,16 @@ struct Simulator::State {
         for (int i = 0; i < model->node_count(); ++i) {
           initial += RenderWatchEvent("ADDED", NodeJson(i));
         }
+      } else if (std::optional<std::string> expired =
+                     ExpiredWatchEvent(std::strtoull(rv.c_str(), nullptr, 10))) {
+        // Nodes do not change while the simulator runs: a known version has no events to
+        // replay, an unknown one (another simulator's) makes the client list again.
+        Response response = Reply(200, "", kJson);
+        response.stream = [event = *std::move(expired)](std::shared_ptr<StreamWriter> writer) {
+          writer->Write(event);
+          writer->Finish();
+        };
+        return response;
       }
       return StreamResponse(s, kJson, std::move(initial));
     }
@@ -833,6 +849,24 @@ struct Simulator::State {
   uint64_t CurrentVersion() const {
     std::lock_guard<std::mutex> lock(mu);
     return resource_version;
+  }
+
+  // The ERROR event (410 Expired) for a watch from `from`, or std::nullopt when the history
+  // holds every event after it. A version older than the history, or newer than any handed
+  // out (one of an earlier simulator, or made up), is not known here: as kube-apiserver
+  // does for a version its watch cache no longer holds, the client is told to list again.
+  std::optional<std::string> ExpiredWatchEvent(uint64_t from) const {
+    std::lock_guard<std::mutex> lock(mu);
+    return ExpiredWatchEventLocked(from);
+  }
+
+  std::optional<std::string> ExpiredWatchEventLocked(uint64_t from) const {
+    if (from + 1 >= oldest_retained && from <= resource_version) return std::nullopt;
+    const std::string message =
+        from > resource_version
+            ? absl::StrCat("too large resource version: ", from, ", current: ", resource_version)
+            : absl::StrCat("too old resource version: ", from, " (", oldest_retained - 1, ")");
+    return RenderWatchEvent("ERROR", ApiError::Expired(message).ToJson());
   }
 
   // The request's labelSelector (empty when absent), applied to lists; watches ignore it.
@@ -947,12 +981,8 @@ struct Simulator::State {
                        initial = std::move(initial)](std::shared_ptr<StreamWriter> writer) {
       std::lock_guard<std::mutex> lock(mu);
       s->writer = std::move(writer);
-      if (from + 1 < oldest_retained) {
-        const std::string status =
-            ApiError::Expired(
-                absl::StrCat("too old resource version: ", from, " (", oldest_retained - 1, ")"))
-                .ToJson();
-        Send(*s, RenderWatchEvent("ERROR", status));
+      if (std::optional<std::string> expired = ExpiredWatchEventLocked(from)) {
+        Send(*s, *expired);
         s->writer->Finish();
         return;
       }
@@ -1216,7 +1246,10 @@ absl::Status Simulator::Start() {
   const int slots = nodes * s.options.model.pods_per_node;
   s.generation.resize(slots);
   s.restarts.resize(slots);
-  s.slot_version.assign(slots, kInitialResourceVersion);
+  s.initial_version = InitialResourceVersion(s.clock.Now());
+  s.resource_version = s.initial_version;
+  s.oldest_retained = s.initial_version + 1;
+  s.slot_version.assign(slots, s.initial_version);
   for (int n = 0; n < nodes; ++n) {
     for (int p = 0; p < s.options.model.pods_per_node; ++p) {
       s.generation[s.Slot(n, p)] = s.model->Generation(n, p, now);

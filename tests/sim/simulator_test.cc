@@ -244,6 +244,82 @@ TEST(SimulatorTest, ChurnDrivenByTheClockArrivesAsWatchEvents) {
   sim.Stop();
 }
 
+TEST(SimulatorTest, ResourceVersionsStartAtTheStartTimeInMicroseconds) {
+  EXPECT_EQ(InitialResourceVersion(kT0), uint64_t{1795255200} * 1000000);
+  EXPECT_EQ(InitialResourceVersion(Timestamp()), 1u);
+  FakeClock clock(kT0);
+  Simulator sim(SmallCluster(), clock);
+  ASSERT_TRUE(sim.Start().ok());
+  EXPECT_EQ(sim.resource_version(), InitialResourceVersion(kT0));
+  simdjson::dom::parser parser;
+  simdjson::dom::element nodes = Parse(parser, Body(Get(sim.apiserver_url(), "/api/v1/nodes")));
+  EXPECT_EQ(std::string_view(nodes["metadata"]["resourceVersion"].get_string()),
+            std::to_string(InitialResourceVersion(kT0)));
+  sim.Stop();
+}
+
+TEST(SimulatorTest, ARestartedSimulatorNeverHandsOutAVersionHandedOutBefore) {
+  FakeClock clock(kT0);
+  uint64_t last_before_restart = 0;
+  {
+    Simulator sim(SmallCluster(), clock);
+    ASSERT_TRUE(sim.Start().ok());
+    // An hour of churn: many events, each one more version.
+    clock.Advance(std::chrono::hours(1));
+    sim.Tick();
+    last_before_restart = sim.resource_version();
+    ASSERT_GT(last_before_restart, InitialResourceVersion(kT0) + 5);
+    sim.Stop();
+  }
+  clock.Advance(std::chrono::seconds(1));
+  Simulator restarted(SmallCluster(), clock);
+  ASSERT_TRUE(restarted.Start().ok());
+  EXPECT_GT(restarted.resource_version(), last_before_restart);
+
+  // A watch resumed from the earlier simulator's last version is told to list again.
+  http_client client(restarted.apiserver_url());
+  for (const std::string resource : {"nodes", "pods"}) {
+    http_response watch =
+        client
+            .request(methods::GET, "/api/v1/" + resource + "?watch=true&timeoutSeconds=5&" +
+                                       "resourceVersion=" + std::to_string(last_before_restart))
+            .get();
+    ASSERT_EQ(watch.status_code(), 200) << resource;
+    simdjson::dom::parser parser;
+    simdjson::dom::element event = Parse(parser, ReadLine(watch.body(), std::chrono::seconds(20)));
+    EXPECT_EQ(std::string_view(event["type"].get_string()), "ERROR") << resource;
+    EXPECT_EQ(int64_t(event["object"]["code"]), 410) << resource;
+    EXPECT_EQ(std::string_view(event["object"]["reason"].get_string()), "Expired") << resource;
+  }
+  restarted.Stop();
+}
+
+TEST(SimulatorTest, NodeWatchFromAVersionOutsideTheHistoryIsExpired) {
+  FakeClock clock(kT0);
+  SimulatorOptions options = SmallCluster();
+  options.watch_history = 2;
+  Simulator sim(options, clock);
+  ASSERT_TRUE(sim.Start().ok());
+  const uint64_t listed = sim.resource_version();
+  clock.Advance(std::chrono::hours(1));
+  sim.Tick();
+  ASSERT_GT(sim.resource_version(), listed + 3);
+  http_client client(sim.apiserver_url());
+  // Older than the two events kept, and newer than any handed out: list again.
+  for (const uint64_t rv : {listed, sim.resource_version() + 1}) {
+    http_response watch =
+        client
+            .request(methods::GET, "/api/v1/nodes?watch=true&resourceVersion=" + std::to_string(rv))
+            .get();
+    ASSERT_EQ(watch.status_code(), 200) << rv;
+    simdjson::dom::parser parser;
+    simdjson::dom::element event = Parse(parser, ReadLine(watch.body(), std::chrono::seconds(20)));
+    EXPECT_EQ(std::string_view(event["type"].get_string()), "ERROR") << rv;
+    EXPECT_EQ(int64_t(event["object"]["code"]), 410) << rv;
+  }
+  sim.Stop();
+}
+
 TEST(SimulatorTest, FaultsChangeWhatTheKubeletAnswers) {
   FakeClock clock(kT0);
   SimulatorOptions options = SmallCluster();

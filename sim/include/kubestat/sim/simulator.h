@@ -115,7 +115,8 @@ struct SimulatorOptions {
   // Real-time period of the background ticker; zero disables it (call Tick()).
   // Default: 1s
   Duration tick_interval = std::chrono::seconds(1);
-  // Watch events kept for resuming watches; older resourceVersions get 410 Gone.
+  // Watch events kept for resuming watches; a watch from an older resourceVersion, or
+  // from one never handed out (an earlier simulator's), gets 410 Expired.
   // Default: 10000
   size_t watch_history = 10000;
 
@@ -125,6 +126,15 @@ struct SimulatorOptions {
 // The loopback address of node `index` in loopback mode: 127.1.x.y with
 // x = index / 250, y = index % 250 + 1 (so node 0 is 127.1.0.1).
 std::string KubeletLoopbackAddress(int index);
+
+// The resourceVersion a simulator started at wall-clock time `start` begins with: the
+// microseconds since the Unix epoch (at least 1). Each watch event adds one, so a simulator
+// restarted later begins above every version an earlier one handed out, as etcd's revisions
+// keep growing across kube-apiserver restarts, unless the earlier one made more than one
+// event per microsecond of its run or the wall clock was set back in between. A watch
+// resumed from an earlier simulator's version is older than the new one's history and gets
+// 410 Expired, so the client lists again.
+uint64_t InitialResourceVersion(Timestamp start);
 
 class Simulator {
  public:
@@ -160,7 +170,8 @@ class Simulator {
   std::string front_proxy_ca_path() const;
   // The kubeconfig written for `user` into kubeconfig_dir, or "".
   std::string user_kubeconfig_path(const std::string& user) const;
-  // The resourceVersion the pod list currently reports.
+  // The resourceVersion the node and pod lists currently report: InitialResourceVersion()
+  // of the clock's time at Start(), plus one per watch event since.
   uint64_t resource_version() const;
 
  private:
