@@ -1,0 +1,202 @@
+// kubestat-sim and kubestat-aggregator as real processes on loopback, when the simulated
+// kube-apiserver goes away and comes back: the simulator exits promptly on SIGTERM while
+// clients hold watches and keep-alive connections open, and after it is restarted on the
+// same apiserver port with its kubelets on new ports, the aggregator's discovery lists the
+// nodes again (its resumed watches get 410 Expired) and every node is scraped at its new
+// port within two rounds.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "http/raw_client.h"
+#include "support/files.h"
+#include "support/net.h"
+#include "support/poll.h"
+#include "support/temp_dir.h"
+
+namespace kubestat {
+namespace {
+
+using testing::FreeLoopbackPort;
+using testing::MetricValue;
+using testing::OpenPlainAccessFlags;
+using testing::PollUntil;
+using testing::Process;
+using testing::RawClient;
+using testing::ReadAll;
+using testing::TempDir;
+using testing::WaitForLog;
+
+constexpr int kNodes = 5;
+
+// A small simulated cluster whose fake kube-apiserver listens on `apiserver_port` and whose
+// kubelets get free ports, with its kubeconfig at dir/kubeconfig.
+std::vector<std::string> SimArgs(const std::filesystem::path& dir, int apiserver_port) {
+  return {"--nodes=" + std::to_string(kNodes),
+          "--pods-per-node=2",
+          "--seed=7",
+          "--kubelet-address-mode=ports",
+          "--kubelet-port=0",
+          "--apiserver-port=" + std::to_string(apiserver_port),
+          "--kubeconfig-out=" + (dir / "kubeconfig").string()};
+}
+
+// The port of a listener the simulator logged ("HTTP server <name> listening on
+// http://127.0.0.1:PORT"), or 0.
+int LoggedPort(const std::string& log, const std::string& server) {
+  std::smatch match;
+  const std::regex line("HTTP server " + server + " listening on http://127\\.0\\.0\\.1:(\\d+)");
+  if (!std::regex_search(log, match, line)) return 0;
+  return std::stoi(match[1].str());
+}
+
+// Round number -> nodes ok, from the aggregator's "round N: K/T nodes ok" log lines.
+std::map<int, int> RoundsOk(const std::string& log) {
+  std::map<int, int> rounds;
+  const std::regex line(R"re(round (\d+): (\d+)/(\d+) nodes ok)re");
+  for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) {
+    rounds[std::stoi((*it)[1].str())] = std::stoi((*it)[2].str());
+  }
+  return rounds;
+}
+
+TEST(KubeApiRestartTest, SimulatorExitsPromptlyOnSigtermWithWatchesAndKeepAliveOpen) {
+  const TempDir scratch("kubestat-sim-sigterm-it");
+  const std::filesystem::path& dir = scratch.path();
+  const int apiserver_port = FreeLoopbackPort();
+  Process simulator(KUBESTAT_SIM_BINARY, SimArgs(dir, apiserver_port), dir / "sim.log");
+  ASSERT_TRUE(WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60)))
+      << ReadAll((dir / "sim.log").string());
+  const int kubelet_port = LoggedPort(ReadAll((dir / "sim.log").string()), "kubelet-0");
+  ASSERT_GT(kubelet_port, 0);
+
+  // A node watch and a pod watch whose events nobody reads, and an idle keep-alive
+  // connection to a kubelet after one answer.
+  RawClient node_watch(apiserver_port);
+  RawClient pod_watch(apiserver_port);
+  RawClient kubelet(kubelet_port);
+  ASSERT_TRUE(node_watch.Send("GET /api/v1/nodes?watch=true HTTP/1.1\r\nHost: sim\r\n\r\n"));
+  ASSERT_TRUE(pod_watch.Send("GET /api/v1/pods?watch=true HTTP/1.1\r\nHost: sim\r\n\r\n"));
+  ASSERT_TRUE(kubelet.Send("GET /healthz HTTP/1.1\r\nHost: kubelet\r\n\r\n"));
+  EXPECT_NE(node_watch.ReadHead().find(" 200 "), std::string::npos);
+  EXPECT_NE(pod_watch.ReadHead().find(" 200 "), std::string::npos);
+  EXPECT_EQ(kubelet.Read().code, 200);
+
+  // A hang shows as -1 after the deadline (then the process is killed).
+  EXPECT_EQ(simulator.Signal(SIGTERM, std::chrono::seconds(10)), 0)
+      << ReadAll((dir / "sim.log").string());
+  // Every connection was ended (what the watches sent before is read and dropped).
+  bool clean = false;
+  node_watch.ReadToEnd(&clean);
+  EXPECT_TRUE(clean);
+  pod_watch.ReadToEnd(&clean);
+  EXPECT_TRUE(clean);
+  EXPECT_TRUE(kubelet.WaitClosed());
+}
+
+TEST(KubeApiRestartTest, RestartedSimulatorsNewKubeletPortsAreScrapedWithinTwoRounds) {
+  const TempDir scratch("kubestat-kube-api-restart-it");
+  const std::filesystem::path& dir = scratch.path();
+  const int apiserver_port = FreeLoopbackPort();
+  std::optional<Process> simulator;
+  simulator.emplace(KUBESTAT_SIM_BINARY, SimArgs(dir, apiserver_port), dir / "sim-1.log");
+  ASSERT_TRUE(WaitForLog(dir / "sim-1.log", "READY", std::chrono::seconds(60)))
+      << ReadAll((dir / "sim-1.log").string());
+  const std::string first_log = ReadAll((dir / "sim-1.log").string());
+
+  const int port = FreeLoopbackPort();
+  std::vector<std::string> args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
+                                   "--kubelet-scheme=http",
+                                   "--kubelet-preferred-address-types=InternalIP",
+                                   "--kubelet-use-node-status-port",
+                                   "--listen-address=127.0.0.1",
+                                   "--grpc-port=0",
+                                   "--storage-dir=" + (dir / "store").string(),
+                                   "--metric-resolution=2s",
+                                   "--kubelet-timeout=1s"};
+  for (std::string& flag : OpenPlainAccessFlags(port, dir)) args.push_back(flag);
+  Process aggregator(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator.log");
+  const auto aggregator_log = [&dir] { return ReadAll((dir / "aggregator.log").string()); };
+  const auto all_ok_rounds = [&] {
+    int all_ok = 0;
+    for (const auto& [round, ok] : RoundsOk(aggregator_log())) all_ok += ok == kNodes ? 1 : 0;
+    return all_ok;
+  };
+  ASSERT_TRUE(PollUntil([&] { return all_ok_rounds() >= 2; }, std::chrono::seconds(60)))
+      << aggregator_log();
+
+  // The first simulator leaves while the aggregator holds its watches and keep-alive
+  // connections to its kubelets.
+  ASSERT_EQ(simulator->Signal(SIGTERM, std::chrono::seconds(10)), 0)
+      << "the simulator did not exit on SIGTERM\n"
+      << ReadAll((dir / "sim-1.log").string());
+  simulator.reset();
+  // Rounds fail while the kubelets are gone.
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        const std::map<int, int> rounds = RoundsOk(aggregator_log());
+        return !rounds.empty() && rounds.rbegin()->second == 0;
+      },
+      std::chrono::seconds(60)))
+      << aggregator_log();
+
+  simulator.emplace(KUBESTAT_SIM_BINARY, SimArgs(dir, apiserver_port), dir / "sim-2.log");
+  ASSERT_TRUE(WaitForLog(dir / "sim-2.log", "READY", std::chrono::seconds(60)))
+      << ReadAll((dir / "sim-2.log").string());
+  const std::string second_log = ReadAll((dir / "sim-2.log").string());
+  // The aggregator must follow the move: the kubelets are not where they were.
+  int moved = 0;
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string kubelet = "kubelet-" + std::to_string(i);
+    ASSERT_NE(LoggedPort(second_log, kubelet), 0) << second_log;
+    moved += LoggedPort(second_log, kubelet) != LoggedPort(first_log, kubelet) ? 1 : 0;
+  }
+  ASSERT_GT(moved, 0) << first_log << second_log;
+  // The round logged last may already have started before READY, the one after it did not.
+  const std::map<int, int> before = RoundsOk(aggregator_log());
+  const int last_before_ready = before.empty() ? 0 : before.rbegin()->first;
+
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        const std::map<int, int> rounds = RoundsOk(aggregator_log());
+        return !rounds.empty() && rounds.rbegin()->first >= last_before_ready + 5;
+      },
+      std::chrono::seconds(60)))
+      << aggregator_log();
+  const std::map<int, int> after = RoundsOk(aggregator_log());
+  std::optional<int> first_all_ok;
+  for (const auto& [round, ok] : after) {
+    if (round > last_before_ready && ok == kNodes) {
+      first_all_ok = round;
+      break;
+    }
+  }
+  ASSERT_TRUE(first_all_ok.has_value()) << aggregator_log();
+  // Two rounds that started after READY: last_before_ready + 2 and + 3.
+  EXPECT_LE(*first_all_ok, last_before_ready + 3) << aggregator_log();
+  for (const auto& [round, ok] : after) {
+    if (round > *first_all_ok) {
+      EXPECT_EQ(ok, kNodes) << "round " << round << "\n" << aggregator_log();
+    }
+  }
+  const std::string metrics = testing::HttpGet(port, "/metrics").value_or("");
+  EXPECT_GE(MetricValue(metrics, "kubestat_scrapes_total{outcome=\"success\",reason=\"none\"}"),
+            4 * kNodes)
+      << metrics;
+
+  EXPECT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
+  EXPECT_EQ(simulator->Signal(SIGTERM, std::chrono::seconds(10)), 0)
+      << ReadAll((dir / "sim-2.log").string());
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kubestat
