@@ -283,6 +283,13 @@ ListWatchError ListWatch::Watch(const std::stop_token& stop, bool* expired) {
     *expired = true;
     return {};
   }
+  if (status_code == 504) {
+    if (absl::StatusOr<ApiError> error = ParseStatusObject(error_body);
+        error.ok() && IsResourceVersionTooLarge(*error)) {
+      *expired = true;
+      return {};
+    }
+  }
   if (!IsSuccess(status_code)) {
     return HttpError(ListWatchError::Stage::kWatch, options_.path, status_code, error_body);
   }
@@ -295,7 +302,7 @@ absl::Status ListWatch::HandleLine(std::string_view line, bool* expired) {
   if (event->type == WatchEventType::kError) {
     absl::StatusOr<ApiError> error = ParseStatusObject(event->object_json);
     if (!error.ok()) return error.status();
-    if (IsResourceExpired(*error)) {
+    if (IsResourceExpired(*error) || IsResourceVersionTooLarge(*error)) {
       *expired = true;
       return absl::OkStatus();
     }

@@ -1,6 +1,7 @@
 #include "kubestat/kube/watch_event.h"
 
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -141,6 +142,14 @@ absl::StatusOr<ApiError> ParseStatusObject(std::string_view json) {
 bool IsResourceExpired(const ApiError& error) {
   return error.code() == 410 || error.reason() == StatusReason::kExpired ||
          error.reason() == StatusReason::kGone;
+}
+
+bool IsResourceVersionTooLarge(const ApiError& error) {
+  if (error.code() != 504 && error.reason() != StatusReason::kTimeout) return false;
+  // kube-apiserver's message: "Too large resource version: <asked>, current: <newest>".
+  std::string message = error.message();
+  for (char& c : message) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return message.find("too large resource version") != std::string::npos;
 }
 
 absl::StatusOr<ObjectMeta> ParseObjectMeta(std::string_view object_json) {

@@ -393,6 +393,24 @@ TEST_F(ListWatchTest, GoneAnswerToTheWatchRelists) {
   EXPECT_TRUE(handler_.errors().empty()) << "a 410 is not an error";
 }
 
+// A kube-apiserver restarted on an older store knows no version as new as the resume
+// point: it says so in an ERROR event (504 Timeout), and the collection is listed again.
+TEST_F(ListWatchTest, TooLargeResourceVersionErrorEventRelists) {
+  StartWatching();
+  pods_.SetList({Pod("web-1", "11"), Pod("web-6", "40")}, "50");
+  ASSERT_TRUE(pods_.Send(WriteWatchEvent(
+      WatchEventType::kError,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+      R"("message":"Too large resource version: 100, current: 50","reason":"Timeout",)"
+      R"("details":{"causes":[{"reason":"ResourceVersionTooLarge",)"
+      R"("message":"Too large resource version"}],"retryAfterSeconds":1},"code":504})")));
+  ASSERT_TRUE(pods_.WaitForWatches(2));
+  EXPECT_THAT(handler_.log(), ElementsAre("LIST", "LISTED 100", "EXPIRED", "LIST", "DELETED web-2",
+                                          "DELETED web-3", "LISTED 50"));
+  EXPECT_THAT(pods_.watch_versions(), ElementsAre("100", "50"));
+  EXPECT_TRUE(handler_.errors().empty()) << "a version the server does not know is no error";
+}
+
 TEST_F(ListWatchTest, MalformedEventIsReportedAndTheWatchResumesWhereItWas) {
   StartWatching();
   ASSERT_TRUE(pods_.Send(WriteWatchEvent(WatchEventType::kAdded, Pod("web-4", "101"))));

@@ -118,6 +118,18 @@ TEST(WatchEventTest, StatusWithoutCodeTakesItsReasonsCode) {
   EXPECT_FALSE(IsResourceExpired(*internal));
 }
 
+TEST(WatchEventTest, TooLargeResourceVersionIsRecognizedByCodeOrReasonAndMessage) {
+  absl::StatusOr<ApiError> too_large =
+      ParseStatusObject(R"({"kind":"Status","code":504,"reason":"Timeout",)"
+                        R"("message":"Too large resource version: 100, current: 50"})");
+  ASSERT_TRUE(too_large.ok()) << too_large.status();
+  EXPECT_TRUE(IsResourceVersionTooLarge(*too_large));
+  EXPECT_FALSE(IsResourceExpired(*too_large));
+  EXPECT_FALSE(IsResourceVersionTooLarge(ApiError(504, StatusReason::kTimeout, "etcd is slow")));
+  EXPECT_FALSE(IsResourceVersionTooLarge(
+      ApiError(500, StatusReason::kInternalError, "Too large resource version: 1")));
+}
+
 TEST(WatchEventTest, MalformedStatusIsInvalidArgument) {
   for (const char* json :
        {"", "[]", R"({"kind":"Pod","code":410})", R"({"code":"410"})", R"({"code":4.5})",

@@ -23,14 +23,16 @@
 //      broken connection), it is started again at once from the resume point, so every
 //      change arrives exactly once and nothing is listed again.
 //   3. Expired: when the server answers the watch with HTTP 410, or sends an ERROR event
-//      whose Status says 410 (Expired/Gone), the resume point is too old: the collection is
-//      listed again (step 1), and the consumer diffs that list against what it holds.
+//      whose Status says 410 (Expired/Gone), the resume point is too old; when either says
+//      "Too large resource version" (504 Timeout), it is newer than the server knows (a
+//      kube-apiserver restarted on an older store). Either way the collection is listed
+//      again (step 1), and the consumer diffs that list against what it holds.
 //   4. Errors: a failed list page (no answer, a non-2xx answer, a body that is not a JSON
 //      list) abandons that list, a failed watch ends that watch; either is reported to the
 //      handler and retried after retry_backoff (a list from its first page, a watch from
 //      the resume point). A watch line that is not a usable event (not JSON, an unknown
-//      type, an ERROR other than 410, or one the handler refuses) is reported as an event
-//      error and ends the watch, which is then reported as failed with the same status and
+//      type, an ERROR other than those of step 3, or one the handler refuses) is reported as an
+//      event error and ends the watch, which is then reported as failed with the same status and
 //      retried after the backoff. Errors never stop the loop.
 //   5. Stop: Stop() cancels the request in flight at once (http::ClientRequest::stop) and
 //      ends a backoff wait; it returns once the thread has ended. What the stop interrupts
@@ -145,7 +147,8 @@ class ListWatchHandler {
   // Observations, for counters and logs.
   // A watch request is about to be sent.
   virtual void OnWatchStart() {}
-  // The resume point has expired (HTTP 410 or an ERROR event with 410); a relist follows.
+  // The resume point has expired (HTTP 410 or an ERROR event with 410) or is newer than
+  // the server knows ("Too large resource version"); a relist follows.
   virtual void OnExpired() {}
   // A failure (see ListWatchError); a retry follows after the backoff.
   virtual void OnError(const ListWatchError& error) { (void)error; }

@@ -63,6 +63,12 @@ std::string WriteWatchEvent(WatchEventType type, std::string_view object_json);
 // Gone): the watch cannot resume and the collection must be listed again.
 bool IsResourceExpired(const ApiError& error);
 
+// Whether `error` is kube-apiserver's "Too large resource version" (HTTP 504, reason
+// Timeout): the requested resourceVersion is newer than any the server has, as after it
+// was restarted on an older store. Like an expired one, the watch cannot resume and the
+// collection must be listed again (client-go's reflector does the same).
+bool IsResourceVersionTooLarge(const ApiError& error);
+
 // Reads `metadata` of an object's JSON: name, namespace, uid, resourceVersion, labels and
 // creationTimestamp (RFC 3339; kZeroTime when absent or null). Absent fields stay empty, so
 // a bookmark's object gives only resource_version. InvalidArgument when `object_json` is not
