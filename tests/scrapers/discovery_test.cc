@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "kubestat/scrapers/node_address.h"
 #include "support/net.h"
 #include "support/poll.h"
 
@@ -477,6 +479,50 @@ TEST_F(KubeApiDiscoveryTest, GoneStatusOnTheWatchRequestRelists) {
   ASSERT_TRUE(PollUntil([&] { return listener_.Has("DELETED node node-2"); }, kReady));
   EXPECT_EQ(discovery->node_count(), 1u);
   EXPECT_GE(discovery->stats().relists_after_gone, 1u);
+}
+
+// Where node `name` is scraped according to the discovery's snapshot now.
+std::optional<ScrapeTarget> TargetOf(const Discovery& discovery, const std::string& name) {
+  KubeletAddressOptions options;
+  options.preferred_address_types = {"InternalIP"};
+  options.use_node_status_port = true;
+  for (const NodeInfo& node : discovery.Nodes()) {
+    if (node.name != name) continue;
+    absl::StatusOr<ScrapeTarget> target = SelectKubeletTarget(node, options);
+    if (target.ok()) return *target;
+  }
+  return std::nullopt;
+}
+
+TEST_F(KubeApiDiscoveryTest, ModifiedNodeWithANewAddressAndPortMovesItsScrapeTarget) {
+  auto discovery = Start();
+  ASSERT_TRUE(api_.WaitForWatches("nodes", 1));
+  ASSERT_EQ(TargetOf(*discovery, "node-1"), (ScrapeTarget{"node-1", "10.0.0.1", 10250}));
+  api_.Send("nodes", Event("MODIFIED", NodeJson("node-1", "12", "10.0.0.9", 41001)));
+  ASSERT_TRUE(PollUntil([&] { return discovery->node_resource_version() == "12"; }, kReady));
+  EXPECT_EQ(TargetOf(*discovery, "node-1"), (ScrapeTarget{"node-1", "10.0.0.9", 41001}));
+  EXPECT_TRUE(listener_.Has("MODIFIED node node-1"));
+}
+
+// A kube-apiserver restarted with its nodes' kubelets elsewhere, which does not know the
+// resume point: the relist moves every target.
+TEST_F(KubeApiDiscoveryTest, RelistAfterAnApiserverRestartMovesTheScrapeTargets) {
+  auto discovery = Start();
+  ASSERT_TRUE(api_.WaitForWatches("nodes", 1));
+  api_.SetList(
+      "nodes",
+      {NodeJson("node-1", "3", "10.0.0.1", 42001), NodeJson("node-2", "3", "10.0.0.2", 42002)},
+      "4");
+  api_.Send(
+      "nodes",
+      R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",)"
+      R"("message":"Too large resource version: 10, current: 4","reason":"Timeout","code":504}})"
+      "\n");
+  ASSERT_TRUE(PollUntil([&] { return listener_.Has("MODIFIED node node-2"); }, kReady));
+  EXPECT_EQ(TargetOf(*discovery, "node-1"), (ScrapeTarget{"node-1", "10.0.0.1", 42001}));
+  EXPECT_EQ(TargetOf(*discovery, "node-2"), (ScrapeTarget{"node-2", "10.0.0.2", 42002}));
+  EXPECT_TRUE(listener_.Has("MODIFIED node node-1"));
+  EXPECT_EQ(discovery->stats().relists_after_gone, 1u);
 }
 
 TEST(KubeApiDiscoveryStandaloneTest, UnreachableApiIsRetriedUntilItAppears) {
