@@ -295,6 +295,12 @@ RequestReader::State RequestReader::Parse(std::string_view bytes, size_t* consum
   // Beast keeps its place only in what it consumed: it reads the unconsumed bytes again
   // from their start, and needs more of them than last time to get further.
   if (bytes.size() <= stalled_at_) return state_;
+  // Offered again a chunk header it stalled on, Beast 1.74 parses it from its start and
+  // asserts that a last chunk comes with at least 5 bytes ("0\r\n" and more). A chunked
+  // body always ends with at least that much ("0\r\n\r\n"), so fewer bytes wait for more.
+  if (stalled_at_ > 0 && parser_->is_header_done() && parser_->chunked() && bytes.size() < 5) {
+    return state_;
+  }
   stalled_at_ = 0;
   while (!bytes.empty() && state_ == State::kNeedMore) {
     const bool in_head = !parser_->is_header_done();

@@ -113,6 +113,21 @@ TEST(RequestReaderTest, BareLineFeedInTheLastChunkWaitsThenIsMalformed) {
   EXPECT_EQ(reader.Eof(), State::kRejected);
 }
 
+// A body that is only a last chunk and its trailer, arriving a byte at a time: offered
+// "0\r\n" and then one byte more, Beast (back in the last chunk's header) would assert that
+// it has at least 5 bytes; the reader waits for them.
+TEST(RequestReaderTest, ALastChunkWithATrailerArrivingByteByByteCompletes) {
+  const std::string request =
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n\r\n";
+  for (size_t step : {size_t{1}, size_t{2}, size_t{3}}) {
+    RequestReader reader(SmallLimits());
+    std::string rest;
+    ASSERT_EQ(Feed(reader, request, step, &rest), State::kComplete) << "step " << step;
+    EXPECT_EQ(reader.body(), "") << "step " << step;
+    EXPECT_EQ(rest, "") << "step " << step;
+  }
+}
+
 TEST(RequestReaderTest, ContentLengthOverLimitIsRejectedFromTheHeadAlone) {
   RequestReader reader(SmallLimits());
   ASSERT_EQ(FeedAll(reader, "PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n"),
