@@ -16,7 +16,8 @@ size_t IndexOf(ObjectKind kind) { return kind == ObjectKind::kNode ? 0 : 1; }
 
 }  // namespace
 
-// The cache's counters, one per kind and label value, looked up once.
+// The cache's counters, one per kind and label value, looked up once; all null without a
+// registry (Increment then does nothing).
 struct WatchCache::Metrics {
   struct PerKind {
     prometheus::Counter* loads_ok = nullptr;
@@ -27,22 +28,23 @@ struct WatchCache::Metrics {
   };
   PerKind kinds[2];
 
-  explicit Metrics(prometheus::Registry& registry) {
+  explicit Metrics(prometheus::Registry* registry) {
+    if (registry == nullptr) return;
     auto& loads = prometheus::BuildCounter()
                       .Name("kubestat_apiserver_watch_cache_loads_total")
                       .Help("Attempts of the watch cache to list and watch a kind, by result.")
-                      .Register(registry);
+                      .Register(*registry);
     auto& events = prometheus::BuildCounter()
                        .Name("kubestat_apiserver_watch_cache_events_total")
                        .Help("Events of the backing store replicated into the watch cache.")
-                       .Register(registry);
+                       .Register(*registry);
     auto& reads = prometheus::BuildCounter()
                       .Name("kubestat_apiserver_watch_cache_backing_reads_total")
                       .Help(
                           "Reads the watch cache passed to the backing store, by reason "
                           "(loading: the kind is not loaded; behind: the cache did not hold "
                           "this server's own latest write in time).")
-                      .Register(registry);
+                      .Register(*registry);
     for (ObjectKind kind : {ObjectKind::kNode, ObjectKind::kPod}) {
       const std::string resource(ObjectKindName(kind));
       PerKind& k = kinds[IndexOf(kind)];
@@ -66,7 +68,7 @@ void Increment(prometheus::Counter* counter) {
 WatchCache::WatchCache(ObjectStore& backing, WatchCacheOptions options, const Clock& clock,
                        prometheus::Registry* registry)
     : backing_(backing), options_(options), clock_(clock) {
-  if (registry != nullptr) metrics_ = std::make_unique<Metrics>(*registry);
+  metrics_ = std::make_unique<Metrics>(registry);
   for (ObjectKind kind : {ObjectKind::kNode, ObjectKind::kPod}) {
     Cache& cache = caches_[IndexOf(kind)];
     cache.kind = kind;
@@ -104,21 +106,17 @@ absl::StatusOr<WriteResult> WatchCache::Apply(const std::vector<WriteOp>& ops) {
 }
 
 bool WatchCache::Fresh(Cache& cache) const {
+  const Metrics::PerKind& counters = metrics_->kinds[IndexOf(cache.kind)];
   std::unique_lock lock(mu_);
-  const Metrics::PerKind* counters =
-      metrics_ != nullptr ? &metrics_->kinds[IndexOf(cache.kind)] : nullptr;
-  if (!cache.loaded) {
-    Increment(counters != nullptr ? counters->reads_loading : nullptr);
-    return false;
-  }
+  // The predicate is checked before any wait: a kind not loaded returns at once.
   const bool caught_up = caught_up_.wait_for(lock, options_.read_wait, [&] {
     return !cache.loaded || cache.mirror->Revision() >= cache.written_through;
   });
   if (!cache.loaded) {
-    Increment(counters != nullptr ? counters->reads_loading : nullptr);
+    Increment(counters.reads_loading);
     return false;
   }
-  if (!caught_up) Increment(counters != nullptr ? counters->reads_behind : nullptr);
+  if (!caught_up) Increment(counters.reads_behind);
   return caught_up;
 }
 
@@ -183,12 +181,11 @@ void WatchCache::LoaderLoop() {
       // The ended feed (if any) goes before the kind is listed again; its watch is over.
       cache.feed.reset();
       absl::Status status = Load(cache);
-      const Metrics::PerKind* counters =
-          metrics_ != nullptr ? &metrics_->kinds[IndexOf(cache.kind)] : nullptr;
+      const Metrics::PerKind& counters = metrics_->kinds[IndexOf(cache.kind)];
       if (status.ok()) {
-        Increment(counters != nullptr ? counters->loads_ok : nullptr);
+        Increment(counters.loads_ok);
       } else {
-        Increment(counters != nullptr ? counters->loads_failed : nullptr);
+        Increment(counters.loads_failed);
         KLOG(WARNING) << "watch cache: loading " << ObjectKindName(cache.kind) << ": "
                       << status.message();
         failed = true;
@@ -240,7 +237,7 @@ void WatchCache::Feed(Cache& cache, uint64_t generation, const StoreEvent& event
     KLOG(WARNING) << "watch cache: " << status.message();
     return;
   }
-  if (metrics_ != nullptr) metrics_->kinds[IndexOf(cache.kind)].events->Increment();
+  Increment(metrics_->kinds[IndexOf(cache.kind)].events);
   if (event.last_of_batch) {
     // Taking the lock orders this notification after a reader's check of the revision.
     std::lock_guard lock(mu_);

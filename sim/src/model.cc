@@ -364,7 +364,7 @@ struct ClusterModel::Deletions {
 constexpr size_t kMaxKeptParams = size_t{1} << 20;
 
 struct ClusterModel::ParamsTable {
-  explicit ParamsTable(const ClusterModelOptions& o) : options(o) {
+  explicit ParamsTable(const ClusterModelOptions& o) {
     const size_t count = static_cast<size_t>(o.nodes) * static_cast<size_t>(o.pods_per_node) *
                          static_cast<size_t>(o.containers_per_pod);
     if (count > kMaxKeptParams) return;
@@ -378,15 +378,15 @@ struct ClusterModel::ParamsTable {
     }
   }
 
-  ContainerParams Get(int node, int slot, int c) const {
-    if (kept.empty()) return Internals::Params(options, node, slot, c);
-    return kept[(static_cast<size_t>(node) * static_cast<size_t>(options.pods_per_node) +
+  // `o`: the options the table was made with.
+  ContainerParams Get(const ClusterModelOptions& o, int node, int slot, int c) const {
+    if (kept.empty()) return Internals::Params(o, node, slot, c);
+    return kept[(static_cast<size_t>(node) * static_cast<size_t>(o.pods_per_node) +
                  static_cast<size_t>(slot)) *
-                    static_cast<size_t>(options.containers_per_pod) +
+                    static_cast<size_t>(o.containers_per_pod) +
                 static_cast<size_t>(c)];
   }
 
-  const ClusterModelOptions options;
   std::vector<ContainerParams> kept;  // by (node, slot, container); empty: not kept
 };
 
@@ -417,7 +417,7 @@ absl::StatusOr<ClusterModel> ClusterModel::Create(const ClusterModelOptions& opt
     int64_t requested_memory = 0;
     for (int slot = 0; slot < options.pods_per_node; ++slot) {
       for (int c = 0; c < options.containers_per_pod; ++c) {
-        const ContainerParams p = model.params_->Get(n, slot, c);
+        const ContainerParams p = model.params_->Get(options, n, slot, c);
         requested_millis += p.cpu_request_millis;
         requested_memory += p.memory_request_bytes;
       }
@@ -562,7 +562,7 @@ PodInfo ClusterModel::PodOfGeneration(int node, int slot, int64_t generation) co
   pod.uid = FormatUid(Mix(hu, 1), Mix(hu, 2));
   pod.containers.reserve(o.containers_per_pod);
   for (int c = 0; c < o.containers_per_pod; ++c) {
-    const ContainerParams p = params_->Get(node, slot, c);
+    const ContainerParams p = params_->Get(options_, node, slot, c);
     ContainerSpec spec;
     spec.name = c < 2 ? std::string(app.containers[c]) : absl::StrCat("sidecar-", c);
     spec.workload = p.workload;
@@ -605,7 +605,7 @@ Timestamp ClusterModel::ContainerStart(int node, int slot, int container, Timest
   const int64_t s = Seconds(t, options_.cluster_start);
   const int64_t gen_start =
       Seconds(GenerationStart(node, slot, Generation(node, slot, t)), options_.cluster_start);
-  const Run run = RunAt(params_->Get(node, slot, container), s, gen_start);
+  const Run run = RunAt(params_->Get(options_, node, slot, container), s, gen_start);
   return options_.cluster_start + std::chrono::seconds(run.start);
 }
 
@@ -614,7 +614,7 @@ int ClusterModel::RestartCount(int node, int slot, int container, Timestamp t) c
   const int64_t s = Seconds(t, options_.cluster_start);
   const int64_t gen_start =
       Seconds(GenerationStart(node, slot, Generation(node, slot, t)), options_.cluster_start);
-  return RunAt(params_->Get(node, slot, container), s, gen_start).restarts;
+  return RunAt(params_->Get(options_, node, slot, container), s, gen_start).restarts;
 }
 
 namespace {
@@ -683,7 +683,8 @@ ResourceUsage ClusterModel::ContainerUsage(int node, int slot, int container, Ti
   const int64_t gen_start =
       Seconds(GenerationStart(node, slot, Generation(node, slot, t)), options_.cluster_start);
   const int64_t node_start = Seconds(nodes_[node].start_time, options_.cluster_start);
-  return EvalContainer(options_, params_->Get(node, slot, container), s, gen_start, node_start)
+  return EvalContainer(options_, params_->Get(options_, node, slot, container), s, gen_start,
+                       node_start)
       .usage;
 }
 
@@ -731,7 +732,7 @@ NodeSnapshot ClusterModel::Snapshot(int node, Timestamp t) const {
     pod.containers.reserve(options_.containers_per_pod);
     for (int c = 0; c < options_.containers_per_pod; ++c) {
       const ContainerEval e =
-          EvalContainer(options_, params_->Get(node, slot, c), s, gen_start, node_start);
+          EvalContainer(options_, params_->Get(options_, node, slot, c), s, gen_start, node_start);
       Accumulate(pod.usage, e.usage);
       pods_integral += e.node_integral;
       pod.containers.push_back({c, e.restarts, e.usage});

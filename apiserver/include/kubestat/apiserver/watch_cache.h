@@ -128,7 +128,7 @@ class WatchCache final : public ObjectStore {
   ObjectStore& backing_;
   const WatchCacheOptions options_;
   const Clock& clock_;
-  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<Metrics> metrics_;  // never null
   mutable Cache caches_[2];
 
   mutable std::mutex mu_;
