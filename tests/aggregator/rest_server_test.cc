@@ -27,8 +27,7 @@ namespace kubestat::aggregator {
 namespace {
 
 using kubestat::testing::Shown;
-using kubestat::testing::ShownFromJson;
-using kubestat::testing::ShownFromProtobuf;
+using kubestat::testing::ShownAlike;
 using rest_testing::AllowEveryone;
 using rest_testing::EndTime;
 using rest_testing::FakeMetricsSource;
@@ -426,11 +425,8 @@ TEST_F(RestServerTest, MetricsK8sIoAnswersProtobufThatDecodesToTheJsonObjects) {
       const RawReply json = GetRaw(client, target, "", "application/json");
       ASSERT_EQ(json.code, 200);
       EXPECT_EQ(json.content_type, "application/json");
-      absl::StatusOr<Shown> from_pb = ShownFromProtobuf(pb.body);
-      absl::StatusOr<Shown> from_json = ShownFromJson(json.body);
+      absl::StatusOr<Shown> from_pb = ShownAlike(pb.body, json.body);
       ASSERT_TRUE(from_pb.ok()) << from_pb.status();
-      ASSERT_TRUE(from_json.ok()) << from_json.status();
-      EXPECT_EQ(*from_pb, *from_json);
       EXPECT_FALSE(from_pb->items.empty());
       EXPECT_EQ(from_pb->api_version, std::string(gv).substr(std::string("/apis/").size()));
     }

@@ -35,7 +35,7 @@ namespace {
 
 using kubestat::testing::MakeStandardCluster;
 using kubestat::testing::Shown;
-using kubestat::testing::ShownFromJson;
+using kubestat::testing::ShownAlike;
 using kubestat::testing::ShownFromProtobuf;
 using kubestat::testing::StandardCluster;
 using metrics_api::GroupVersion;
@@ -473,11 +473,8 @@ TEST_F(ApiServerTest, ProtobufReadsDecodeToTheObjectsOfTheJsonReads) {
       const http::ClientResponse json = Send("GET", target, "", "writer-token", "application/json");
       ASSERT_EQ(json.code, 200);
       EXPECT_EQ(json.content_type, "application/json");
-      absl::StatusOr<Shown> from_pb = ShownFromProtobuf(pb.body);
-      absl::StatusOr<Shown> from_json = ShownFromJson(json.body);
+      absl::StatusOr<Shown> from_pb = ShownAlike(pb.body, json.body);
       ASSERT_TRUE(from_pb.ok()) << from_pb.status();
-      ASSERT_TRUE(from_json.ok()) << from_json.status();
-      EXPECT_EQ(*from_pb, *from_json);
       ASSERT_FALSE(from_pb->items.empty());
       // Objects carry their resourceVersion, lists the store's revision.
       EXPECT_FALSE(from_pb->items[0].resource_version.empty());

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <sstream>
+
 #include "absl/status/status.h"
 #include "k8s/apimachinery/pkg/runtime/generated.pb.h"
 #include "k8s/metrics/pkg/apis/metrics/v1beta1/generated.pb.h"
@@ -195,6 +197,17 @@ absl::StatusOr<Shown> ShownFromJson(std::string_view body) {
     shown.items.push_back(*std::move(object));
   }
   return shown;
+}
+
+absl::StatusOr<Shown> ShownAlike(std::string_view protobuf_body, std::string_view json_body) {
+  absl::StatusOr<Shown> from_protobuf = ShownFromProtobuf(protobuf_body);
+  if (!from_protobuf.ok()) return from_protobuf.status();
+  absl::StatusOr<Shown> from_json = ShownFromJson(json_body);
+  if (!from_json.ok()) return from_json.status();
+  if (*from_protobuf == *from_json) return from_protobuf;
+  std::ostringstream out;
+  out << "the protobuf shows " << *from_protobuf << "; the JSON shows " << *from_json;
+  return absl::FailedPreconditionError(out.str());
 }
 
 }  // namespace kubestat::testing

@@ -50,6 +50,9 @@ std::ostream& operator<<(std::ostream& out, const Shown& shown);
 absl::StatusOr<Shown> ShownFromProtobuf(std::string_view body);
 // Reads a JSON body.
 absl::StatusOr<Shown> ShownFromJson(std::string_view body);
+// What a protobuf answer and a JSON answer both show, when each reads and they show the
+// same; otherwise an error naming the body that does not read, or both readings.
+absl::StatusOr<Shown> ShownAlike(std::string_view protobuf_body, std::string_view json_body);
 
 }  // namespace kubestat::testing
 
