@@ -51,6 +51,11 @@ int main(int argc, char** argv) {
   std::cout << "apiserver " << sim.apiserver_url() << "\n";
   std::cout << "kubelets " << nodes << " from " << sim.kubelet_url(0) << " to "
             << sim.kubelet_url(nodes - 1) << "\n";
+  // Each node's kubelet, as the node objects give it (ports differ with
+  // --kubelet-address-mode=ports and --kubelet-port=0).
+  for (int i = 0; i < nodes; ++i) {
+    std::cout << "kubelet " << sim.model().node(i).name << " " << sim.kubelet_url(i) << "\n";
+  }
   if (!sim.kubeconfig_path().empty()) std::cout << "kubeconfig " << sim.kubeconfig_path() << "\n";
   if (!sim.ca_path().empty()) std::cout << "ca " << sim.ca_path() << "\n";
   if (!sim.apiserver_ca_path().empty()) {

@@ -118,7 +118,7 @@ class Server::Impl {
     if (started_) return absl::FailedPreconditionError("the HTTP server was already started");
     if (absl::Status valid = options().Validate(); !valid.ok()) return valid;
     started_ = true;
-    EnsureDescriptors(options().limits.max_connections +
+    EnsureDescriptors(options().limits.max_connections * (1 + options().more_listeners.size()) +
                       (options().health_port >= 0 ? options().health_max_connections : 0));
     if (options().tls.enabled) {
       absl::StatusOr<std::unique_ptr<internal::TlsContextSource>> tls =
@@ -128,20 +128,34 @@ class Server::Impl {
     }
     io_ = std::make_unique<asio::io_context>(options().io_threads);
     absl::StatusOr<std::unique_ptr<Listener>> main =
-        Listen("main", options().port, /*health_only=*/false, options().limits.max_connections);
+        Listen("main", options().address, options().port, /*health_only=*/false,
+               options().limits.max_connections);
     if (!main.ok()) return Abandon(main.status());
     main_ = *std::move(main);
+    main_port_ = main_->port;
+    ports_.push_back(main_->port);
+    for (size_t i = 0; i < options().more_listeners.size(); ++i) {
+      const ListenerAddress& more = options().more_listeners[i];
+      // They share the main listener's metrics: one label set, however many there are.
+      absl::StatusOr<std::unique_ptr<Listener>> listener =
+          Listen("main", more.address, more.port, /*health_only=*/false,
+                 options().limits.max_connections, i + 1);
+      if (!listener.ok()) return Abandon(listener.status());
+      ports_.push_back((*listener)->port);
+      more_.push_back(*std::move(listener));
+    }
     if (options().health_port >= 0) {
-      absl::StatusOr<std::unique_ptr<Listener>> health = Listen(
-          "health", options().health_port, /*health_only=*/true, options().health_max_connections);
+      absl::StatusOr<std::unique_ptr<Listener>> health =
+          Listen("health", options().address, options().health_port, /*health_only=*/true,
+                 options().health_max_connections);
       if (!health.ok()) return Abandon(health.status());
       health_ = *std::move(health);
+      health_port_ = health_->port;
     }
     core_.workers().Start();
     work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
         io_->get_executor());
-    Accept(*main_);
-    if (health_) Accept(*health_);
+    for (Listener* listener : Listeners()) Accept(*listener);
     for (int i = 0; i < options().io_threads; ++i) {
       threads_.emplace_back([this] { RunIo(); });
     }
@@ -158,8 +172,7 @@ class Server::Impl {
     }
     stopped_ = true;
     core_.set_stopping();
-    for (Listener* listener : {main_.get(), health_.get()}) {
-      if (listener == nullptr) continue;
+    for (Listener* listener : Listeners()) {
       asio::post(listener->acceptor->get_executor(), [listener] {
         error_code ignored;
         listener->acceptor->close(ignored);
@@ -192,6 +205,10 @@ class Server::Impl {
   }
 
   int port() const { return main_port_; }
+  int port(size_t listener) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return listener < ports_.size() ? ports_[listener] : 0;
+  }
   int health_port() const { return health_port_; }
 
   std::string BaseUrlOf(int port) const {
@@ -206,14 +223,24 @@ class Server::Impl {
   // context destroys the handlers it still held, and with them the remaining connections
   // (they need the listeners, destroyed after).
   void ReleaseParts() {
-    for (Listener* listener : {main_.get(), health_.get()}) {
-      if (listener == nullptr) continue;
+    for (Listener* listener : Listeners()) {
       listener->backoff.reset();
       listener->acceptor.reset();
     }
     io_.reset();
     main_.reset();
+    more_.clear();
     health_.reset();
+  }
+
+  // Every listener there is (mu_ held, or the server started and not yet stopping).
+  std::vector<Listener*> Listeners() const {
+    std::vector<Listener*> all;
+    all.reserve(more_.size() + 2);
+    if (main_) all.push_back(main_.get());
+    for (const std::unique_ptr<Listener>& more : more_) all.push_back(more.get());
+    if (health_) all.push_back(health_.get());
+    return all;
   }
 
   // Start() failed after creating some parts: release them.
@@ -223,16 +250,17 @@ class Server::Impl {
     return status;
   }
 
-  absl::StatusOr<std::unique_ptr<Listener>> Listen(const std::string& name, int port,
-                                                   bool health_only, size_t cap) {
-    auto listener =
-        std::make_unique<Listener>(*io_, name, health_only, cap, core_.metrics().ForListener(name));
+  absl::StatusOr<std::unique_ptr<Listener>> Listen(const std::string& name, const std::string& host,
+                                                   int port, bool health_only, size_t cap,
+                                                   size_t index = 0) {
+    auto listener = std::make_unique<Listener>(*io_, name, health_only, cap,
+                                               core_.metrics().ForListener(name), index);
     error_code ec;
-    const asio::ip::address address = asio::ip::make_address(options().address, ec);
+    const asio::ip::address address = asio::ip::make_address(host, ec);
     const asio::ip::tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
     auto fail = [&](std::string_view what) {
-      return absl::UnavailableError(StrCat("cannot ", what, " on ", HostForBind(), ":", port, " (",
-                                           name, " listener): ", ec.message()));
+      return absl::UnavailableError(StrCat("cannot ", what, " on ", HostForBind(host), ":", port,
+                                           " (", name, " listener): ", ec.message()));
     };
     listener->acceptor->open(endpoint.protocol(), ec);
     if (ec) return fail("open a socket");
@@ -243,13 +271,11 @@ class Server::Impl {
     if (ec) return fail("listen");
     listener->port = listener->acceptor->local_endpoint(ec).port();
     if (ec) return fail("read the bound port");
-    (health_only ? health_port_ : main_port_) = listener->port;
     return listener;
   }
 
-  std::string HostForBind() const {
-    const std::string& a = options().address;
-    return a.find(':') != std::string::npos ? StrCat("[", a, "]") : a;
+  static std::string HostForBind(const std::string& host) {
+    return host.find(':') != std::string::npos ? StrCat("[", host, "]") : host;
   }
 
   void Accept(Listener& listener) {
@@ -311,14 +337,16 @@ class Server::Impl {
   }
 
   internal::ServerCore core_;
-  std::mutex mu_;  // serializes Start and Stop
+  mutable std::mutex mu_;  // serializes Start and Stop
   bool started_ = false;
   bool stopped_ = false;
   std::unique_ptr<internal::TlsContextSource> tls_;
   std::unique_ptr<asio::io_context> io_;
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::unique_ptr<Listener> main_;
+  std::vector<std::unique_ptr<Listener>> more_;
   std::unique_ptr<Listener> health_;
+  std::vector<int> ports_;  // bound, by Request::listener
   std::vector<std::thread> threads_;
   std::atomic<int> main_port_{0};
   std::atomic<int> health_port_{0};
@@ -333,6 +361,7 @@ Server::~Server() = default;
 absl::Status Server::Start() { return impl_->Start(); }
 void Server::Stop() { impl_->Stop(); }
 int Server::port() const { return impl_->port(); }
+int Server::port(size_t listener) const { return impl_->port(listener); }
 int Server::health_port() const { return impl_->health_port(); }
 std::string Server::BaseUrl() const { return impl_->BaseUrlOf(impl_->port()); }
 std::string Server::HealthBaseUrl() const {

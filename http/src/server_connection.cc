@@ -169,9 +169,10 @@ void ServerCore::CloseStreams() {
 // --- Listener ---
 
 Listener::Listener(asio::io_context& io, std::string name_in, bool health_only_in, size_t cap_in,
-                   ListenerMetrics metrics_in)
+                   ListenerMetrics metrics_in, size_t index_in)
     : name(std::move(name_in)),
       health_only(health_only_in),
+      index(index_in),
       cap(cap_in),
       metrics(metrics_in),
       acceptor(std::make_unique<asio::ip::tcp::acceptor>(asio::make_strand(io))),
@@ -372,6 +373,7 @@ void Connection::Dispatch() {
   request.peer_certificate = peer_.get();
   request.remote_address = remote_address_;
   request.remote_port = remote_port_;
+  request.listener = listener_.index;
   request.accepts_gzip = AcceptsGzip(accept_encoding);
   is_head_request_ = request.method == "HEAD";
 

@@ -86,10 +86,11 @@ class ServerCore {
 // A listening socket with its own connection cap, on its own strand.
 struct Listener {
   Listener(boost::asio::io_context& io, std::string name, bool health_only, size_t cap,
-           ListenerMetrics metrics);
+           ListenerMetrics metrics, size_t index = 0);
 
   const std::string name;  // "main" or "health"
   const bool health_only;
+  const size_t index;  // Request::listener
   const size_t cap;
   const ListenerMetrics metrics;
   // Released before the io_context (asio objects must not outlive it), while the

@@ -77,6 +77,14 @@ absl::Status ServerOptions::Validate() const {
     return Bad("address", StrCat("\"", address, "\" is not an IPv4 or IPv6 address"));
   }
   if (port < 0 || port > 65535) return Bad("port", StrCat("must be in [0, 65535], got ", port));
+  for (const ListenerAddress& more : more_listeners) {
+    if (!IsIpLiteral(more.address)) {
+      return Bad("more_listeners", StrCat("\"", more.address, "\" is not an IPv4 or IPv6 address"));
+    }
+    if (more.port < 0 || more.port > 65535) {
+      return Bad("more_listeners", StrCat("port must be in [0, 65535], got ", more.port));
+    }
+  }
   if (health_port < -1 || health_port > 65535) {
     return Bad("health_port", StrCat("must be -1 or in [0, 65535], got ", health_port));
   }

@@ -49,6 +49,11 @@ constexpr size_t kWatchBacklogLimit = size_t{16} << 20;
 // Largest TokenReview / SubjectAccessReview body, and largest proxied request body.
 constexpr size_t kReviewBodyLimit = size_t{64} << 10;
 constexpr size_t kProxiedBodyLimit = size_t{64} << 20;
+// The kubelets' one server: threads for every node together, and connections per node (the
+// aggregator keeps one; a few more for tests and curl).
+constexpr int kKubeletIoThreads = 2;
+constexpr int kKubeletWorkers = 4;
+constexpr size_t kKubeletConnections = 8;
 constexpr const char* kNotFoundMessage = "the server could not find the requested resource";
 constexpr std::string_view kNamespaces[] = {"analytics", "default", "kube-system", "monitoring",
                                             "payments",  "search",  "shop"};
@@ -349,7 +354,7 @@ struct Simulator::State {
   // The servers' own metrics; the simulator does not expose them.
   prometheus::Registry registry;
   std::unique_ptr<http::Server> apiserver;
-  std::vector<std::unique_ptr<http::Server>> kubelets;
+  std::unique_ptr<http::Server> kubelet_server;  // every kubelet, node i on listener i
 
   // Everything below is guarded by mu.
   mutable std::mutex mu;
@@ -1125,12 +1130,15 @@ struct Simulator::State {
   absl::Status StartServer(std::unique_ptr<http::Server>& out, const std::string& name,
                            const std::string& host, int port, const TlsFiles* tls_files,
                            int io_threads, int worker_threads, http::Handler handler,
-                           int* bound_port) {
+                           int* bound_port, std::vector<http::ListenerAddress> more = {},
+                           size_t max_connections = http::ServerLimits{}.max_connections) {
     absl::StatusOr<std::string> address = ListenAddress(host);
     if (!address.ok()) return address.status();
     http::ServerOptions o;
     o.address = *address;
     o.port = port;
+    o.more_listeners = std::move(more);
+    o.limits.max_connections = max_connections;
     o.io_threads = io_threads;
     o.worker_threads = worker_threads;
     o.metrics_name = name;
@@ -1263,21 +1271,37 @@ absl::Status Simulator::Start() {
   };
   s.started = true;
   const std::string kubelet_scheme = s.options.tls ? "https" : "http";
-  s.kubelets.resize(nodes);
-  for (int i = 0; i < nodes; ++i) {
-    int port = s.options.kubelet_port;
-    if (port != 0 && s.options.kubelet_address_mode == KubeletAddressMode::kPorts) port += i;
-    State* st = state_.get();
-    // One I/O thread and one worker each: a kubelet answers a scrape at a time, and a
-    // held answer (the timeout fault) holds no thread.
-    if (absl::Status status = s.StartServer(
-            s.kubelets[i], absl::StrCat("kubelet-", i), s.kubelet_hosts[i], port,
-            s.options.tls ? &s.tls : nullptr, 1, 1,
-            [st, i](const Request& req) { return st->HandleKubelet(i, req); }, &s.kubelet_ports[i]);
-        !status.ok()) {
-      return fail(absl::UnavailableError(
-          absl::StrCat("kubelet of ", s.model->node(i).name, ": ", status.message())));
+  // Every kubelet is one listener of one server (node i on listener i): threads and
+  // descriptors do not grow with the nodes, only a listener and its connections do. A held
+  // answer (the timeout fault) holds no thread.
+  if (nodes > 0) {
+    auto port_of = [&s](int i) {
+      int port = s.options.kubelet_port;
+      if (port != 0 && s.options.kubelet_address_mode == KubeletAddressMode::kPorts) port += i;
+      return port;
+    };
+    std::vector<http::ListenerAddress> more;
+    more.reserve(nodes - 1);
+    for (int i = 1; i < nodes; ++i) {
+      absl::StatusOr<std::string> address = ListenAddress(s.kubelet_hosts[i]);
+      if (!address.ok()) {
+        return fail(absl::UnavailableError(
+            absl::StrCat("kubelet of ", s.model->node(i).name, ": ", address.status().message())));
+      }
+      more.push_back({*address, port_of(i)});
     }
+    State* st = state_.get();
+    if (absl::Status status = s.StartServer(
+            s.kubelet_server, "kubelet", s.kubelet_hosts[0], port_of(0),
+            s.options.tls ? &s.tls : nullptr, kKubeletIoThreads, kKubeletWorkers,
+            [st](const Request& req) {
+              return st->HandleKubelet(static_cast<int>(req.listener), req);
+            },
+            &s.kubelet_ports[0], std::move(more), kKubeletConnections);
+        !status.ok()) {
+      return fail(absl::UnavailableError(absl::StrCat("kubelets: ", status.message())));
+    }
+    for (int i = 1; i < nodes; ++i) s.kubelet_ports[i] = s.kubelet_server->port(i);
   }
   int api_port = 0;
   State* st = state_.get();
@@ -1371,9 +1395,7 @@ void Simulator::Stop() {
   }
   // Closes every connection, open streams included, and joins the servers' threads.
   if (s.apiserver) s.apiserver->Stop();
-  for (auto& kubelet : s.kubelets) {
-    if (kubelet) kubelet->Stop();
-  }
+  if (s.kubelet_server) s.kubelet_server->Stop();
   s.RemoveCreatedTlsDir();
 }
 

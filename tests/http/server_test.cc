@@ -70,6 +70,7 @@ struct Seen {
   std::optional<std::string> accept;
   std::vector<std::string> groups;
   bool peer = false;
+  size_t listener = 0;
 };
 
 class ServerTest : public ::testing::Test {
@@ -88,6 +89,7 @@ class ServerTest : public ::testing::Test {
             seen_.body = std::string(request.body);
             seen_.remote = request.remote_address;
             seen_.peer = request.peer_certificate != nullptr;
+            seen_.listener = request.listener;
             auto accept = request.Header("accept");
             seen_.accept = accept ? std::optional<std::string>(std::string(*accept)) : std::nullopt;
             seen_.groups.clear();
@@ -176,6 +178,28 @@ TEST_F(ServerTest, ServesAGetAndShowsTheHandlerTheRequest) {
   EXPECT_EQ(MetricValue(registry_, "kubestat_http_connections_total",
                         {{"listener", "main"}, {"result", "accepted"}}),
             1);
+}
+
+TEST_F(ServerTest, MoreListenersServeAsTheMainOneAndTellTheHandlerWhichTookTheRequest) {
+  ServerOptions options = PlainOptions();
+  options.more_listeners = {{"127.0.0.1", 0}, {"127.0.0.1", 0}};
+  StartServer(std::move(options));
+  const int ports[] = {server_->port(0), server_->port(1), server_->port(2)};
+  EXPECT_EQ(ports[0], server_->port());
+  EXPECT_NE(ports[1], 0);
+  EXPECT_NE(ports[2], 0);
+  EXPECT_NE(ports[1], ports[0]);
+  EXPECT_NE(ports[2], ports[1]);
+  EXPECT_EQ(server_->port(3), 0);  // no such listener
+  // Asked in reverse order, so a handler that reported the order of arrival would fail.
+  for (size_t listener : {2, 1, 0}) {
+    RawClient client(ports[listener]);
+    ASSERT_TRUE(client.Send("GET /which HTTP/1.1\r\nHost: h\r\n\r\n"));
+    RawResponse response = client.Read();
+    ASSERT_TRUE(response.complete);
+    EXPECT_EQ(response.code, 200);
+    EXPECT_EQ(seen().listener, listener);
+  }
 }
 
 TEST_F(ServerTest, KeepAliveServesSeveralRequestsThenTheIdleTimeoutCloses) {
@@ -653,6 +677,12 @@ TEST(ServerOptionsTest, ValidateNamesTheField) {
   bad = options;
   bad.health_port = 70000;
   EXPECT_THAT(message(bad), HasSubstr("health_port"));
+  bad = options;
+  bad.more_listeners = {{"127.0.0.2", 0}, {"kubelet-1", 0}};
+  EXPECT_THAT(message(bad), HasSubstr("more_listeners"));
+  bad = options;
+  bad.more_listeners = {{"127.0.0.2", 65536}};
+  EXPECT_THAT(message(bad), HasSubstr("more_listeners"));
 }
 
 }  // namespace

@@ -49,11 +49,12 @@ std::vector<std::string> SimArgs(const std::filesystem::path& dir, int apiserver
           "--kubeconfig-out=" + (dir / "kubeconfig").string()};
 }
 
-// The port of a listener the simulator logged ("HTTP server <name> listening on
+// The port of node `node`'s kubelet as the simulator logged it ("kubelet node-000N
 // http://127.0.0.1:PORT"), or 0.
-int LoggedPort(const std::string& log, const std::string& server) {
+int LoggedPort(const std::string& log, int node) {
   std::smatch match;
-  const std::regex line("HTTP server " + server + " listening on http://127\\.0\\.0\\.1:(\\d+)");
+  const std::regex line("kubelet node-0*" + std::to_string(node) +
+                        " http://127\\.0\\.0\\.1:(\\d+)\n");
   if (!std::regex_search(log, match, line)) return 0;
   return std::stoi(match[1].str());
 }
@@ -75,7 +76,7 @@ TEST(KubeApiRestartTest, SimulatorExitsPromptlyOnSigtermWithWatchesAndKeepAliveO
   Process simulator(KUBESTAT_SIM_BINARY, SimArgs(dir, apiserver_port), dir / "sim.log");
   ASSERT_TRUE(WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60)))
       << ReadAll((dir / "sim.log").string());
-  const int kubelet_port = LoggedPort(ReadAll((dir / "sim.log").string()), "kubelet-0");
+  const int kubelet_port = LoggedPort(ReadAll((dir / "sim.log").string()), 0);
   ASSERT_GT(kubelet_port, 0);
 
   // A node watch and a pod watch whose events nobody reads, and an idle keep-alive
@@ -155,9 +156,8 @@ TEST(KubeApiRestartTest, RestartedSimulatorsNewKubeletPortsAreScrapedWithinTwoRo
   // The aggregator must follow the move: the kubelets are not where they were.
   int moved = 0;
   for (int i = 0; i < kNodes; ++i) {
-    const std::string kubelet = "kubelet-" + std::to_string(i);
-    ASSERT_NE(LoggedPort(second_log, kubelet), 0) << second_log;
-    moved += LoggedPort(second_log, kubelet) != LoggedPort(first_log, kubelet) ? 1 : 0;
+    ASSERT_NE(LoggedPort(second_log, i), 0) << second_log;
+    moved += LoggedPort(second_log, i) != LoggedPort(first_log, i) ? 1 : 0;
   }
   ASSERT_GT(moved, 0) << first_log << second_log;
   // The round logged last may already have started before READY, the one after it did not.

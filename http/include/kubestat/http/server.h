@@ -158,6 +158,9 @@ struct Request {
   int remote_port = 0;
   // Accept-Encoding admits gzip (core/gzip.h AcceptsGzip).
   bool accepts_gzip = false;
+  // The listener that took the request: 0 for the main (or health) listener, i + 1 for
+  // ServerOptions::more_listeners[i].
+  size_t listener = 0;
 
   // The first value of the header `name` (case-insensitive), if present.
   std::optional<std::string_view> Header(std::string_view name) const;
@@ -250,6 +253,9 @@ class Server {
 
   // The bound port of the main listener (0 before Start).
   int port() const;
+  // The bound port of listener `listener` (0: the main one, i + 1: more_listeners[i]); 0
+  // before Start or out of range.
+  int port(size_t listener) const;
   // The bound port of the health listener; 0 when there is none.
   int health_port() const;
   // "https://127.0.0.1:8443" ("http://" without TLS); 0.0.0.0 and :: are shown as

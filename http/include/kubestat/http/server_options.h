@@ -122,12 +122,24 @@ struct CompressionOptions {
   size_t min_bytes = 128 * 1024;
 };
 
+// Where one more main listener listens (ServerOptions::more_listeners).
+struct ListenerAddress {
+  std::string address;  // IPv4 or IPv6 literal
+  int port = 0;         // 0 = the kernel picks one
+};
+
 struct ServerOptions {
   // Address to listen on (IPv4 or IPv6 literal). Default: "0.0.0.0"
   std::string address = "0.0.0.0";
   // Port of the main listener; 0 = the kernel picks one (read it back with port()).
   // Default: 0
   int port = 0;
+  // More listeners that serve as the main one does, each with its own connection cap
+  // (limits.max_connections), on the same I/O and worker threads; a request tells which
+  // listener took it (Request::listener). One server then stands for many endpoints (the
+  // simulator's kubelets, one per loopback address) at a fixed cost in threads and
+  // descriptors instead of one server each. Default: none
+  std::vector<ListenerAddress> more_listeners;
   // Port of the health listener, which serves health_paths only (anything else 404) with
   // its own small cap, so probes are answered while the main listener is at its cap; -1 =
   // no health listener, 0 = the kernel picks. It speaks TLS when tls.enabled. Point the
