@@ -54,10 +54,12 @@ class DeletionListener final : public scrapers::ClusterListener {
   }
   void OnPodChange(scrapers::ChangeType type, const scrapers::PodInfo& pod) override {
     if (type != scrapers::ChangeType::kDeleted || !ingestor_->ready()) return;
-    if (absl::StatusOr<bool> s = ingestor_->DeletePod(pod.namespace_name, pod.name); !s.ok()) {
+    // Only the pod's node reports it: the removal looks there alone, not through every node.
+    if (absl::StatusOr<bool> s = ingestor_->DeletePod(pod.namespace_name, pod.name, pod.node_name);
+        !s.ok()) {
       KLOG(WARNING) << "removing deleted pod " << pod.Key() << ": " << s.status();
     }
-    snapshot_->RemovePod(pod.namespace_name, pod.name);
+    snapshot_->RemovePod(pod.namespace_name, pod.name, pod.node_name);
   }
 
  private:

@@ -399,38 +399,53 @@ void Ingestor::MaybeApplyRetention(Timestamp time) {
   }
 }
 
-absl::StatusOr<bool> Ingestor::DeletePod(std::string_view namespace_name, std::string_view name) {
+absl::StatusOr<bool> Ingestor::DeletePod(std::string_view namespace_name, std::string_view name,
+                                         std::string_view node) {
   const PodName pod_name{std::string(namespace_name), std::string(name)};
   bool removed = false;
+  // The pod's series on one node, retired in the store and dropped (shard.mu held).
+  auto remove_from = [&](Shard& shard, const std::string& node_name,
+                         NodeState& state) -> absl::Status {
+    if (!state.pods.contains(pod_name)) return absl::OkStatus();
+    storage::ScrapeBatch batch;
+    std::vector<SeriesKey> keys;
+    for (const auto& [key, series] : state.series) {
+      if (IsPodSeries(key) && key.pod_namespace == namespace_name && key.pod == name) {
+        batch.RetireSeries(series.id, state.last_scrape);
+        keys.push_back(key);
+      }
+    }
+    if (!batch.empty()) {
+      if (absl::Status s = store_->Write(batch); !s.ok()) {
+        counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+        return s;
+      }
+    }
+    for (const SeriesKey& key : keys) {
+      state.series.erase(key);
+      state.counters.erase(
+          SeriesKey{key.node, key.kind, key.pod_namespace, key.pod, key.container, Resource::kCpu});
+    }
+    shard.engine->DeletePod(node_name, namespace_name, name);
+    state.pods.erase(pod_name);
+    state.deleted_pods.insert(pod_name);
+    counters_->series_retired.fetch_add(keys.size(), std::memory_order_relaxed);
+    removed = true;
+    return absl::OkStatus();
+  };
+  if (!node.empty()) {
+    Shard& shard = ShardOf(node);
+    std::lock_guard lock(shard.mu);
+    auto it = shard.nodes.find(node);
+    if (it == shard.nodes.end()) return false;
+    if (absl::Status s = remove_from(shard, it->first, it->second); !s.ok()) return s;
+    return removed;
+  }
   for (const auto& shard_ptr : shards_) {
     Shard& shard = *shard_ptr;
     std::lock_guard lock(shard.mu);
-    for (auto& [node_name, node] : shard.nodes) {
-      if (!node.pods.contains(pod_name)) continue;
-      storage::ScrapeBatch batch;
-      std::vector<SeriesKey> keys;
-      for (const auto& [key, state] : node.series) {
-        if (IsPodSeries(key) && key.pod_namespace == namespace_name && key.pod == name) {
-          batch.RetireSeries(state.id, node.last_scrape);
-          keys.push_back(key);
-        }
-      }
-      if (!batch.empty()) {
-        if (absl::Status s = store_->Write(batch); !s.ok()) {
-          counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
-          return s;
-        }
-      }
-      for (const SeriesKey& key : keys) {
-        node.series.erase(key);
-        node.counters.erase(SeriesKey{key.node, key.kind, key.pod_namespace, key.pod, key.container,
-                                      Resource::kCpu});
-      }
-      shard.engine->DeletePod(node_name, namespace_name, name);
-      node.pods.erase(pod_name);
-      node.deleted_pods.insert(pod_name);
-      counters_->series_retired.fetch_add(keys.size(), std::memory_order_relaxed);
-      removed = true;
+    for (auto& [node_name, state] : shard.nodes) {
+      if (absl::Status s = remove_from(shard, node_name, state); !s.ok()) return s;
     }
   }
   return removed;

@@ -51,10 +51,13 @@ bool EraseNode(MetricsSnapshot* snapshot, std::string_view name) {
   return true;
 }
 
-bool ErasePod(MetricsSnapshot* snapshot, std::string_view namespace_name, std::string_view name) {
+// A pod removed with its node named is erased only when that node reported it.
+bool ErasePod(MetricsSnapshot* snapshot, std::string_view namespace_name, std::string_view name,
+              std::string_view node) {
   std::optional<size_t> index = FindPod(*snapshot, namespace_name, name);
   if (!index) return false;
   const std::shared_ptr<const PodView> pod = snapshot->pods[*index];
+  if (!node.empty() && pod->node_name != node) return false;
   snapshot->pods.erase(snapshot->pods.begin() + static_cast<ptrdiff_t>(*index));
   auto entry = snapshot->pods_by_node.find(pod->node_name);
   if (entry == snapshot->pods_by_node.end()) return true;
@@ -122,6 +125,7 @@ bool SnapshotSource::ApplyRemovals(const Read& read, NodeObjects* objects) const
       if (removal.name == objects->node_name) return false;
       continue;
     }
+    if (!removal.pod_node.empty() && removal.pod_node != objects->node_name) continue;
     std::erase_if(objects->pods, [&](const std::shared_ptr<const PodView>& pod) {
       return pod->namespace_name == removal.namespace_name && pod->name == removal.name;
     });
@@ -214,54 +218,56 @@ void SnapshotSource::PublishParts(bool complete) {
     if (removal.node) {
       EraseNode(snapshot.get(), removal.name);
     } else {
-      ErasePod(snapshot.get(), removal.namespace_name, removal.name);
+      ErasePod(snapshot.get(), removal.namespace_name, removal.name, removal.pod_node);
     }
   }
   EndRead(read);
   ++stats_.publishes;
+  removals_unpublished_ = false;
   replaced = std::move(current_);
   current_ = std::move(snapshot);
 }
 
 void SnapshotSource::RemoveNode(std::string_view name) {
-  std::shared_ptr<const NodeObjects> part;
-  std::shared_ptr<const MetricsSnapshot> replaced;
+  std::shared_ptr<const NodeObjects> part;  // freed after the lock
   std::lock_guard lock(mu_);
   ++removal_seq_;
-  if (!reads_in_flight_.empty()) removals_.push_back({removal_seq_, true, {}, std::string(name)});
+  ++stats_.removals;
+  removals_unpublished_ = true;
+  if (!reads_in_flight_.empty())
+    removals_.push_back({removal_seq_, true, {}, std::string(name), {}});
   if (auto it = parts_.find(name); it != parts_.end()) {
     part = std::move(it->second.objects);
     parts_.erase(it);
   }
-  if (!FindNode(*current_, name)) return;
-  auto snapshot = std::make_shared<MetricsSnapshot>(*current_);
-  EraseNode(snapshot.get(), name);
-  ++stats_.removals;
-  replaced = std::move(current_);
-  current_ = std::move(snapshot);
 }
 
-void SnapshotSource::RemovePod(std::string_view namespace_name, std::string_view name) {
-  std::vector<std::shared_ptr<const NodeObjects>> parts;
-  std::shared_ptr<const MetricsSnapshot> replaced;
+void SnapshotSource::RemovePod(std::string_view namespace_name, std::string_view name,
+                               std::string_view node) {
+  std::shared_ptr<const NodeObjects> replaced;  // freed after the lock
   std::lock_guard lock(mu_);
   ++removal_seq_;
+  ++stats_.removals;
+  removals_unpublished_ = true;
   if (!reads_in_flight_.empty()) {
-    removals_.push_back({removal_seq_, false, std::string(namespace_name), std::string(name)});
+    removals_.push_back(
+        {removal_seq_, false, std::string(namespace_name), std::string(name), std::string(node)});
   }
-  for (auto& [node, part] : parts_) {
+  auto drop_from = [&](Part& part) {
     std::optional<size_t> index = FindPodIn(part.objects->pods, namespace_name, name);
-    if (!index) continue;
+    if (!index) return;
     auto objects = std::make_shared<NodeObjects>(*part.objects);
     objects->pods.erase(objects->pods.begin() + static_cast<ptrdiff_t>(*index));
-    parts.push_back(std::exchange(part.objects, std::move(objects)));
+    replaced = std::exchange(part.objects, std::move(objects));
+  };
+  if (!node.empty()) {
+    if (auto it = parts_.find(node); it != parts_.end()) drop_from(it->second);
+    return;
   }
-  if (!FindPod(*current_, namespace_name, name)) return;
-  auto snapshot = std::make_shared<MetricsSnapshot>(*current_);
-  ErasePod(snapshot.get(), namespace_name, name);
-  ++stats_.removals;
-  replaced = std::move(current_);
-  current_ = std::move(snapshot);
+  for (auto& [part_node, part] : parts_) {
+    drop_from(part);
+    replaced.reset();
+  }
 }
 
 std::shared_ptr<const MetricsSnapshot> SnapshotSource::Snapshot() const {
@@ -272,6 +278,7 @@ std::shared_ptr<const MetricsSnapshot> SnapshotSource::Snapshot() const {
 SnapshotStats SnapshotSource::Stats() const {
   std::lock_guard lock(mu_);
   SnapshotStats stats = stats_;
+  stats.removals_unpublished = removals_unpublished_;
   stats.nodes = current_->nodes.size();
   stats.pods = current_->pods.size();
   return stats;

@@ -228,6 +228,21 @@ TEST_F(IngestTest, PodThatDisappearsLeavesAtOnceAndComesBackEmpty) {
   EXPECT_EQ(memory->count, 1u);
 }
 
+TEST_F(IngestTest, ADeletedPodIsLookedForOnItsNodeAloneWhenTheNodeIsGiven) {
+  // The same pod name reported by two nodes: the pod deleted is the one on the node named.
+  scrapers::NodeScrape other = PodScrape(kT0, 0);
+  other.node_name = "n2";
+  ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0, 0)).ok());
+  ASSERT_TRUE(ingestor_->Ingest(other).ok());
+  EXPECT_FALSE(*ingestor_->DeletePod("shop", "web", "n3"));  // not on that node
+  EXPECT_FALSE(*ingestor_->DeletePod("shop", "absent", "n1"));
+  const size_t series = ingestor_->QueryAll().size();
+  ASSERT_TRUE(*ingestor_->DeletePod("shop", "web", "n2"));
+  EXPECT_LT(ingestor_->QueryAll().size(), series);
+  EXPECT_FALSE(Minute(SeriesKey::Container("n2", "shop", "web", "a", Resource::kMemory)));
+  EXPECT_TRUE(Minute(SeriesKey::Container("n1", "shop", "web", "a", Resource::kMemory)));
+}
+
 TEST_F(IngestTest, DeletedPodLeavesAndIsIgnoredUntilItDisappears) {
   ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0, 0)).ok());
   auto deleted = ingestor_->DeletePod("shop", "web");

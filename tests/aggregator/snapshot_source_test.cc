@@ -153,20 +153,29 @@ TEST_F(SnapshotSourceTest, IndexesThePodsByNodeAndNamespace) {
   EXPECT_NE(snapshot_.Snapshot(), cut);
 }
 
-TEST_F(SnapshotSourceTest, RemovalsTakeEffectAtOnceEverywhere) {
+TEST_F(SnapshotSourceTest, RemovalsLeaveEverywhereAtTheNextPublishWithoutACopyBefore) {
   snapshot_.Refresh();
+  const std::shared_ptr<const MetricsSnapshot> cut = snapshot_.Snapshot();
   snapshot_.RemovePod("shop", "web-1");
+  // Not copied per removal: the served cut is the same until the next publish.
+  EXPECT_EQ(snapshot_.Snapshot(), cut);
+  EXPECT_TRUE(snapshot_.Stats().removals_unpublished);
+  snapshot_.Publish();
+  EXPECT_FALSE(snapshot_.Stats().removals_unpublished);
   EXPECT_FALSE(snapshot_.GetPod("shop", "web-1").has_value());
   EXPECT_EQ(Names(snapshot_.ListPods("shop")), (std::vector<std::string>{"shop/web-2"}));
   EXPECT_EQ(OnNode(snapshot_, "node-a"), (std::vector<std::string>{"kube-system/dns-1"}));
-  snapshot_.RemovePod("kube-system", "dns-1");
+  snapshot_.RemovePod("kube-system", "dns-1", "node-a");
+  snapshot_.Publish();
   EXPECT_TRUE(OnNode(snapshot_, "node-a").empty());
   EXPECT_EQ(snapshot_.Snapshot()->pods_by_node.count("node-a"), 0u);
   snapshot_.RemoveNode("node-a");
+  snapshot_.Publish();
   EXPECT_EQ(Names(snapshot_.ListNodes()), (std::vector<std::string>{"node-b"}));
   snapshot_.RemovePod("shop", "absent");
   snapshot_.RemoveNode("absent");
-  EXPECT_EQ(snapshot_.Stats().removals, 3u);
+  EXPECT_EQ(snapshot_.Stats().removals, 5u);
+  snapshot_.Publish();
   EXPECT_EQ(snapshot_.Stats().pods, 2u);
 }
 
@@ -228,6 +237,7 @@ TEST_F(SnapshotSourceTest, ReadersRunConcurrentlyWithRefreshesAndRemovals) {
   stop.store(true);
   for (std::thread& reader : readers) reader.join();
   EXPECT_EQ(bad.load(), 0);
+  snapshot_.Publish();
   EXPECT_FALSE(snapshot_.GetPod("shop", "web-3").has_value());
   EXPECT_EQ(snapshot_.Stats().refreshes, 201u);
 }
@@ -357,6 +367,33 @@ TEST(SnapshotSourcePartsTest, APodReportedByTwoNodesIsListedOnceFromTheFirstNode
   snapshot.Publish();
   EXPECT_EQ(snapshot.GetPod("shop", "moved")->node_name, "node-b");
   EXPECT_EQ(OnNode(snapshot, "node-b"), (std::vector<std::string>{"shop/moved"}));
+}
+
+TEST(SnapshotSourcePartsTest, APodRemovedWithItsNodeNamedLeavesThatNodeAlone) {
+  // shop/moved deleted on node-a, while a new pod of that name already runs on node-b.
+  PartsSource live;
+  auto pod_on = [](const std::string& node, uint64_t cpu) {
+    return std::make_shared<const PodView>(
+        MakePod("shop", "moved", node, {{"app", "web"}}, BaseTime(), cpu));
+  };
+  live.parts["node-a"] = {"node-a", nullptr, {pod_on("node-a", 10)}};
+  live.parts["node-b"] = {"node-b", nullptr, {pod_on("node-b", 20)}};
+  SnapshotSource snapshot(&live);
+  snapshot.RefreshNode("node-a");
+  snapshot.RefreshNode("node-b");
+  snapshot.Publish();
+  snapshot.RemovePod("shop", "moved", "node-c");  // not there: nothing leaves
+  snapshot.Publish();
+  EXPECT_EQ(snapshot.GetPod("shop", "moved")->node_name, "node-a");
+  snapshot.RemovePod("shop", "moved", "node-a");
+  snapshot.Publish();
+  ASSERT_TRUE(snapshot.GetPod("shop", "moved").has_value());
+  EXPECT_EQ(snapshot.GetPod("shop", "moved")->node_name, "node-b");
+  EXPECT_TRUE(OnNode(snapshot, "node-a").empty());
+  // Without a node, every node's pod of that name leaves.
+  snapshot.RemovePod("shop", "moved");
+  snapshot.Publish();
+  EXPECT_FALSE(snapshot.GetPod("shop", "moved").has_value());
 }
 
 TEST_F(SnapshotSourceTest, NodeReadsPublishesAndRemovalsRunConcurrently) {

@@ -136,10 +136,12 @@ class Ingestor {
   // Same, at an explicit time (e.g. when the scrape was taken).
   [[nodiscard]] absl::Status IngestAt(const scrapers::NodeScrape& scrape, Timestamp time);
 
-  // Removes a pod (every node that has it) / a node and all its series from the engine at
-  // once and retires them in the store. Return whether anything was removed.
+  // Removes a pod / a node and all its series from the engine at once and retires them in
+  // the store. Return whether anything was removed. A pod is looked for on `node` alone when
+  // it is given (the pod's spec.nodeName: only that node's kubelet reports it), a lookup in
+  // one node; without it, on every node.
   [[nodiscard]] absl::StatusOr<bool> DeletePod(std::string_view namespace_name,
-                                               std::string_view name);
+                                               std::string_view name, std::string_view node = {});
   [[nodiscard]] absl::StatusOr<bool> DeleteNode(std::string_view name);
 
   // Known nodes (sorted by name) and pods (sorted by namespace, name).

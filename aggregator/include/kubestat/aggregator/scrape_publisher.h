@@ -173,23 +173,22 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
         return stop_publishing_ || pending_tick_.has_value() || !nodes_to_read_.empty();
       });
       if (stop_publishing_) return;
-      if (!nodes_to_read_.empty()) {
-        // The nodes scraped so far first: a publish then includes every node of its round.
-        std::vector<std::string> nodes;
-        nodes.swap(nodes_to_read_);
-        nodes_to_read_set_.clear();
-        lock.unlock();
-        for (const std::string& node : nodes) {
-          snapshot_.RefreshNode(node);
-          ReleaseRetired(release_per_read_);
-        }
+      if (!pending_tick_) {
+        ReadQueuedNodes(lock);
+        if (pending_tick_) continue;  // a round ended meanwhile: its publication comes next
         // Mid-round: what was read is served now if the pacer allows; otherwise by a later
         // read's publication or the round's end, whichever comes first.
-        if (const Timestamp now = clock_.Now(); pacer_.Due(now))
+        if (const Timestamp now = clock_.Now(); pacer_.Due(now)) {
+          lock.unlock();
           Publish(now, false, PublishTrigger::kPaced);
-        lock.lock();
+          lock.lock();
+        }
         continue;
       }
+      // A round ended. The nodes queued by now (its last ones among them) are read first, so
+      // its publication holds every node of its round; nodes queued later wait for the next
+      // batch, so a steady stream of scrapes can never hold a round's publication back.
+      ReadQueuedNodes(lock);
       const Timestamp tick = *pending_tick_;
       const bool reread_all = std::exchange(pending_reread_all_, false);
       pending_tick_.reset();
@@ -197,6 +196,20 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
       Publish(tick, reread_all, reread_all ? PublishTrigger::kStart : PublishTrigger::kRound);
       lock.lock();
     }
+  }
+
+  // Reads the nodes queued now, without publish_mu_ (held on entry and on return).
+  void ReadQueuedNodes(std::unique_lock<std::mutex>& lock) {
+    if (nodes_to_read_.empty()) return;
+    std::vector<std::string> nodes;
+    nodes.swap(nodes_to_read_);
+    nodes_to_read_set_.clear();
+    lock.unlock();
+    for (const std::string& node : nodes) {
+      snapshot_.RefreshNode(node);
+      ReleaseRetired(release_per_read_);
+    }
+    lock.lock();
   }
 
   // Refreshes the self-metrics, publishes the snapshot as of `tick` and tells the watch hub

@@ -17,11 +17,13 @@
 // without holding any lock, so queries never wait for a refresh and a refresh never waits for
 // a query. Every list is one consistent cut: each node as of its last scrape.
 //
-// Deletions: RemoveNode / RemovePod publish a copy of the snapshot without that object at
-// once and drop it from the parts, so an object deleted in the kube API leaves the results
-// without waiting for the next round. A removal made while a read of the live source is in
-// flight is applied to that read's result too, so the object cannot come back from a read
-// that raced with it. A part read earlier never replaces one read later.
+// Deletions: RemoveNode / RemovePod drop the object from the parts at once (a pod from its
+// node's part alone when the node is named), and it leaves the served snapshot at the next
+// Publish(), which the aggregator makes within its publish interval while nodes are scraped
+// and at every round's end. A burst of deletions (pods churning in a large cluster) so costs
+// one assembly, never a copy of the whole snapshot per object. A removal made while a read of
+// the live source is in flight is applied to that read's result too, so the object cannot
+// come back from a read that raced with it. A part read earlier never replaces one read later.
 //
 // Ready(): true once a snapshot was published while the live source was ready (store
 // rebuilt, discovery synced).
@@ -50,11 +52,12 @@ namespace kubestat::aggregator {
 
 // Counters for /metrics and tests.
 struct SnapshotStats {
-  uint64_t refreshes = 0;       // Refresh() calls
-  uint64_t node_refreshes = 0;  // RefreshNode() calls
-  uint64_t publishes = 0;       // snapshots assembled (Publish() and Refresh())
-  uint64_t removals = 0;        // objects removed between publishes
-  size_t nodes = 0;             // objects in the current snapshot
+  uint64_t refreshes = 0;             // Refresh() calls
+  uint64_t node_refreshes = 0;        // RefreshNode() calls
+  uint64_t publishes = 0;             // snapshots assembled (Publish() and Refresh())
+  uint64_t removals = 0;              // RemoveNode() and RemovePod() calls
+  bool removals_unpublished = false;  // some removal is not yet in the served snapshot
+  size_t nodes = 0;                   // objects in the current snapshot
   size_t pods = 0;
 };
 
@@ -69,10 +72,13 @@ class SnapshotSource final : public MetricsSource {
   void RefreshNode(std::string_view node);
   // Publishes the parts read so far as one snapshot.
   void Publish();
-  // Removes one object from the current snapshot at once, and from the parts read (no-op
-  // when absent); a node takes the pods it reported out of the parts with it.
+  // Removes one object from the parts read (no-op when absent); it leaves the served
+  // snapshot at the next Publish(). A node takes the pods it reported with it. A pod is
+  // removed from `node`'s part alone when `node` is given (the deleted pod's spec.nodeName),
+  // so a new pod of the same name on another node stays; without it, from every part.
   void RemoveNode(std::string_view name);
-  void RemovePod(std::string_view namespace_name, std::string_view name);
+  void RemovePod(std::string_view namespace_name, std::string_view name,
+                 std::string_view node = {});
 
   SnapshotStats Stats() const;
 
@@ -97,6 +103,7 @@ class SnapshotSource final : public MetricsSource {
     bool node = false;           // a node (name) or a pod (namespace_name, name)
     std::string namespace_name;  // empty for a node
     std::string name;
+    std::string pod_node;  // a pod's node when the removal named it
   };
   // A read of the live source (or of the parts) in flight.
   struct Read {
@@ -124,7 +131,8 @@ class SnapshotSource final : public MetricsSource {
   uint64_t removal_seq_ = 0;
   std::multiset<uint64_t> reads_in_flight_;  // their Read::removals
   std::vector<Removal> removals_;            // newer than the oldest read in flight
-  SnapshotStats stats_;                      // counters; Stats() adds the sizes of current_
+  bool removals_unpublished_ = false;
+  SnapshotStats stats_;  // counters; Stats() adds the sizes of current_
 };
 
 }  // namespace kubestat::aggregator
