@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Scale and freshness, measured from outside: kubestat-sim (5,000 nodes × 30 pods by default)
+# scraped by a real kubestat-aggregator every 10 s for DURATION seconds, while a probe lists
+# every node and every pod on metrics.k8s.io every 5 s (as the HPA and `kubectl top` do;
+# their cost is part of the CPU figure) and checks what it gets:
+#   - fresh: each object's timestamp (its newest sample) against the time of the answer; an
+#     object is fresh when it is at most one resolution plus the kubelet timeout old (plus
+#     the second metrics.k8s.io rounds timestamps to); a snapshot that stopped moving shows
+#     as ages that grow with the run;
+#   - whole: how many of the nodes and pods the simulator serves each list holds.
+# Then the rounds (nodes ok, skipped, how long each took), the aggregator's CPU over the
+# measured span from /proc (cores, and ms per node scrape) and its RSS, and the simulator's.
+#
+#   bench/scale_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS]
+#
+# The first two rounds (start-up, the first rate) are not measured: the span starts once
+# every node is listed. Needs a descriptor limit of about 3 per node for the simulator (one
+# listener and one connection per kubelet): 20,000 holds 5,000 nodes.
+set -euo pipefail
+
+build="${1:-build}"
+nodes="${2:-5000}"
+pods="${3:-30}"
+duration="${4:-300}"
+here="$(cd "$(dirname "$0")" && pwd)"
+sim="$build/sim/kubestat-sim"
+agg="$build/aggregator/kubestat-aggregator"
+[[ -x "$sim" && -x "$agg" ]] || { echo "build $sim and $agg first" >&2; exit 1; }
+source "$here/lib.sh"
+bench_init scale
+
+tenants=$((nodes * (pods - 2) / 30))
+((tenants > 0)) || tenants=1
+port=$(free_port)
+start_sim "$sim" --nodes="$nodes" --pods-per-node="$pods" --tenant-namespaces="$tenants"
+sim_pid="${pids[0]}"
+bench_user loadtest '- users: [loadtest]' '  verbs: [get, list]' \
+  '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods]'
+start_aggregator "$agg" "$port"
+
+# Every node listed: two rounds have given each a rate.
+echo "waiting for $nodes nodes on metrics.k8s.io ..."
+for _ in $(seq 900); do
+  n=$(curl -kfs -H "Authorization: Bearer $token" \
+    "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" 2>/dev/null |
+    grep -o '"name":"node-[0-9]*"' | grep -c . || true)
+  [[ "$n" == "$nodes" ]] && break
+  sleep 1
+done
+[[ "$n" == "$nodes" ]] || { echo "only $n of $nodes nodes served"; tail "$work/aggregator.log"; exit 1; }
+
+ticks=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+first_round=$(grep -o "round [0-9]*:" "$work/aggregator.log" | tail -n 1 | tr -dc 0-9)
+agg_cpu0=$(cpu_ticks "$agg_pid")
+sim_cpu0=$(cpu_ticks "$sim_pid")
+t0=$(date +%s.%N)
+
+echo "== probing for ${duration}s: every node and every pod listed every 5 s"
+python3 - "$port" "$token" "$duration" "$nodes" "$((nodes * pods))" <<'EOF'
+import datetime, json, ssl, sys, time, urllib.request
+
+port, token, duration = sys.argv[1], sys.argv[2], float(sys.argv[3])
+want = {"nodes": int(sys.argv[4]), "pods": int(sys.argv[5])}
+bound = 10 + 5 + 1  # resolution + kubelet timeout + the timestamp's truncation to seconds
+context = ssl.create_default_context()
+context.check_hostname = False
+context.verify_mode = ssl.CERT_NONE
+
+def get(kind):
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{port}/apis/metrics.k8s.io/v1beta1/{kind}",
+        headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+    start = time.monotonic()
+    with urllib.request.urlopen(request, context=context, timeout=60) as answer:
+        body = answer.read()
+    took = time.monotonic() - start
+    return json.loads(body), took, datetime.datetime.now(datetime.timezone.utc)
+
+ages = {"nodes": [], "pods": []}
+stale = {"nodes": 0, "pods": 0}
+held = {"nodes": [], "pods": []}
+took = {"nodes": [], "pods": []}
+oldest_by_list = []
+end = time.monotonic() + duration
+while time.monotonic() < end:
+    started = time.monotonic()
+    for kind in ("nodes", "pods"):
+        listed, seconds, at = get(kind)
+        items = listed["items"]
+        held[kind].append(len(items))
+        took[kind].append(seconds)
+        list_ages = [(at - datetime.datetime.fromisoformat(i["timestamp"].replace("Z", "+00:00")))
+                     .total_seconds() for i in items]
+        ages[kind].extend(list_ages)
+        stale[kind] += sum(1 for a in list_ages if a > bound + seconds)
+        if kind == "nodes" and list_ages:
+            oldest_by_list.append(max(list_ages))
+    time.sleep(max(0.0, started + 5 - time.monotonic()))
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p))] if values else float("nan")
+
+for kind in ("nodes", "pods"):
+    a = ages[kind]
+    print(f"{kind}: {len(held[kind])} lists, held min {min(held[kind])} / median "
+          f"{pct(held[kind], 0.5)} of {want[kind]}; list took p50 {pct(took[kind], 0.5):.2f}s "
+          f"max {max(took[kind]):.2f}s; age at answer p50 {pct(a, 0.5):.1f}s p99 "
+          f"{pct(a, 0.99):.1f}s max {max(a):.1f}s; older than {bound}s + the list's time: "
+          f"{stale[kind]} of {len(a)}")
+if len(oldest_by_list) >= 2:
+    half = len(oldest_by_list) // 2
+    print(f"oldest node per list, first half p50 {pct(oldest_by_list[:half], 0.5):.1f}s, "
+          f"second half p50 {pct(oldest_by_list[half:], 0.5):.1f}s (growing = frozen)")
+EOF
+
+t1=$(date +%s.%N)
+agg_cpu1=$(cpu_ticks "$agg_pid")
+sim_cpu1=$(cpu_ticks "$sim_pid")
+echo "== rounds measured"
+python3 - "$work/aggregator.log" "$first_round" "$agg_cpu0" "$agg_cpu1" "$sim_cpu0" "$sim_cpu1" \
+  "$t0" "$t1" "$ticks" <<'EOF'
+import re, sys
+log, first = sys.argv[1], int(sys.argv[2])
+a0, a1, s0, s1, t0, t1, ticks = map(float, sys.argv[3:])
+rounds = []
+for line in open(log):
+    m = re.search(r"round (\d+): (\d+)/(\d+) nodes ok.* (\d+) skipped, took ([0-9.]+)s", line)
+    if m and int(m.group(1)) > first:
+        rounds.append((int(m.group(2)), int(m.group(3)), int(m.group(4)), float(m.group(5))))
+ok = sum(r[0] for r in rounds)
+if rounds:
+    print(f"{len(rounds)} rounds: {ok} of {sum(r[1] for r in rounds)} node scrapes ok, "
+          f"{sum(r[2] for r in rounds)} skipped, {sum(1 for r in rounds if r[0] != r[1])} rounds "
+          f"short of all nodes, longest took {max(r[3] for r in rounds):.2f}s")
+else:
+    print("no round completed")
+span = t1 - t0
+agg = (a1 - a0) / ticks
+print(f"aggregator CPU {agg / span:.2f} cores over {span:.0f}s"
+      + (f", {1000 * agg / ok:.2f} ms per node scrape" if ok else ""))
+print(f"simulator CPU {(s1 - s0) / ticks / span:.2f} cores")
+EOF
+echo "aggregator RSS $(awk '/VmRSS/ {printf "%d MiB", $2 / 1024}' "/proc/$agg_pid/status")," \
+  "simulator RSS $(awk '/VmRSS/ {printf "%d MiB", $2 / 1024}' "/proc/$sim_pid/status")"
