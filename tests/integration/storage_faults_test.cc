@@ -5,7 +5,9 @@
 // nearly full volume starts, serves and waits for room instead of aborting (skips where a
 // tmpfs cannot be mounted: not root, or no mount permission in this container). And a
 // write-ahead log garbled after a kill -9: the restarted aggregator says how many bytes
-// RocksDB's replay dropped, in its log and in /metrics.
+// RocksDB's replay dropped, in its log and in /metrics. And a store holding a series it cannot
+// restore: the aggregator names it and exits 1, unless --storage-salvage, with which it
+// serves the rest and counts it.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "kubestat/storage/store.h"
 #include "support/files.h"
 #include "support/net.h"
 #include "support/poll.h"
@@ -229,6 +232,63 @@ TEST(StorageFaultsTest, WriteAheadLogBytesDroppedAtRecoveryAreReportedWithTheirS
       << dropped << "\n"
       << log;
   EXPECT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << log2();
+}
+
+TEST(StorageFaultsTest, ADamagedStoreStopsWithEverySeriesNamedUnlessSalvaged) {
+  const TempDir scratch("kubestat-salvage-it");
+  const std::filesystem::path& dir = scratch.path();
+  const std::filesystem::path store = dir / "store";
+  {
+    // A store whose dictionary holds a series entry that is not a series key.
+    storage::StoreOptions options;
+    options.dir = store.string();
+    absl::StatusOr<std::unique_ptr<storage::Store>> opened = storage::Store::Open(options);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    storage::ScrapeBatch batch;
+    const storage::NodeId node = (*opened)->AllocateNodeId();
+    batch.AddNode(node, "node-0000");
+    batch.AddSeries((*opened)->AllocateSeriesId(), node, "not a series key");
+    ASSERT_TRUE((*opened)->Write(batch).ok());
+  }
+  const int apiserver_port = FreeLoopbackPort();
+  Process simulator(KUBESTAT_SIM_BINARY, testing::SimFlags(dir, kNodes, 17, apiserver_port),
+                    dir / "sim.log");
+  ASSERT_TRUE(WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60)))
+      << ReadAll((dir / "sim.log").string());
+  const int port = FreeLoopbackPort();
+
+  Process refused(KUBESTAT_AGGREGATOR_BINARY,
+                  testing::SimAggregatorFlags(dir, port, store, "1s", "500ms"),
+                  dir / "aggregator-1.log");
+  EXPECT_EQ(refused.Wait(std::chrono::seconds(60)), 1);
+  const std::string log1 = ReadAll((dir / "aggregator-1.log").string());
+  EXPECT_NE(log1.find("not restored: series 1 of node 1 (its dictionary entry is unreadable)"),
+            std::string::npos)
+      << log1;
+  EXPECT_NE(log1.find("is damaged: 1 series could not be restored (named above); start with "
+                      "--storage-salvage"),
+            std::string::npos)
+      << log1;
+
+  Process salvaged(
+      KUBESTAT_AGGREGATOR_BINARY,
+      testing::SimAggregatorFlags(dir, port, store, "1s", "500ms", {"--storage-salvage"}),
+      dir / "aggregator-2.log");
+  const auto log2 = [&dir] { return ReadAll((dir / "aggregator-2.log").string()); };
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return testing::HttpGetReply(port, "/apis/metrics/v1alpha1/nodes/node-0000")
+                   .value_or(testing::HttpReply{})
+                   .code == 200;
+      },
+      std::chrono::seconds(60)))
+      << log2();
+  EXPECT_NE(log2().find("not restored: series 1 of node 1 (its dictionary entry is unreadable)"),
+            std::string::npos);
+  EXPECT_EQ(MetricValue(testing::HttpGet(port, "/metrics").value_or(""),
+                        "kubestat_rebuild_unrestored_series"),
+            1);
+  EXPECT_EQ(salvaged.Signal(SIGTERM, std::chrono::seconds(20)), 0) << log2();
 }
 
 }  // namespace
