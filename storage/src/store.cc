@@ -376,6 +376,11 @@ absl::Status Store::ReadyToWrite() {
         counters_->recoveries.fetch_add(1, std::memory_order_relaxed);
         KLOG(INFO) << "store: RocksDB resumed writes in " << options_.dir;
       }
+    } else if (r.IsBusy()) {
+      // RocksDB recovers from this one itself (a full disk: once there is room); the
+      // listener hears when it is done.
+      return absl::UnavailableError(
+          absl::StrCat("store: RocksDB is recovering from a background error in ", options_.dir));
     } else {
       return absl::UnavailableError(
           absl::StrCat("store: RocksDB cannot resume in ", options_.dir, ": ", r.ToString()));
