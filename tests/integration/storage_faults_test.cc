@@ -10,13 +10,9 @@
 // serves the rest and counts it.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/mount.h>
-#include <sys/statvfs.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -28,6 +24,7 @@
 #include "support/files.h"
 #include "support/net.h"
 #include "support/poll.h"
+#include "support/small_volume.h"
 #include "support/temp_dir.h"
 
 namespace kubestat {
@@ -38,46 +35,11 @@ using testing::MetricValue;
 using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
+using testing::SmallVolume;
 using testing::TempDir;
 using testing::WaitForLog;
 
 constexpr int kNodes = 3;
-
-// A tmpfs mounted on `dir` for the test's life.
-class SmallVolume {
- public:
-  explicit SmallVolume(const std::filesystem::path& dir) : dir_(dir) {
-    std::filesystem::create_directories(dir);
-    mounted_ = mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=4m") == 0;
-    if (!mounted_) error_ = std::string(std::strerror(errno));
-  }
-  ~SmallVolume() {
-    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
-  }
-  bool mounted() const { return mounted_; }
-  const std::string& error() const { return error_; }
-
-  uint64_t FreeBytes() const {
-    struct statvfs fs {};
-    if (statvfs(dir_.c_str(), &fs) != 0) return 0;
-    return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-  }
-  // Fills the volume (a file beside the store) until `leave` bytes are free.
-  void FillLeaving(uint64_t leave) {
-    std::ofstream filler(dir_ / "filler", std::ios::binary | std::ios::app);
-    const std::string block(4096, 'x');
-    while (FreeBytes() > leave + block.size()) {
-      filler.write(block.data(), static_cast<std::streamsize>(block.size()));
-      filler.flush();
-    }
-  }
-  void Empty() { std::filesystem::remove(dir_ / "filler"); }
-
- private:
-  std::filesystem::path dir_;
-  bool mounted_ = false;
-  std::string error_;
-};
 
 TEST(StorageFaultsTest, AFillingVolumePausesWritesWithReadyzSayingWhyAndNeverAborts) {
   const TempDir scratch("kubestat-storage-faults-it");

@@ -3,14 +3,9 @@
 // it, RocksDB's failure is a Status, its background error is caught by the listener and
 // counted, and once there is room again the next write resumes RocksDB. Never an abort.
 #include <gtest/gtest.h>
-#include <sys/mount.h>
-#include <sys/statvfs.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -18,6 +13,7 @@
 
 #include "kubestat/storage/store.h"
 #include "support/poll.h"
+#include "support/small_volume.h"
 #include "support/temp_dir.h"
 
 namespace kubestat::storage {
@@ -28,27 +24,16 @@ constexpr Timestamp kT0 = Timestamp(std::chrono::seconds(1795255200));
 class StoreFullVolumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    volume_ = scratch_.path() / "volume";
-    std::filesystem::create_directories(volume_);
-    if (mount("tmpfs", volume_.c_str(), "tmpfs", 0, "size=4m") != 0) {
-      GTEST_SKIP() << "cannot mount a 4 MiB tmpfs on " << volume_
-                   << " (needs root and mount permission): " << std::strerror(errno);
+    if (!volume_.mounted()) {
+      GTEST_SKIP() << "cannot mount a 4 MiB tmpfs on " << volume_.path()
+                   << " (needs root and mount permission): " << volume_.error();
     }
-    mounted_ = true;
   }
-  void TearDown() override {
-    store_.reset();
-    if (mounted_) umount2(volume_.c_str(), MNT_DETACH);
-  }
+  void TearDown() override { store_.reset(); }
 
-  uint64_t FreeBytes() const {
-    struct statvfs fs {};
-    if (statvfs(volume_.c_str(), &fs) != 0) return 0;
-    return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-  }
   void Open(uint64_t min_free_bytes) {
     StoreOptions options;
-    options.dir = (volume_ / "store").string();
+    options.dir = (volume_.path() / "store").string();
     options.write_buffer_bytes = size_t{1} << 20;
     options.block_cache_bytes = size_t{1} << 20;
     options.min_free_bytes = min_free_bytes;
@@ -64,18 +49,8 @@ class StoreFullVolumeTest : public ::testing::Test {
     batch.PutScrape(1, kT0 + std::chrono::seconds(i), values);
     return store_->Write(batch);
   }
-  void FillLeaving(uint64_t leave) {
-    std::ofstream filler(volume_ / "filler", std::ios::binary | std::ios::app);
-    const std::string block(4096, 'x');
-    while (FreeBytes() > leave + block.size()) {
-      filler.write(block.data(), static_cast<std::streamsize>(block.size()));
-      filler.flush();
-    }
-  }
-
   ::kubestat::testing::TempDir scratch_;
-  std::filesystem::path volume_;
-  bool mounted_ = false;
+  ::kubestat::testing::SmallVolume volume_{scratch_.path() / "volume"};
   std::unique_ptr<Store> store_;
   std::mt19937_64 random_{7};
 };
@@ -83,20 +58,20 @@ class StoreFullVolumeTest : public ::testing::Test {
 TEST_F(StoreFullVolumeTest, WritesAreRefusedBeforeTheVolumeIsFullAndResumeWithRoom) {
   Open(1 << 20);
   ASSERT_TRUE(WriteScrape(0).ok());
-  FillLeaving(512 << 10);
+  volume_.FillLeaving(512 << 10);
   const absl::Status refused = WriteScrape(1);
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_NE(refused.message().find("below --storage-min-free (1048576)"), std::string::npos);
   EXPECT_EQ(store_->Stats().low_space_pauses, 1u);
   EXPECT_EQ(store_->Stats().low_space_refusals, 1u);
-  std::filesystem::remove(volume_ / "filler");
+  volume_.Empty();
   EXPECT_TRUE(WriteScrape(2).ok());
   EXPECT_EQ(store_->Stats().low_space_pauses, 1u);
 }
 
 TEST_F(StoreFullVolumeTest, AFullDiskUnderRocksDbIsAStatusAndWritesResumeWithRoom) {
   Open(0);
-  FillLeaving(256 << 10);
+  volume_.FillLeaving(256 << 10);
   absl::Status failed;
   int i = 0;
   for (; i < 2000 && failed.ok(); ++i) {
@@ -108,7 +83,7 @@ TEST_F(StoreFullVolumeTest, AFullDiskUnderRocksDbIsAStatusAndWritesResumeWithRoo
   const StoreStats failing = store_->Stats();
   EXPECT_EQ(failing.background_errors, 1u);
   EXPECT_EQ(failing.recoveries, 0u);
-  std::filesystem::remove(volume_ / "filler");
+  volume_.Empty();
   // RocksDB recovers from a full disk by itself once there is room (it looks every few
   // seconds); writes are taken again from then on.
   int next = i + 1;
