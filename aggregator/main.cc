@@ -50,6 +50,9 @@ int Run(int argc, char** argv) {
   (*aggregator)->Start();
   signals.Wait();
   (*aggregator)->Stop();
+  if (absl::Status failure = (*aggregator)->StartupFailure(); !failure.ok()) {
+    return Fail(failure, 1);
+  }
   KLOG(INFO) << "stopped";
   return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster_listeners.h"
+#include "kubestat/aggregator/aggregator_health.h"
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/ingest.h"
@@ -55,6 +56,7 @@ struct Aggregator::Parts {
   std::unique_ptr<AggregatorState> live_state;
   std::unique_ptr<SnapshotSource> snapshot;
   std::unique_ptr<WatchHub> hub;
+  std::unique_ptr<AggregatorHealth> health;
   std::unique_ptr<ScrapePublisher> publisher;
   std::unique_ptr<DeletionListener> deletions;
   std::unique_ptr<scrapers::KubeletScraper> scraper;
@@ -87,18 +89,49 @@ struct Aggregator::Parts {
     return result;
   }
 
+  std::mutex failure_mu;
+  absl::Status startup_failure;  // guarded by failure_mu
+
+  // Records why the start failed and stops the process (main exits with it).
+  void FailStartUp(absl::Status failure) {
+    {
+      std::lock_guard<std::mutex> lock(failure_mu);
+      startup_failure = std::move(failure);
+    }
+    kill(getpid(), SIGTERM);
+  }
+
   // Rebuilds the windows from the store, then starts discovery and the scrape rounds.
   void StartUp() {
     KLOG(INFO) << "rebuilding the windows from " << options.storage_dir;
     if (absl::Status s = ingestor->Rebuild(); !s.ok()) {
       KLOG(ERROR) << "rebuild from " << options.storage_dir << " failed: " << s
                   << "; stopping (move the directory aside to start empty)";
-      kill(getpid(), SIGTERM);
+      FailStartUp(absl::DataLossError(absl::StrCat(
+          "the store in --storage-dir=", options.storage_dir, " cannot be read: ", s.message())));
       return;
     }
     const IngestStats stats = ingestor->Stats();
     KLOG(INFO) << "rebuilt " << stats.rebuilt_series << " series in " << stats.rebuild_seconds
                << "s (" << stats.rebuild_errors << " could not be restored)";
+    if (stats.rebuild_errors > 0) {
+      const std::vector<std::string> lost = ingestor->UnrestoredSeries();
+      for (const std::string& series : lost) KLOG(WARNING) << "not restored: " << series;
+      if (lost.size() < stats.rebuild_errors) {
+        KLOG(WARNING) << "not restored: " << stats.rebuild_errors - lost.size()
+                      << " more, not named";
+      }
+      if (!options.storage_salvage) {
+        FailStartUp(absl::DataLossError(absl::StrCat(
+            "the store in --storage-dir=", options.storage_dir,
+            " is damaged: ", stats.rebuild_errors,
+            " series could not be restored (named above); start with --storage-salvage to "
+            "serve what could be, or move the directory aside to start empty")));
+        return;
+      }
+      KLOG(WARNING) << "--storage-salvage: serving what could be restored; " << stats.rebuild_errors
+                    << " series could not be";
+    }
     store_metrics->Update(stats, store->Stats(), store->DiskBytes(), ingestor->MemoryBytes());
     if (stopping.load()) return;
     discovery->Start();
@@ -179,6 +212,11 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   p->publisher = std::make_unique<ScrapePublisher>(
       options.scrape_dump, clock, *p->ingestor, *p->store, *p->store_metrics, *p->snapshot, *p->hub,
       PublishPacer(options.publish_interval, 0.1));
+  AggregatorHealthOptions health_options;
+  health_options.kube_api_unready_after = options.kube_api_unready_after;
+  health_options.scrape_unready_rounds = static_cast<int>(options.scrape_unready_rounds);
+  p->health = std::make_unique<AggregatorHealth>(health_options, *p->discovery);
+  p->publisher->SetHealth(p->health.get());
   if (!p->publisher->dump_ok()) {
     return absl::InvalidArgumentError("--scrape-dump: cannot open " + options.scrape_dump);
   }
@@ -203,6 +241,7 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   p->rest = std::make_unique<RestServer>(
       options.RestOptions(), *p->snapshot, *p->registry, clock, std::move(liveness),
       AccessControl{p->access->authenticator(), p->access->authorizer()});
+  p->health->AddChecks(p->rest->health());
   if (absl::Status s = p->rest->Start(); !s.ok()) {
     return absl::UnavailableError("--listen-address/--secure-port/--port: " +
                                   std::string(s.message()));
@@ -211,6 +250,8 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
              << (p->rest->insecure_port() > 0 ? " and " + p->rest->InsecureBaseUrl() : "");
   RestServer* rest = p->rest.get();
   p->publisher->SetPublishedHook([rest] {
+    // Health changes are logged and counted as they happen, not only when probed.
+    rest->health().Observe();
     const RestHandler::Prepared prepared = rest->Prepare();
     KVLOG(1) << "prepared for the new snapshot: node items " << prepared.node_items
              << ", node list gzip " << prepared.nodes_gzip << ", pod list gzip "
@@ -318,5 +359,10 @@ void Aggregator::Stop() {
 }
 
 std::string Aggregator::RestUrl() const { return parts_->rest->BaseUrl(); }
+
+absl::Status Aggregator::StartupFailure() const {
+  std::lock_guard<std::mutex> lock(parts_->failure_mu);
+  return parts_->startup_failure;
+}
 
 }  // namespace kubestat::aggregator

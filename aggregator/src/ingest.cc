@@ -155,6 +155,15 @@ struct Ingestor::Counters {
   std::atomic<uint64_t> rebuilt_series{0};
   std::atomic<uint64_t> rebuild_errors{0};
   std::atomic<int64_t> rebuild_nanos{0};
+  std::mutex unrestored_mu;  // guards unrestored
+  std::vector<std::string> unrestored;
+
+  // Counts a series Rebuild() could not restore, naming it (the first kMaxUnrestoredNamed).
+  void Unrestored(std::string what) {
+    rebuild_errors.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(unrestored_mu);
+    if (unrestored.size() < kMaxUnrestoredNamed) unrestored.push_back(std::move(what));
+  }
 };
 
 absl::Status IngestOptions::Validate() const {
@@ -489,7 +498,9 @@ absl::Status Ingestor::Rebuild() {
     auto node = work.find(e.node);
     absl::StatusOr<SeriesKey> key = DecodeSeriesKey(e.key);
     if (node == work.end() || !key.ok() || key->node != node->second.name) {
-      counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
+      counters_->Unrestored(key.ok() ? absl::StrCat(key->ToString(), " (its node entry is missing)")
+                                     : absl::StrCat("series ", e.id, " of node ", e.node,
+                                                    " (its dictionary entry is unreadable)"));
       continue;
     }
     node->second.series.emplace_back(e.id, std::move(*key));
@@ -585,14 +596,15 @@ absl::Status Ingestor::Rebuild() {
           parsed.push_back(std::move(*rollup));
         } else {
           // Without it the engine reads the bucket's samples instead.
-          counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
+          counters_->Unrestored(
+              absl::StrCat(key.ToString(), " (an hourly rollup: ", rollup.status().message(), ")"));
         }
       }
       if (absl::Status rs = shard.engine->RestoreSeries(key, series.newest, parsed, cache);
           rs.ok()) {
         counters_->rebuilt_series.fetch_add(1, std::memory_order_relaxed);
       } else {
-        counters_->rebuild_errors.fetch_add(1, std::memory_order_relaxed);
+        counters_->Unrestored(absl::StrCat(key.ToString(), " (", rs.message(), ")"));
       }
       if (IsPodSeries(key)) state.pods.insert({key.pod_namespace, key.pod});
     }
@@ -778,6 +790,11 @@ std::vector<SeriesWindows> Ingestor::QueryAll() const {
     for (SeriesWindows& w : series) all.push_back(std::move(w));
   }
   return all;
+}
+
+std::vector<std::string> Ingestor::UnrestoredSeries() const {
+  std::lock_guard<std::mutex> lock(counters_->unrestored_mu);
+  return counters_->unrestored;
 }
 
 IngestStats Ingestor::Stats() const {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/flags.h"
+#include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
 
 namespace kubestat::aggregator {
@@ -64,6 +65,13 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
   flags.AddDuration("max-sample-ahead", &max_sample_ahead,
                     "a scrape holding a reading stamped more than this after the scrape (a node "
                     "clock far ahead) fails with reason bad_timestamp and is not stored");
+  flags.AddDuration("kube-api-unready-after", &kube_api_unready_after,
+                    "/readyz fails once the kube API has not answered discovery for this long");
+  flags.AddInt64("scrape-unready-rounds", &scrape_unready_rounds,
+                 "/readyz fails after this many scrape rounds in a row without one node scraped");
+  flags.AddDuration("metrics-max-age", &metrics_max_age,
+                    "metrics.k8s.io leaves out nodes and pods whose newest sample is older than "
+                    "this (metrics/v1alpha1 keeps them); 0: three --metric-resolution");
   serving.RegisterFlags(flags);
   flags.AddString("grpc-address", &grpc_address,
                   "address of the gRPC server (kubestat.v1.Aggregator)");
@@ -82,6 +90,14 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
   flags.AddBool("storage-fsync", &storage_fsync,
                 "fsync every write batch (survives power loss); without it the write-ahead log "
                 "still survives a killed process");
+  flags.AddBool("storage-salvage", &storage_salvage,
+                "start on a damaged store, serving what could be restored (each series that "
+                "could not be is logged by name and counted); without it a damaged store stops "
+                "the process");
+  flags.AddString("storage-min-free", &storage_min_free,
+                  "store writes pause while the volume has less free space than this quantity "
+                  "(256Mi, 1Gi) and resume when there is room; queries are answered from memory "
+                  "meanwhile; 0: never paused");
   flags.AddInt64("storage-cache-mib", &storage_cache_mib, "RocksDB block cache, MiB");
   flags.AddStringList("windows", &windows,
                       "statistical windows kept for every series (durations, e.g. 10s,1m,1h,1d)");
@@ -131,8 +147,23 @@ absl::Status AggregatorOptions::Validate() const {
   if (publish_interval < Duration::zero()) {
     return absl::InvalidArgumentError("--publish-interval: must not be negative");
   }
+  if (kube_api_unready_after <= Duration::zero()) {
+    return absl::InvalidArgumentError("--kube-api-unready-after: must be positive");
+  }
+  if (scrape_unready_rounds < 1) {
+    return absl::InvalidArgumentError("--scrape-unready-rounds: must be at least 1");
+  }
+  if (metrics_max_age < Duration::zero()) {
+    return absl::InvalidArgumentError("--metrics-max-age: must not be negative");
+  }
   if (storage_dir.empty()) {
     return absl::InvalidArgumentError("--storage-dir: required (where RocksDB keeps the day)");
+  }
+  if (absl::StatusOr<Quantity> q = Quantity::Parse(storage_min_free); !q.ok()) {
+    return Prefixed("--storage-min-free", q.status());
+  } else if (q->Sign() < 0 || !q->Value().ok()) {
+    return absl::InvalidArgumentError(
+        "--storage-min-free: must be a byte count from 0 up (256Mi, 1Gi, 0)");
   }
   if (storage_cache_mib < 1) {
     return absl::InvalidArgumentError("--storage-cache-mib: must be at least 1");
@@ -205,6 +236,9 @@ storage::StoreOptions AggregatorOptions::StorageOptions() const {
   options.dir = storage_dir;
   options.retention = retention;
   options.sync = storage_fsync;
+  if (absl::StatusOr<Quantity> q = Quantity::Parse(storage_min_free); q.ok() && q->Value().ok()) {
+    options.min_free_bytes = static_cast<uint64_t>(std::max<int64_t>(0, *q->Value()));
+  }
   options.block_cache_bytes = static_cast<size_t>(storage_cache_mib) << 20;
   return options;
 }
@@ -212,6 +246,8 @@ storage::StoreOptions AggregatorOptions::StorageOptions() const {
 RestServerOptions AggregatorOptions::RestOptions() const {
   RestServerOptions options;
   options.secure = serving.SecureServer("secure");
+  options.metrics_max_age =
+      metrics_max_age > Duration::zero() ? metrics_max_age : metric_resolution * 3;
   // Every metrics request is a GET; nothing needs a large body.
   options.secure.limits.max_body_bytes = RestServerOptions::SecureDefaults().limits.max_body_bytes;
   options.insecure = serving.PlainServer();

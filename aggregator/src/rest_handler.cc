@@ -27,6 +27,7 @@ namespace kubestat::aggregator {
 namespace {
 
 using metrics_api::Encoding;
+using metrics_api::Fresh;
 using metrics_api::GroupName;
 using metrics_api::GroupVersion;
 using metrics_api::GroupVersions;
@@ -345,12 +346,34 @@ RestHandler::Prepared RestHandler::Prepare() const {
 }
 
 RestHandler::RestHandler(const MetricsSource& source, const Clock& clock, LivenessCheck liveness,
-                         ResponseCompression compression)
+                         ResponseCompression compression, Duration metrics_max_age)
     : source_(source),
       clock_(clock),
       liveness_(std::move(liveness)),
       compression_(compression),
-      started_(clock.Now()) {}
+      metrics_max_age_(metrics_max_age),
+      started_(clock.Now()),
+      health_(clock) {
+  health_.Add(http::HealthEndpoint::kLivez, "ping", [](Timestamp) { return std::nullopt; });
+  if (liveness_.last_round_start) {
+    health_.Add(http::HealthEndpoint::kLivez, "scrape-rounds",
+                [this](Timestamp now) -> std::optional<std::string> {
+                  const Timestamp last = std::max(liveness_.last_round_start(), started_);
+                  const Duration limit = liveness_.resolution * 3 / 2;
+                  if (now - last <= limit) return std::nullopt;
+                  return absl::StrCat("the last scrape round started ", FormatDuration(now - last),
+                                      " ago, more than 1.5 resolutions (", FormatDuration(limit),
+                                      ")");
+                });
+  }
+  health_.Add(http::HealthEndpoint::kReadyz, "ping", [](Timestamp) { return std::nullopt; });
+  health_.Add(http::HealthEndpoint::kReadyz, "startup",
+              [this](Timestamp) -> std::optional<std::string> {
+                if (source_.Ready()) return std::nullopt;
+                return "the metrics source is not ready (store rebuild or discovery sync in "
+                       "progress)";
+              });
+}
 
 RestResponse RestHandler::Handle(const RestRequest& request) const {
   std::string_view route = kRouteOther;
@@ -406,20 +429,11 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
           first == "healthz" ? "/healthz" : (first == "livez" ? "/livez" : "/readyz");
       if (!is_get) return method_not_allowed(route);
       RestResponse response = TextResponse(200, "ok");
-      if (first == "readyz" && !source_.Ready()) {
-        response = TextResponse(503,
-                                "readyz check failed: the metrics source is not ready "
-                                "(store rebuild or discovery sync in progress)");
-      } else if (first == "livez" && liveness_.last_round_start) {
-        const Timestamp now = clock_.Now();
-        const Timestamp last = std::max(liveness_.last_round_start(), started_);
-        const Duration limit = liveness_.resolution * 3 / 2;
-        if (now - last > limit) {
-          response = TextResponse(
-              500, absl::StrCat("livez check failed: the last scrape round started ",
-                                FormatDuration(now - last), " ago, more than 1.5 resolutions (",
-                                FormatDuration(limit), ")"));
-        }
+      if (first != "healthz") {
+        const http::HealthAnswer answer = health_.Answer(
+            first == "livez" ? http::HealthEndpoint::kLivez : http::HealthEndpoint::kReadyz,
+            request.query);
+        response = TextResponse(answer.code, answer.body);
       }
       response.route = route;
       return response;
@@ -490,6 +504,7 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
     return response;
   }
   const RenderContext ctx{api, clock_.Now(), indent};
+  if (metrics_max_age_ > Duration::zero()) query->fresh_since = ctx.now - metrics_max_age_;
   // A whole metrics/v1alpha1 list depends on the snapshot alone, so its gzip form is kept.
   const bool whole_list_gzip = api == GroupVersion::kV1alpha1 && indent == 0 &&
                                metrics->collection && query->SelectsAll() && request.accepts_gzip &&
@@ -517,7 +532,8 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
       } else {
         body = RenderNodeList(nodes, *query, ctx);
       }
-    } else if (std::optional<NodeView> node = source_.GetNode(metrics->name)) {
+    } else if (std::optional<NodeView> node = source_.GetNode(metrics->name);
+               node && Fresh(api, *node, query->fresh_since)) {
       body = *encoding == Encoding::kProtobuf ? RenderNodeProtobuf(*node, ctx)
                                               : RenderNode(*node, ctx);
     }
@@ -532,8 +548,8 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
       if (response.content_encoding.empty()) {
         body = RenderPods(*cut, *query, ctx, *encoding);
       }
-    } else if (std::optional<PodView> pod =
-                   source_.GetPod(metrics->namespace_name, metrics->name)) {
+    } else if (std::optional<PodView> pod = source_.GetPod(metrics->namespace_name, metrics->name);
+               pod && Fresh(api, *pod, query->fresh_since)) {
       body = *encoding == Encoding::kProtobuf ? RenderPodProtobuf(*pod, ctx) : RenderPod(*pod, ctx);
     }
   }

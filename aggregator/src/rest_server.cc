@@ -55,9 +55,12 @@ class RestServer::Impl {
         gate_("REST", options_.always_allow_paths, access.authenticator, access.authorizer),
         handler_(source, clock, std::move(liveness),
                  ResponseCompression{options_.secure.compression.enabled,
-                                     options_.secure.compression.min_bytes}),
+                                     options_.secure.compression.min_bytes},
+                 options_.metrics_max_age),
         registry_(registry),
-        clock_(clock) {}
+        clock_(clock) {
+    handler_.health().AttachMetrics(registry);
+  }
 
   ~Impl() { Stop(); }
 
@@ -88,6 +91,7 @@ class RestServer::Impl {
   }
 
   RestHandler::Prepared Prepare() { return handler_.Prepare(); }
+  http::HealthChecks& health() { return handler_.health(); }
   const http::Server* secure() const { return secure_.get(); }
   const http::Server* insecure() const { return insecure_.get(); }
 
@@ -112,7 +116,7 @@ class RestServer::Impl {
 
   const RestServerOptions options_;
   const kube::AccessGate gate_;
-  const RestHandler handler_;
+  RestHandler handler_;  // non-const only to add health checks before serving
   prometheus::Registry& registry_;
   const Clock& clock_;
   std::unique_ptr<http::Server> secure_;
@@ -130,6 +134,7 @@ RestServer::~RestServer() = default;
 absl::Status RestServer::Start() { return impl_->Start(); }
 void RestServer::Stop() { impl_->Stop(); }
 RestHandler::Prepared RestServer::Prepare() { return impl_->Prepare(); }
+http::HealthChecks& RestServer::health() { return impl_->health(); }
 int RestServer::port() const { return impl_->secure() ? impl_->secure()->port() : 0; }
 std::string RestServer::BaseUrl() const {
   return impl_->secure() ? impl_->secure()->BaseUrl() : "";

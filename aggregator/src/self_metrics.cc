@@ -36,6 +36,18 @@ class StoreSelfMetrics::Impl {
                                "kubestat_store_batches_total for the mean write latency")),
         read_errors_(Counter(registry, "kubestat_store_read_errors_total",
                              "Failed reads and undecodable records")),
+        low_space_refusals_(Counter(registry, "kubestat_store_low_space_refusals_total",
+                                    "Write batches refused while the volume had less free space "
+                                    "than --storage-min-free")),
+        low_space_pauses_(Counter(registry, "kubestat_store_low_space_pauses_total",
+                                  "Times store writes paused for lack of free space")),
+        background_errors_(Counter(registry, "kubestat_store_background_errors_total",
+                                   "RocksDB background errors (flush, compaction, WAL sync)")),
+        recoveries_(Counter(registry, "kubestat_store_recoveries_total",
+                            "RocksDB recoveries from a background error")),
+        wal_bytes_dropped_(Gauge(registry, "kubestat_store_wal_dropped_bytes",
+                                 "Write-ahead log bytes RocksDB dropped when it replayed the log "
+                                 "at open (writes lost in a crash)")),
         size_bytes_(Gauge(registry, "kubestat_store_size_bytes", "Bytes of the RocksDB directory")),
         max_write_seconds_(
             Gauge(registry, "kubestat_store_max_write_seconds", "Slowest write batch since start")),
@@ -45,6 +57,9 @@ class StoreSelfMetrics::Impl {
                   "Memory held by the windows and the ingest pipeline (recounted once a minute)")),
         rebuild_seconds_(Gauge(registry, "kubestat_rebuild_duration_seconds",
                                "Duration of the rebuild of the windows from the store at start")),
+        unrestored_series_(Gauge(registry, "kubestat_rebuild_unrestored_series",
+                                 "Series the rebuild at start could not restore from the store "
+                                 "(each named in the log)")),
         rebuilt_series_(
             Gauge(registry, "kubestat_rebuilt_series", "Series restored from the store at start")),
         snapshot_seconds_(Gauge(registry, "kubestat_query_snapshot_refresh_seconds",
@@ -100,6 +115,11 @@ class StoreSelfMetrics::Impl {
     Advance(batch_errors_, store.batch_errors, last_store_.batch_errors);
     Advance(written_bytes_, store.bytes_written, last_store_.bytes_written);
     Advance(read_errors_, store.read_errors, last_store_.read_errors);
+    Advance(low_space_refusals_, store.low_space_refusals, last_store_.low_space_refusals);
+    Advance(low_space_pauses_, store.low_space_pauses, last_store_.low_space_pauses);
+    Advance(background_errors_, store.background_errors, last_store_.background_errors);
+    Advance(recoveries_, store.recoveries, last_store_.recoveries);
+    wal_bytes_dropped_.Set(static_cast<double>(store.wal_bytes_dropped));
     if (store.write_nanos > last_store_.write_nanos) {
       write_seconds_.Increment(static_cast<double>(store.write_nanos - last_store_.write_nanos) /
                                1e9);
@@ -110,6 +130,7 @@ class StoreSelfMetrics::Impl {
     series_.Set(static_cast<double>(ingest.series_created - ingest.series_retired));
     if (memory_bytes) window_bytes_.Set(static_cast<double>(*memory_bytes));
     rebuild_seconds_.Set(ingest.rebuild_seconds);
+    unrestored_series_.Set(static_cast<double>(ingest.rebuild_errors));
     rebuilt_series_.Set(static_cast<double>(ingest.rebuilt_series));
   }
 
@@ -142,11 +163,17 @@ class StoreSelfMetrics::Impl {
   prometheus::Counter& written_bytes_;
   prometheus::Counter& write_seconds_;
   prometheus::Counter& read_errors_;
+  prometheus::Counter& low_space_refusals_;
+  prometheus::Counter& low_space_pauses_;
+  prometheus::Counter& background_errors_;
+  prometheus::Counter& recoveries_;
+  prometheus::Gauge& wal_bytes_dropped_;
   prometheus::Gauge& size_bytes_;
   prometheus::Gauge& max_write_seconds_;
   prometheus::Gauge& series_;
   prometheus::Gauge& window_bytes_;
   prometheus::Gauge& rebuild_seconds_;
+  prometheus::Gauge& unrestored_series_;
   prometheus::Gauge& rebuilt_series_;
   prometheus::Gauge& snapshot_seconds_;
   prometheus::Family<prometheus::Gauge>& snapshot_objects_;

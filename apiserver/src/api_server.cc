@@ -24,6 +24,7 @@
 #include "kubestat/core/status.h"
 #include "kubestat/core/time.h"
 #include "kubestat/core/url.h"
+#include "kubestat/http/health_checks.h"
 #include "kubestat/http/metrics_endpoint.h"
 #include "kubestat/http/server.h"
 #include "kubestat/kube/watch_event.h"
@@ -383,6 +384,14 @@ class ApiServer::Impl {
       event_counts_[static_cast<size_t>(type)] =
           &events_.Add({{"type", std::string(EventTypeName(type))}});
     }
+    health_.Add(http::HealthEndpoint::kLivez, "ping", [](Timestamp) { return std::nullopt; });
+    health_.Add(http::HealthEndpoint::kReadyz, "ping", [](Timestamp) { return std::nullopt; });
+    health_.Add(http::HealthEndpoint::kReadyz, "store",
+                [this](Timestamp) -> std::optional<std::string> {
+                  if (store_.Ready()) return std::nullopt;
+                  return "the object store does not answer (no etcd member reachable)";
+                });
+    health_.AttachMetrics(registry_);
   }
 
   ~Impl() { Stop(); }
@@ -555,11 +564,14 @@ class ApiServer::Impl {
   http::Response Serve(const http::Request& request) {
     kube::AccessDecision access = gate_.Check(request);
     if (access.refusal) return *std::move(access.refusal);
-    if (request.path == "/healthz" || request.path == "/livez") return Text("ok", "/healthz");
-    if (request.path == "/readyz") {
-      if (store_.Ready()) return Text("ok", "/readyz");
-      return http::ErrorResponse(ApiError::ServiceUnavailable("the object store does not answer"),
-                                 "/readyz");
+    if (request.path == "/healthz") return Text("ok", "/healthz");
+    if (request.path == "/livez" || request.path == "/readyz") {
+      const bool livez = request.path == "/livez";
+      const http::HealthAnswer answer = health_.Answer(
+          livez ? http::HealthEndpoint::kLivez : http::HealthEndpoint::kReadyz, request.query);
+      http::Response response = Text(answer.body, livez ? "/livez" : "/readyz");
+      response.code = answer.code;
+      return response;
     }
     if (http::IsMetricsPath(request.path)) return http::MetricsResponse(request, registry_);
     std::optional<Target> target = Parse(request.path);
@@ -995,6 +1007,7 @@ class ApiServer::Impl {
   ObjectStore& store_;
   prometheus::Registry& registry_;
   const Clock& clock_;
+  http::HealthChecks health_{clock_};
   const kube::AccessGate gate_;
   prometheus::Family<prometheus::Gauge>& objects_;
   prometheus::Family<prometheus::Counter>& writes_;

@@ -11,7 +11,9 @@
 #include "kubestat/core/log.h"
 #include "kubestat/core/status.h"
 #include "kubestat/core/str_cat.h"
+#include "kubestat/core/time.h"
 #include "kubestat/http/client.h"
+#include "kubestat/http/health_checks.h"
 #include "kubestat/http/metrics_endpoint.h"
 #include "kubestat/http/server.h"
 #include "kubestat/kube/bearer_token.h"
@@ -85,29 +87,55 @@ struct Bridge::Parts {
   std::unique_ptr<WatchClient> watch;
   std::unique_ptr<kube::DelegatedAccess> access;
   std::optional<kube::AccessGate> gate;
+  std::unique_ptr<http::HealthChecks> health;
   std::unique_ptr<http::Server> server;
   bool stopped = false;
 
-  bool live() const { return pusher->running() && watch->running(); }
+  // The checks of /livez (the loops run: a restart mends a stopped one) and /readyz (the
+  // aggregator's snapshot is pushed, the aggregator answers, the metrics API server takes
+  // the pushes).
+  void AddHealthChecks(Duration aggregator_unready_after) {
+    health->Add(http::HealthEndpoint::kLivez, "ping", [](Timestamp) { return std::nullopt; });
+    health->Add(http::HealthEndpoint::kLivez, "loops",
+                [this](Timestamp) -> std::optional<std::string> {
+                  if (pusher->running() && watch->running()) return std::nullopt;
+                  return "the pusher or the watch has stopped";
+                });
+    health->Add(http::HealthEndpoint::kReadyz, "ping", [](Timestamp) { return std::nullopt; });
+    health->Add(http::HealthEndpoint::kReadyz, "first-snapshot",
+                [this](Timestamp) -> std::optional<std::string> {
+                  if (watch->snapshot_pushed()) return std::nullopt;
+                  return "the aggregator's first snapshot is not pushed yet";
+                });
+    health->Add(http::HealthEndpoint::kReadyz, "aggregator",
+                [this, aggregator_unready_after](Timestamp now) -> std::optional<std::string> {
+                  const WatchClientStats stats = watch->Stats();
+                  if (stats.failing_since == kZeroTime ||
+                      now - stats.failing_since <= aggregator_unready_after) {
+                    return std::nullopt;
+                  }
+                  return StrCat("no watch stream of the aggregator has read an event for ",
+                                FormatDuration(now - stats.failing_since), " (more than ",
+                                FormatDuration(aggregator_unready_after), "): ", stats.last_error);
+                });
+    health->Add(http::HealthEndpoint::kReadyz, "apiserver-push",
+                [this](Timestamp) -> std::optional<std::string> {
+                  const uint32_t failures = pusher->Stats().consecutive_failures;
+                  if (failures < kNotReadyAfterFailures) return std::nullopt;
+                  return StrCat("pushes to the metrics API server are failing (", failures,
+                                " retryable failures in a row)");
+                });
+  }
 
   http::Response Handle(const http::Request& request) {
     kube::AccessDecision access = gate->Check(request);
     if (access.refusal) return *std::move(access.refusal);
-    if (request.path == "/healthz" || request.path == "/livez") {
-      return live() ? Text(200, "ok", "/healthz") : Text(500, "stopped", "/healthz");
-    }
-    if (request.path == "/readyz") {
-      if (!watch->snapshot_pushed()) {
-        return Text(503, "the aggregator's first snapshot is not pushed yet", "/readyz");
-      }
-      const uint32_t failures = pusher->Stats().consecutive_failures;
-      if (failures >= kNotReadyAfterFailures) {
-        return Text(503,
-                    StrCat("pushes to the metrics API server are failing (", failures,
-                           " retryable failures in a row)"),
-                    "/readyz");
-      }
-      return Text(200, "ok", "/readyz");
+    if (request.path == "/healthz") return Text(200, "ok", "/healthz");
+    if (request.path == "/livez" || request.path == "/readyz") {
+      const bool livez = request.path == "/livez";
+      const http::HealthAnswer answer = health->Answer(
+          livez ? http::HealthEndpoint::kLivez : http::HealthEndpoint::kReadyz, request.query);
+      return Text(answer.code, answer.body, livez ? "/livez" : "/readyz");
     }
     if (http::IsMetricsPath(request.path)) return http::MetricsResponse(request, *registry);
     return http::ErrorResponse(
@@ -141,6 +169,9 @@ absl::StatusOr<std::unique_ptr<Bridge>> Bridge::Create(const BridgeOptions& opti
   if (!access.ok()) return access.status();
   p->access = *std::move(access);
   p->gate = p->access->Gate("bridge");
+  p->health = std::make_unique<http::HealthChecks>(clock);
+  p->AddHealthChecks(options.aggregator_unready_after);
+  p->health->AttachMetrics(*p->registry);
   Parts* parts = p.get();
   p->server = std::make_unique<http::Server>(
       options.ServingOptions(), [parts](const http::Request& r) { return parts->Handle(r); },
@@ -174,8 +205,7 @@ void Bridge::Stop() {
 std::string Bridge::BaseUrl() const { return parts_->server->BaseUrl(); }
 std::string Bridge::HealthBaseUrl() const { return parts_->server->HealthBaseUrl(); }
 bool Bridge::ready() const {
-  return parts_->watch->snapshot_pushed() &&
-         parts_->pusher->Stats().consecutive_failures < kNotReadyAfterFailures;
+  return parts_->health->Answer(http::HealthEndpoint::kReadyz, "").code == 200;
 }
 
 }  // namespace kubestat::bridge

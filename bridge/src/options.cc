@@ -59,11 +59,17 @@ void BridgeOptions::RegisterFlags(FlagSet& flags) {
   flags.AddDuration("retry-base", &retry_base,
                     "first ceiling of the jittered retry delay (doubles per failure)");
   flags.AddDuration("retry-max", &retry_max, "largest ceiling of the jittered retry delay");
+  flags.AddDuration("aggregator-unready-after", &aggregator_unready_after,
+                    "/readyz fails once no watch stream of the aggregator has read an event for "
+                    "this long");
   serving.RegisterFlags(flags);
   flags.AddInt64("v", &verbosity, "log verbosity");
 }
 
 absl::Status BridgeOptions::Validate() const {
+  if (aggregator_unready_after <= Duration::zero()) {
+    return absl::InvalidArgumentError("--aggregator-unready-after: must be positive");
+  }
   if (apiserver_url.empty() && apiserver_kubeconfig.empty()) {
     return absl::InvalidArgumentError(
         "--apiserver-url: required (or --apiserver-kubeconfig naming the server)");

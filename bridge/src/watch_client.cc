@@ -203,6 +203,7 @@ class WatchClient::Impl {
       absl::StatusOr<std::string> token = token_->Get();
       if (!token.ok()) {
         KLOG(WARNING) << "watch " << options_.address << ": no bearer token: " << token.status();
+        StreamFailed(StrCat("no bearer token: ", StdView(token.status().message())));
         return false;
       }
       context.AddMetadata("authorization", "Bearer " + *token);
@@ -235,7 +236,17 @@ class WatchClient::Impl {
       KLOG(WARNING) << "watch " << options_.address << " ended: " << status.error_code() << " "
                     << status.error_message();
     }
+    StreamFailed(status.ok() ? std::string("the stream was ended by the aggregator")
+                             : StrCat("gRPC ", static_cast<int>(status.error_code()), ": ",
+                                      status.error_message()));
     return got_snapshot;
+  }
+
+  // A stream ended (or could not start): failing from now unless already failing.
+  void StreamFailed(std::string error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stats_.failing_since == kZeroTime) stats_.failing_since = clock_.Now();
+    stats_.last_error = std::move(error);
   }
 
   void Handle(const v1::WatchEvent& event, uint64_t generation) {
@@ -243,6 +254,8 @@ class WatchClient::Impl {
       events_family_->Add({{"type", v1::WatchEvent::Type_Name(event.type())}}).Increment();
     }
     std::lock_guard<std::mutex> lock(mu_);
+    stats_.failing_since = kZeroTime;  // the aggregator answers
+    stats_.last_error.clear();
     switch (event.type()) {
       case v1::WatchEvent::ADDED:
       case v1::WatchEvent::MODIFIED:

@@ -406,6 +406,7 @@ absl::Status Client::Impl::Stream(const ClientRequest& request, Duration header_
                              const auto& abandoned) -> absl::Status {
     *status_code = response.status_code();
     const bool success = *status_code >= 200 && *status_code <= 299;
+    if (request.on_stream_head) request.on_stream_head(*status_code);
     // The body is waited for without a deadline; only stop (or the backstop) ends a wait.
     exchange.set_deadline(Timestamp::max());
 

@@ -251,8 +251,12 @@ ListWatchError ListWatch::Watch(const std::stop_token& stop, bool* expired) {
   ListWatchError ended{ListWatchError::Stage::kWatch, absl::OkStatus()};
   int status_code = 0;
   std::string error_body;
+  http::ClientRequest request = Get(std::move(path), stop);
+  request.on_stream_head = [this](int code) {
+    if (IsSuccess(code)) handler_.OnWatchOpen();
+  };
   absl::Status status = watch_client_.Stream(
-      Get(std::move(path), stop), options_.watch_head_timeout,
+      request, options_.watch_head_timeout,
       [&](std::string_view chunk) {
         pending.append(chunk);
         size_t start = 0;

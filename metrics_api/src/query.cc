@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/url.h"
+#include "usage.h"
 
 namespace kubestat::metrics_api {
 namespace {
@@ -166,6 +167,16 @@ bool Servable(GroupVersion gv, const PodMetrics& pod) {
   if (pod.containers.empty()) return false;
   return std::all_of(pod.containers.begin(), pod.containers.end(),
                      [](const ContainerMetrics& c) { return c.windows.HasUsage(); });
+}
+
+bool Fresh(GroupVersion gv, const NodeMetrics& node, Timestamp fresh_since) {
+  return !IsMetricsK8sIo(gv) || fresh_since == kZeroTime || !Servable(gv, node) ||
+         internal::UsageTimestamp(node.machine) >= fresh_since;
+}
+
+bool Fresh(GroupVersion gv, const PodMetrics& pod, Timestamp fresh_since) {
+  return !IsMetricsK8sIo(gv) || fresh_since == kZeroTime || !Servable(gv, pod) ||
+         internal::PodUsageTimestamp(pod) >= fresh_since;
 }
 
 }  // namespace kubestat::metrics_api

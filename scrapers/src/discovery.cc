@@ -89,6 +89,29 @@ DiscoveryStats Discovery::stats() const {
   return stats_;
 }
 
+KubeApiContact Discovery::kube_api_contact() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  KubeApiContact oldest;
+  for (const auto& [resource, contact] : contact_) {
+    if (oldest.failing_since == kZeroTime || contact.failing_since < oldest.failing_since) {
+      oldest = contact;
+    }
+  }
+  return oldest;
+}
+
+void Discovery::RecordAnswer(int resource) {
+  std::lock_guard<std::mutex> lock(mu_);
+  contact_.erase(resource);
+}
+
+void Discovery::RecordFailure(int resource, Timestamp now, std::string error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KubeApiContact& contact = contact_[resource];
+  if (contact.failing_since == kZeroTime) contact.failing_since = now;
+  contact.last_error = std::move(error);
+}
+
 void Discovery::CountStat(uint64_t DiscoveryStats::*field) {
   std::lock_guard<std::mutex> lock(mu_);
   ++(stats_.*field);

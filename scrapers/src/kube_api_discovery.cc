@@ -125,8 +125,8 @@ struct KubeApiDiscovery::Impl {
   // ListWatch thread).
   class Feed final : public kube::ListWatchHandler {
    public:
-    Feed(KubeApiDiscovery* owner, Resource resource, int resources)
-        : owner_(owner), resource_(resource), resources_(resources) {}
+    Feed(KubeApiDiscovery* owner, Resource resource, int resources, const Clock& clock)
+        : owner_(owner), resource_(resource), resources_(resources), clock_(clock) {}
 
     void OnListStart() override {
       nodes_.clear();
@@ -151,7 +151,8 @@ struct KubeApiDiscovery::Impl {
       } else {
         owner_->ReplacePods(std::exchange(pods_, {}));
       }
-      owner_->MarkListed(resource_ == Resource::kNodes ? 0 : 1, resources_);
+      owner_->RecordAnswer(index());
+      owner_->MarkListed(index(), resources_);
     }
 
     absl::Status OnEvent(const kube::WatchEvent& event) override {
@@ -175,17 +176,26 @@ struct KubeApiDiscovery::Impl {
     }
 
     void OnWatchStart() override { owner_->CountStat(&DiscoveryStats::watches); }
+    void OnWatchOpen() override { owner_->RecordAnswer(index()); }
     void OnExpired() override { owner_->CountStat(&DiscoveryStats::relists_after_gone); }
     // Failed requests and undecodable events alike (an event that fails also ends its
     // watch, which counts as a failed watch).
-    void OnError(const kube::ListWatchError& /*error*/) override {
+    void OnError(const kube::ListWatchError& error) override {
       owner_->CountStat(&DiscoveryStats::errors);
+      // An event the API sent, however bad, is an answer; a request that got none, or an
+      // error answer, leaves discovery without the API.
+      if (error.stage != kube::ListWatchError::Stage::kEvent) {
+        owner_->RecordFailure(index(), clock_.Now(), std::string(error.status.message()));
+      }
     }
 
    private:
+    int index() const { return resource_ == Resource::kNodes ? 0 : 1; }
+
     KubeApiDiscovery* const owner_;
     const Resource resource_;
     const int resources_;
+    const Clock& clock_;
     simdjson::dom::parser parser_;
     // The list being read.
     std::vector<NodeInfo> nodes_;
@@ -193,6 +203,7 @@ struct KubeApiDiscovery::Impl {
   };
 
   KubeApiDiscoveryOptions options;
+  const Clock* clock = nullptr;
   std::unique_ptr<http::Client> list_client;
   std::unique_ptr<http::Client> watch_client;
   // Index 0: nodes; 1: pods when watched. The watches go first when destroyed.
@@ -207,7 +218,7 @@ struct KubeApiDiscovery::Impl {
     watch_options.watch_head_timeout = options.request_timeout;
     watch_options.retry_backoff = options.retry_backoff;
     watch_options.max_event_bytes = options.max_response_bytes;
-    feeds.push_back(std::make_unique<Feed>(owner, resource, options.watch_pods ? 2 : 1));
+    feeds.push_back(std::make_unique<Feed>(owner, resource, options.watch_pods ? 2 : 1, *clock));
     watches.push_back(std::make_unique<kube::ListWatch>(std::move(watch_options), *list_client,
                                                         *watch_client, *feeds.back()));
   }
@@ -256,6 +267,7 @@ absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> KubeApiDiscovery::Create(
   impl->list_client = *std::move(list_client);
   impl->watch_client = *std::move(watch_client);
   impl->options = options;
+  impl->clock = &clock;
   return std::unique_ptr<KubeApiDiscovery>(new KubeApiDiscovery(std::move(impl)));
 }
 

@@ -1,6 +1,11 @@
 #include "kubestat/storage/store.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <charconv>
+#include <cstdarg>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <mutex>
@@ -10,9 +15,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "keys.h"
+#include "kubestat/core/log.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_batch.h"
@@ -76,6 +84,108 @@ struct Store::Counters {
   std::atomic<uint64_t> retention_passes{0};
   std::atomic<uint64_t> retention_errors{0};
   std::atomic<uint64_t> series_forgotten{0};
+  std::atomic<uint64_t> low_space_refusals{0};
+  std::atomic<uint64_t> low_space_pauses{0};
+  std::atomic<uint64_t> background_errors{0};
+  std::atomic<uint64_t> recoveries{0};
+  std::atomic<uint64_t> wal_bytes_dropped{0};
+  std::atomic<bool> low_space{false};     // writes paused for lack of free space
+  std::atomic<bool> needs_resume{false};  // a background error RocksDB did not recover from
+};
+
+// RocksDB's info log (the LOG file, as RocksDB writes it), read on the way for the records
+// the write-ahead log replay drops at open ("…: dropping 1234 bytes; Corruption: …"): those
+// are acknowledged writes lost, which the store reports itself.
+class WalDropWatcher final : public rocksdb::LoggerWrapper {
+ public:
+  WalDropWatcher(std::shared_ptr<rocksdb::Logger> file, std::string dir)
+      : rocksdb::LoggerWrapper(file.get()), file_(std::move(file)), dir_(std::move(dir)) {}
+
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    va_list copy;
+    va_copy(copy, ap);
+    char line[1024];
+    const int n = std::vsnprintf(line, sizeof(line), format, copy);
+    va_end(copy);
+    if (n > 0) Watch(std::string_view(line, std::min<size_t>(n, sizeof(line) - 1)));
+    rocksdb::LoggerWrapper::Logv(level, format, ap);
+  }
+  void Logv(const char* format, va_list ap) override {
+    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
+  }
+
+  uint64_t dropped_bytes() const { return dropped_bytes_.load(); }
+
+ private:
+  void Watch(std::string_view line) {
+    const size_t at = line.find(": dropping ");
+    if (at == std::string_view::npos) return;
+    std::string_view rest = line.substr(at + 11);
+    uint64_t bytes = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), bytes);
+    if (ec != std::errc() ||
+        !std::string_view(end, rest.data() + rest.size()).starts_with(" bytes")) {
+      return;
+    }
+    dropped_bytes_.fetch_add(bytes);
+    KLOG(ERROR) << "store: the write-ahead log of " << dir_ << " lost " << bytes
+                << " bytes at recovery (acknowledged writes of the last moments before a crash "
+                   "are gone): "
+                << line;
+  }
+
+  const std::shared_ptr<rocksdb::Logger> file_;  // the target, kept alive
+  const std::string dir_;
+  std::atomic<uint64_t> dropped_bytes_{0};
+};
+
+// Hears RocksDB's background errors and recoveries (on RocksDB's threads).
+class Store::Listener final : public rocksdb::EventListener {
+ public:
+  Listener(std::string dir, std::shared_ptr<Counters> counters)
+      : dir_(std::move(dir)), counters_(std::move(counters)) {}
+
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
+    counters_->background_errors.fetch_add(1, std::memory_order_relaxed);
+    KLOG(ERROR) << "store: RocksDB background error in " << dir_ << " (" << ReasonName(reason)
+                << "): " << error->ToString() << "; writes fail until it is resumed from";
+    counters_->needs_resume.store(true);
+  }
+  void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override {
+    if (info.new_bg_error.ok()) {
+      counters_->recoveries.fetch_add(1, std::memory_order_relaxed);
+      counters_->needs_resume.store(false);
+      KLOG(INFO) << "store: RocksDB recovered in " << dir_ << " from "
+                 << info.old_bg_error.ToString();
+    } else {
+      KLOG(ERROR) << "store: RocksDB could not recover in " << dir_ << ": "
+                  << info.new_bg_error.ToString();
+    }
+  }
+
+ private:
+  static const char* ReasonName(rocksdb::BackgroundErrorReason reason) {
+    switch (reason) {
+      case rocksdb::BackgroundErrorReason::kFlush:
+        return "flush";
+      case rocksdb::BackgroundErrorReason::kCompaction:
+        return "compaction";
+      case rocksdb::BackgroundErrorReason::kWriteCallback:
+        return "write";
+      case rocksdb::BackgroundErrorReason::kMemTable:
+        return "memtable";
+      case rocksdb::BackgroundErrorReason::kManifestWrite:
+        return "manifest write";
+      case rocksdb::BackgroundErrorReason::kFlushNoWAL:
+        return "flush without WAL";
+      case rocksdb::BackgroundErrorReason::kManifestWriteNoWAL:
+        return "manifest write without WAL";
+    }
+    return "other";
+  }
+
+  const std::string dir_;
+  const std::shared_ptr<Counters> counters_;
 };
 
 absl::Status StoreOptions::Validate() const {
@@ -147,6 +257,18 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   db_options.compression = rocksdb::kLZ4Compression;
   db_options.keep_log_file_num = 2;
   db_options.max_log_file_size = 4 << 20;
+  // Recovery replays the WAL into the memtable without writing an SST first, so a store
+  // reopened on a nearly full volume opens rather than failing for want of room.
+  db_options.avoid_flush_during_recovery = true;
+  auto counters = std::make_shared<Counters>();
+  db_options.listeners.push_back(std::make_shared<Listener>(options.dir, counters));
+  std::shared_ptr<WalDropWatcher> wal_watcher;
+  if (std::shared_ptr<rocksdb::Logger> file;
+      std::filesystem::is_directory(options.dir) &&
+      rocksdb::CreateLoggerFromOptions(options.dir, db_options, &file).ok()) {
+    wal_watcher = std::make_shared<WalDropWatcher>(std::move(file), options.dir);
+    db_options.info_log = wal_watcher;
+  }
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   table.block_size = 16 << 10;
@@ -155,6 +277,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, &raw);
   if (!s.ok()) return OpenError(options.dir, s);
+  if (wal_watcher) counters->wal_bytes_dropped.store(wal_watcher->dropped_bytes());
   std::unique_ptr<rocksdb::DB> db(raw);
 
   // The format marker: written into an empty database, checked in an existing one.
@@ -180,7 +303,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
                                                       options.dir, ": unknown format \"",
                                                       format.substr(0, 64), "\""));
   }
-  std::unique_ptr<Store> store(new Store(std::move(options), std::move(db)));
+  std::unique_ptr<Store> store(new Store(std::move(options), std::move(db), std::move(counters)));
   if (absl::Status status = store->LoadIdCounters(); !status.ok()) {
     return absl::Status(status.code(), absl::StrCat("cannot open the RocksDB store in ",
                                                     store->options_.dir, ": ", status.message()));
@@ -188,8 +311,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   return store;
 }
 
-Store::Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db)
-    : options_(std::move(options)), db_(std::move(db)), counters_(std::make_unique<Counters>()) {}
+Store::Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
+             std::shared_ptr<Counters> counters)
+    : options_(std::move(options)), db_(std::move(db)), counters_(std::move(counters)) {}
 
 Store::~Store() {
   if (db_) {
@@ -217,7 +341,59 @@ absl::Status Store::LoadIdCounters() {
 NodeId Store::AllocateNodeId() { return next_node_id_.fetch_add(1); }
 SeriesId Store::AllocateSeriesId() { return next_series_id_.fetch_add(1); }
 
+uint64_t Store::FreeBytes() const {
+  struct statvfs fs {};
+  if (statvfs(options_.dir.c_str(), &fs) != 0) return 0;
+  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+}
+
+absl::Status Store::ReadyToWrite() {
+  if (options_.min_free_bytes > 0) {
+    const uint64_t free = FreeBytes();
+    const bool low = free < options_.min_free_bytes;
+    if (low != counters_->low_space.exchange(low)) {
+      if (low) {
+        counters_->low_space_pauses.fetch_add(1, std::memory_order_relaxed);
+        KLOG(ERROR) << "store: " << free << " bytes free in " << options_.dir
+                    << ", below --storage-min-free (" << options_.min_free_bytes
+                    << "): writes paused, queries answered from memory";
+      } else {
+        KLOG(INFO) << "store: " << free << " bytes free in " << options_.dir << ": writes resumed";
+      }
+    }
+    if (low) {
+      counters_->low_space_refusals.fetch_add(1, std::memory_order_relaxed);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("store: writes paused: ", free, " bytes free in ", options_.dir,
+                       ", below --storage-min-free (", options_.min_free_bytes, ")"));
+    }
+  }
+  if (counters_->needs_resume.load()) {
+    // RocksDB stops writes after a background error it does not retry itself (e.g. a
+    // flush that found no room); with room again, asking it to resume is what it allows.
+    if (const rocksdb::Status r = db_->Resume(); r.ok()) {
+      if (counters_->needs_resume.exchange(false)) {
+        counters_->recoveries.fetch_add(1, std::memory_order_relaxed);
+        KLOG(INFO) << "store: RocksDB resumed writes in " << options_.dir;
+      }
+    } else if (r.IsBusy()) {
+      // RocksDB recovers from this one itself (a full disk: once there is room); the
+      // listener hears when it is done.
+      return absl::UnavailableError(
+          absl::StrCat("store: RocksDB is recovering from a background error in ", options_.dir));
+    } else {
+      return absl::UnavailableError(
+          absl::StrCat("store: RocksDB cannot resume in ", options_.dir, ": ", r.ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Store::Write(const ScrapeBatch& batch) {
+  if (absl::Status ready = ReadyToWrite(); !ready.ok()) {
+    counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
+    return ready;
+  }
   rocksdb::WriteOptions w;
   w.sync = options_.sync;
   const auto start = std::chrono::steady_clock::now();
@@ -508,6 +684,11 @@ StoreStats Store::Stats() const {
   s.retention_passes = counters_->retention_passes.load();
   s.retention_errors = counters_->retention_errors.load();
   s.series_forgotten = counters_->series_forgotten.load();
+  s.low_space_refusals = counters_->low_space_refusals.load();
+  s.low_space_pauses = counters_->low_space_pauses.load();
+  s.background_errors = counters_->background_errors.load();
+  s.recoveries = counters_->recoveries.load();
+  s.wal_bytes_dropped = counters_->wal_bytes_dropped.load();
   return s;
 }
 

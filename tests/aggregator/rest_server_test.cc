@@ -372,14 +372,27 @@ TEST_F(RestServerTest, MetricPathsAre503UntilTheSourceIsReady) {
   EXPECT_EQ(Get("/apis/metrics.k8s.io").code, 200);
   EXPECT_EQ(Get("/apis").code, 200);
   EXPECT_EQ(Get("/healthz").code, 200);
-  Reply readyz = Get("/readyz");
+  Reply readyz = Get("/readyz?verbose");
   EXPECT_EQ(readyz.code, 503);
-  EXPECT_THAT(readyz.body, HasSubstr("not ready"));
+  EXPECT_EQ(readyz.body,
+            "[+]ping ok\n[-]startup failed: the metrics source is not ready (store rebuild or "
+            "discovery sync in progress)\nreadyz check failed");
+  // Without ?verbose the reason is withheld (health paths need no credentials).
+  EXPECT_EQ(Get("/readyz").body,
+            "[+]ping ok\n[-]startup failed: reason withheld\nreadyz check failed");
 
   source_.SetReady(true);
   EXPECT_EQ(Get(std::string(kV1beta1) + "/nodes").code, 200);
   EXPECT_EQ(Get(std::string(kV1) + "/nodes").code, 200);
   EXPECT_EQ(Get("/readyz").body, "ok");
+  EXPECT_EQ(Get("/readyz?verbose").body, "[+]ping ok\n[+]startup ok\nreadyz check passed\n");
+  // The failure was noticed once, and is over.
+  const std::string metrics = Get("/metrics").body;
+  EXPECT_THAT(
+      metrics,
+      HasSubstr("kubestat_health_check_failures_total{check=\"startup\",endpoint=\"readyz\"} 1"));
+  EXPECT_THAT(metrics,
+              HasSubstr("kubestat_health_check_failing{check=\"startup\",endpoint=\"readyz\"} 0"));
 }
 
 TEST_F(RestServerTest, SourceExceptionsAre500AndTheServerKeepsServing) {
@@ -573,9 +586,10 @@ TEST_F(RestServerTest, LivezFailsWhenTheLastRoundStartedOverOneAndAHalfResolutio
   clock_.Advance(seconds(15));  // exactly 1.5 resolutions: still live
   EXPECT_EQ(Get("/livez").body, "ok");
   clock_.Advance(seconds(1));
-  Reply reply = Get("/livez");
+  Reply reply = Get("/livez?verbose");
   EXPECT_EQ(reply.code, 500);
-  EXPECT_THAT(reply.body, HasSubstr("16s ago"));
+  EXPECT_THAT(reply.body,
+              HasSubstr("[-]scrape-rounds failed: the last scrape round started 16s ago"));
   EXPECT_THAT(reply.body, HasSubstr("15s"));
   last_round_ = clock_.Now();  // a new round started
   EXPECT_EQ(Get("/livez").code, 200);
@@ -715,6 +729,63 @@ TEST_F(RestServerTest, CompressionTurnedOffSendsIdentityWithoutVary) {
   EXPECT_EQ(reply.vary, "Accept");  // the encoding still depends on Accept
   EXPECT_EQ(GetRaw(client, "/healthz", "gzip").vary, "");
   EXPECT_EQ(reply.body, Get(std::string(kV1alpha1) + "/nodes").body);
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator
+
+namespace kubestat::aggregator {
+namespace {
+
+// metrics.k8s.io leaves out what the last scrapes did not refresh, as metrics-server does;
+// metrics/v1alpha1 keeps every object (its windows say how old they are).
+TEST(RestHandlerFreshnessTest, MetricsK8sIoLeavesOutObjectsOlderThanTheMaxAge) {
+  kubestat::testing::StandardCluster cluster = kubestat::testing::MakeStandardCluster();
+  const Timestamp fresh = EndTime() + seconds(25);
+  for (metrics_api::Statistics* w :
+       {&cluster.nodes[0].machine.cpu[0], &cluster.nodes[0].machine.memory[0]}) {
+    w->endtime = fresh;
+  }
+  for (metrics_api::ContainerMetrics& c : cluster.pods[2].containers)
+    c.windows.cpu[0].endtime = fresh;
+  FakeMetricsSource source;
+  source.Set(std::move(cluster.nodes), std::move(cluster.pods));
+  FakeClock clock(EndTime() + seconds(30));
+  const RestHandler handler(source, clock, LivenessCheck{}, ResponseCompression{}, seconds(30));
+  const auto get = [&](std::string_view path) {
+    return handler.Handle(RestRequest{"GET", path, ""});
+  };
+  const auto count = [](const std::string& body, std::string_view needle) {
+    int n = 0;
+    for (size_t at = body.find(needle); at != std::string::npos; at = body.find(needle, at + 1))
+      ++n;
+    return n;
+  };
+  // Exactly the max age: every servable object is there (node-3 has no memory: never).
+  EXPECT_EQ(count(get("/apis/metrics.k8s.io/v1beta1/nodes").body, "\"usage\""), 2);
+  EXPECT_EQ(count(get("/apis/metrics.k8s.io/v1/pods").body, "\"containers\""), 4);
+
+  clock.Advance(seconds(1));
+  const std::string nodes = get("/apis/metrics.k8s.io/v1beta1/nodes").body;
+  EXPECT_EQ(count(nodes, "\"usage\""), 1) << nodes;
+  EXPECT_THAT(nodes, HasSubstr("\"name\":\"node-1\""));
+  EXPECT_EQ(get("/apis/metrics.k8s.io/v1beta1/nodes/node-1").code, 200);
+  EXPECT_EQ(get("/apis/metrics.k8s.io/v1beta1/nodes/node-2").code, 404);
+  const std::string pods = get("/apis/metrics.k8s.io/v1/pods").body;
+  EXPECT_EQ(count(pods, "\"containers\""), 1) << pods;
+  EXPECT_THAT(pods, HasSubstr("\"name\":\"web-1\""));
+  EXPECT_EQ(get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/web-1").code, 200);
+  EXPECT_EQ(get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/db-0").code, 404);
+  // The protobuf form selects alike.
+  RestRequest protobuf{"GET", "/apis/metrics.k8s.io/v1beta1/nodes", ""};
+  protobuf.accept = "application/vnd.kubernetes.protobuf";
+  const RestResponse packed = handler.Handle(protobuf);
+  EXPECT_EQ(packed.content_type, "application/vnd.kubernetes.protobuf");
+  EXPECT_THAT(packed.body, HasSubstr("node-1"));
+  EXPECT_THAT(packed.body, Not(HasSubstr("node-2")));
+  // metrics/v1alpha1 keeps them all.
+  EXPECT_EQ(count(get("/apis/metrics/v1alpha1/nodes").body, "\"machine\""), 3);
+  EXPECT_EQ(get("/apis/metrics/v1alpha1/nodes/node-2").code, 200);
 }
 
 }  // namespace

@@ -75,6 +75,7 @@ TEST(BridgeTest, PushesTheSnapshotThenTurnsReady) {
   options.serving.authorization_rules_file = dir.File("rules.yaml");
   options.retry_base = std::chrono::milliseconds(1);
   options.retry_max = std::chrono::milliseconds(5);
+  options.aggregator_unready_after = std::chrono::milliseconds(1);
   ASSERT_TRUE(options.Validate().ok()) << options.Validate();
   absl::StatusOr<std::unique_ptr<Bridge>> bridge = Bridge::Create(options, RealClock::Get());
   ASSERT_TRUE(bridge.ok()) << bridge.status();
@@ -110,12 +111,31 @@ TEST(BridgeTest, PushesTheSnapshotThenTurnsReady) {
       Event(v1::WatchEvent::MODIFIED, MakePod("shop", "web-1", "node-a", {}, BaseTime(), 200)));
   ASSERT_TRUE(PollUntil([&] { return Code(*health, "/readyz") == 503; }, kReady));
   EXPECT_FALSE((*bridge)->ready());
-  absl::StatusOr<http::ClientResponse> not_ready = health->Get("/readyz");
+  absl::StatusOr<http::ClientResponse> not_ready = health->Get("/readyz?verbose");
   ASSERT_TRUE(not_ready.ok());
-  EXPECT_THAT(not_ready->body, HasSubstr("pushes to the metrics API server are failing"));
+  EXPECT_THAT(not_ready->body,
+              HasSubstr("[+]first-snapshot ok\n[+]aggregator ok\n[-]apiserver-push "
+                        "failed: pushes to the metrics API server are failing"));
+  EXPECT_THAT(health->Get("/readyz")->body, HasSubstr("[-]apiserver-push failed: reason withheld"));
   EXPECT_EQ(Code(*health, "/livez"), 200);  // alive: restarting it would not help
   open.store(true);
   ASSERT_TRUE(PollUntil([&] { return Code(*health, "/readyz") == 200; }, kReady));
+
+  // The aggregator goes away: not ready, saying why; alive all the same.
+  aggregator.Shutdown();
+  std::string why;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        absl::StatusOr<http::ClientResponse> ready = health->Get("/readyz?verbose");
+        why = ready.ok() ? ready->body : "";
+        return why.find(
+                   "[-]aggregator failed: no watch stream of the aggregator has read an "
+                   "event for ") != std::string::npos;
+      },
+      kReady))
+      << why;
+  EXPECT_FALSE((*bridge)->ready());
+  EXPECT_EQ(Code(*health, "/livez"), 200);
   (*bridge)->Stop();
 }
 

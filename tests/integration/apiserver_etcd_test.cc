@@ -2,7 +2,8 @@
 // test skips without it), as processes on loopback: objects written through one replica
 // are served by the other and reach a watch on it; after one replica and one etcd member
 // are SIGKILLed, reads and writes go on at the surviving replica, its watch keeps going
-// without a gap, and the restarted replica serves the identical list.
+// without a gap, and the restarted replica serves the identical list. With every member
+// gone, a replica's /readyz fails and says why while /livez stays 200.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -200,6 +201,35 @@ TEST_F(ApiserverEtcdTest, ReplicasShareObjectsAndSurviveLosingAReplicaAndAnEtcdM
   EXPECT_NE(
       ReadAll(dir_.File("apiserver-1.log")).find("etcd watch stream on " + etcd_->ClientUrl(0)),
       std::string::npos);
+}
+
+TEST_F(ApiserverEtcdTest, ReadyzSaysWhyWhileNoEtcdMemberAnswers) {
+  const auto verbose = [&] {
+    std::optional<testing::HttpReply> ready = HttpsGetReply(replicas_[1].port, "/readyz?verbose");
+    return ready ? *ready : testing::HttpReply{};
+  };
+  EXPECT_EQ(verbose().body, "[+]ping ok\n[+]store ok\nreadyz check passed\n");
+  for (int member = 0; member < etcd_->size(); ++member) etcd_->Kill(member);
+  testing::HttpReply ready;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        ready = verbose();
+        return ready.code == 503;
+      },
+      kDeadline))
+      << ready.body;
+  EXPECT_EQ(ready.body,
+            "[+]ping ok\n[-]store failed: the object store does not answer (no etcd member "
+            "reachable)\nreadyz check failed");
+  // A restart would not bring etcd back: live.
+  std::optional<testing::HttpReply> live = HttpsGetReply(replicas_[1].port, "/livez");
+  ASSERT_TRUE(live.has_value());
+  EXPECT_EQ(live->code, 200);
+
+  const std::string log = ReadAll(dir_.File("apiserver-1.log"));
+  EXPECT_NE(log.find("readyz check store failed: the object store does not answer"),
+            std::string::npos)
+      << log;
 }
 
 }  // namespace

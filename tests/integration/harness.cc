@@ -161,4 +161,34 @@ std::vector<std::string> OpenPlainAccessFlags(int port, const std::filesystem::p
           "--authorization-rules-file=" + rules.string()};
 }
 
+std::vector<std::string> SimFlags(const std::filesystem::path& dir, int nodes, int seed,
+                                  int apiserver_port) {
+  return {"--nodes=" + std::to_string(nodes),
+          "--pods-per-node=2",
+          "--seed=" + std::to_string(seed),
+          "--kubelet-address-mode=ports",
+          "--kubelet-port=0",
+          "--apiserver-port=" + std::to_string(apiserver_port),
+          "--kubeconfig-out=" + (dir / "kubeconfig").string()};
+}
+
+std::vector<std::string> SimAggregatorFlags(const std::filesystem::path& dir, int port,
+                                            const std::filesystem::path& storage_dir,
+                                            const std::string& resolution,
+                                            const std::string& kubelet_timeout,
+                                            const std::vector<std::string>& extra) {
+  std::vector<std::string> flags = {"--kubeconfig=" + (dir / "kubeconfig").string(),
+                                    "--kubelet-scheme=http",
+                                    "--kubelet-preferred-address-types=InternalIP",
+                                    "--kubelet-use-node-status-port",
+                                    "--listen-address=127.0.0.1",
+                                    "--grpc-port=0",
+                                    "--storage-dir=" + storage_dir.string(),
+                                    "--metric-resolution=" + resolution,
+                                    "--kubelet-timeout=" + kubelet_timeout};
+  for (std::string& flag : OpenPlainAccessFlags(port, dir)) flags.push_back(std::move(flag));
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return flags;
+}
+
 }  // namespace kubestat::testing

@@ -99,6 +99,22 @@ RunResult Run(const std::string& binary, const std::vector<std::string>& args,
 // self-signed pair under `dir`). Writes the rules file into `dir`.
 std::vector<std::string> OpenPlainAccessFlags(int port, const std::filesystem::path& dir);
 
+// The arguments of a simulator of `nodes` nodes (2 pods each, `seed`) whose fake
+// kube-apiserver listens on `apiserver_port` and whose kubelets get free ports (new ones at
+// each start), with its kubeconfig written to dir/kubeconfig.
+std::vector<std::string> SimFlags(const std::filesystem::path& dir, int nodes, int seed,
+                                  int apiserver_port);
+
+// The aggregator's flags for the simulator of SimFlags(dir, ...): discovery through
+// dir/kubeconfig, plain-HTTP kubelets at their InternalIP and node status port, no gRPC,
+// the store in `storage_dir`, scraping every `resolution` with `kubelet_timeout`, and
+// OpenPlainAccessFlags(port, dir); then `extra`.
+std::vector<std::string> SimAggregatorFlags(const std::filesystem::path& dir, int port,
+                                            const std::filesystem::path& storage_dir,
+                                            const std::string& resolution,
+                                            const std::string& kubelet_timeout,
+                                            const std::vector<std::string>& extra = {});
+
 // GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query);
 

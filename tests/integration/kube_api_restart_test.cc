@@ -3,7 +3,9 @@
 // clients hold watches and keep-alive connections open, and after it is restarted on the
 // same apiserver port with its kubelets on new ports, the aggregator's discovery lists the
 // nodes again (its resumed watches get 410 Expired) and every node is scraped at its new
-// port within two rounds.
+// port within two rounds. While the simulator is away, the aggregator's /readyz fails and says
+// why (kube-api, scrapes), metrics.k8s.io stops serving the stale nodes that
+// metrics/v1alpha1 keeps, /livez stays 200, and all of it turns back when it returns.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -27,7 +29,6 @@ namespace {
 
 using testing::FreeLoopbackPort;
 using testing::MetricValue;
-using testing::OpenPlainAccessFlags;
 using testing::PollUntil;
 using testing::Process;
 using testing::RawClient;
@@ -37,16 +38,9 @@ using testing::WaitForLog;
 
 constexpr int kNodes = 5;
 
-// A small simulated cluster whose fake kube-apiserver listens on `apiserver_port` and whose
-// kubelets get free ports, with its kubeconfig at dir/kubeconfig.
+// A small simulated cluster whose fake kube-apiserver listens on `apiserver_port`.
 std::vector<std::string> SimArgs(const std::filesystem::path& dir, int apiserver_port) {
-  return {"--nodes=" + std::to_string(kNodes),
-          "--pods-per-node=2",
-          "--seed=7",
-          "--kubelet-address-mode=ports",
-          "--kubelet-port=0",
-          "--apiserver-port=" + std::to_string(apiserver_port),
-          "--kubeconfig-out=" + (dir / "kubeconfig").string()};
+  return testing::SimFlags(dir, kNodes, 7, apiserver_port);
 }
 
 // The port of node `node`'s kubelet as the simulator logged it ("kubelet node-000N
@@ -67,6 +61,15 @@ std::map<int, int> RoundsOk(const std::string& log) {
     rounds[std::stoi((*it)[1].str())] = std::stoi((*it)[2].str());
   }
   return rounds;
+}
+
+// How many times `needle` occurs in `text`.
+int Occurrences(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
 }
 
 TEST(KubeApiRestartTest, SimulatorExitsPromptlyOnSigtermWithWatchesAndKeepAliveOpen) {
@@ -114,17 +117,9 @@ TEST(KubeApiRestartTest, RestartedSimulatorsNewKubeletPortsAreScrapedWithinTwoRo
   const std::string first_log = ReadAll((dir / "sim-1.log").string());
 
   const int port = FreeLoopbackPort();
-  std::vector<std::string> args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
-                                   "--kubelet-scheme=http",
-                                   "--kubelet-preferred-address-types=InternalIP",
-                                   "--kubelet-use-node-status-port",
-                                   "--listen-address=127.0.0.1",
-                                   "--grpc-port=0",
-                                   "--storage-dir=" + (dir / "store").string(),
-                                   "--metric-resolution=2s",
-                                   "--kubelet-timeout=1s"};
-  for (std::string& flag : OpenPlainAccessFlags(port, dir)) args.push_back(flag);
-  Process aggregator(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator.log");
+  Process aggregator(KUBESTAT_AGGREGATOR_BINARY,
+                     testing::SimAggregatorFlags(dir, port, dir / "store", "2s", "1s"),
+                     dir / "aggregator.log");
   const auto aggregator_log = [&dir] { return ReadAll((dir / "aggregator.log").string()); };
   const auto all_ok_rounds = [&] {
     int all_ok = 0;
@@ -195,6 +190,110 @@ TEST(KubeApiRestartTest, RestartedSimulatorsNewKubeletPortsAreScrapedWithinTwoRo
   EXPECT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
   EXPECT_EQ(simulator->Signal(SIGTERM, std::chrono::seconds(10)), 0)
       << ReadAll((dir / "sim-2.log").string());
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+TEST(KubeApiRestartTest, ReadyzSaysWhyWhileTheSimulatorIsAwayAndPassesWhenItIsBack) {
+  const TempDir scratch("kubestat-health-it");
+  const std::filesystem::path& dir = scratch.path();
+  const int apiserver_port = FreeLoopbackPort();
+  std::optional<Process> simulator;
+  simulator.emplace(KUBESTAT_SIM_BINARY, SimArgs(dir, apiserver_port), dir / "sim-1.log");
+  ASSERT_TRUE(WaitForLog(dir / "sim-1.log", "READY", std::chrono::seconds(60)))
+      << ReadAll((dir / "sim-1.log").string());
+
+  const int port = FreeLoopbackPort();
+  Process aggregator(
+      KUBESTAT_AGGREGATOR_BINARY,
+      testing::SimAggregatorFlags(
+          dir, port, dir / "store", "1s", "500ms",
+          {"--kube-api-unready-after=2s", "--scrape-unready-rounds=2", "--metrics-max-age=3s"}),
+      dir / "aggregator.log");
+  const auto aggregator_log = [&dir] { return ReadAll((dir / "aggregator.log").string()); };
+  const auto get = [port](const std::string& path) {
+    return testing::HttpGetReply(port, path).value_or(testing::HttpReply{});
+  };
+  const auto metrics_k8s_io_nodes = [&] {
+    return Occurrences(get("/apis/metrics.k8s.io/v1beta1/nodes").body, "\"usage\":");
+  };
+  const auto v1alpha1_nodes = [&] {
+    return Occurrences(get("/apis/metrics/v1alpha1/nodes").body, "\"machine\":");
+  };
+  const std::string passed =
+      "[+]ping ok\n[+]startup ok\n[+]store-writes ok\n[+]kube-api ok\n"
+      "[+]scrapes ok\nreadyz check passed\n";
+  ASSERT_TRUE(PollUntil(
+      [&] { return get("/readyz?verbose").body == passed && metrics_k8s_io_nodes() == kNodes; },
+      std::chrono::seconds(60)))
+      << get("/readyz?verbose").body << aggregator_log();
+  EXPECT_EQ(get("/readyz").body, "ok");
+
+  // The kube API and every kubelet go away.
+  ASSERT_EQ(simulator->Signal(SIGTERM, std::chrono::seconds(10)), 0);
+  simulator.reset();
+  testing::HttpReply ready;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        ready = get("/readyz?verbose");
+        return ready.body.find("[-]kube-api failed") != std::string::npos &&
+               ready.body.find("[-]scrapes failed") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << ready.body << aggregator_log();
+  EXPECT_EQ(ready.code, 503);
+  EXPECT_NE(ready.body.find("[-]kube-api failed: the kube API has not answered for "),
+            std::string::npos)
+      << ready.body;
+  EXPECT_NE(ready.body.find("[-]scrapes failed: no node scraped in the last "), std::string::npos)
+      << ready.body;
+  EXPECT_NE(ready.body.find("[+]store-writes ok\n"), std::string::npos) << ready.body;
+  EXPECT_TRUE(ready.body.ends_with("readyz check failed")) << ready.body;
+  // Without ?verbose the reasons are withheld, as kube-apiserver withholds them.
+  const testing::HttpReply plain = get("/readyz");
+  EXPECT_EQ(plain.code, 503);
+  EXPECT_NE(plain.body.find("[-]kube-api failed: reason withheld\n"), std::string::npos)
+      << plain.body;
+  // A restart would not bring the peers back: the process is live.
+  const testing::HttpReply live = get("/livez?verbose");
+  EXPECT_EQ(live.code, 200) << live.body;
+  EXPECT_NE(live.body.find("[+]scrape-rounds ok\nlivez check passed"), std::string::npos)
+      << live.body;
+  // metrics.k8s.io drops the nodes nobody refreshed; metrics/v1alpha1 keeps them.
+  ASSERT_TRUE(PollUntil([&] { return metrics_k8s_io_nodes() == 0; }, std::chrono::seconds(30)))
+      << get("/apis/metrics.k8s.io/v1beta1/nodes").body;
+  EXPECT_EQ(get("/apis/metrics.k8s.io/v1beta1/nodes/node-0000").code, 404);
+  EXPECT_EQ(v1alpha1_nodes(), kNodes);
+  EXPECT_NE(aggregator_log().find("readyz check kube-api failed: the kube API has not answered"),
+            std::string::npos)
+      << aggregator_log();
+  EXPECT_NE(aggregator_log().find("readyz check scrapes failed: no node scraped"),
+            std::string::npos)
+      << aggregator_log();
+  const std::string metrics = testing::HttpGet(port, "/metrics").value_or("");
+  EXPECT_EQ(MetricValue(metrics,
+                        "kubestat_health_check_failures_total{check=\"kube-api\","
+                        "endpoint=\"readyz\"}"),
+            1)
+      << metrics;
+  EXPECT_EQ(MetricValue(metrics,
+                        "kubestat_health_check_failing{check=\"scrapes\","
+                        "endpoint=\"readyz\"}"),
+            1)
+      << metrics;
+
+  // Back: ready again, with fresh nodes.
+  simulator.emplace(KUBESTAT_SIM_BINARY, SimArgs(dir, apiserver_port), dir / "sim-2.log");
+  ASSERT_TRUE(WaitForLog(dir / "sim-2.log", "READY", std::chrono::seconds(60)))
+      << ReadAll((dir / "sim-2.log").string());
+  ASSERT_TRUE(PollUntil(
+      [&] { return get("/readyz?verbose").body == passed && metrics_k8s_io_nodes() == kNodes; },
+      std::chrono::seconds(60)))
+      << get("/readyz?verbose").body << aggregator_log();
+  EXPECT_NE(aggregator_log().find("readyz check kube-api passes again, after "), std::string::npos)
+      << aggregator_log();
+  EXPECT_NE(aggregator_log().find("readyz check scrapes passes again, after "), std::string::npos)
+      << aggregator_log();
+  EXPECT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 

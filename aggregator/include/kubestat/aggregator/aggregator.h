@@ -9,7 +9,9 @@
 // FailedPrecondition for the store, the component's own Status otherwise. Start() returns
 // at once: on a thread of its own the windows are rebuilt from the store (/readyz is 503
 // until then), discovery starts and waits for its first sync, and the scheduler starts. If
-// the rebuild fails the process is sent SIGTERM (the store is not one kubestat can use).
+// the rebuild fails, or some series could not be restored and options.storage_salvage is
+// off, the process is sent SIGTERM (the store is not one kubestat can use as it is) and
+// StartupFailure() says why.
 // Stop() stops everything in reverse order; the destructor Stop()s.
 //
 // Thread-safety: Create, Start and Stop from one thread (main's).
@@ -40,6 +42,8 @@ class Aggregator {
 
   // Where the REST front end listens ("http://127.0.0.1:8080").
   std::string RestUrl() const;
+  // Why the start failed (DataLoss naming --storage-dir); OK while it has not.
+  absl::Status StartupFailure() const;
 
  private:
   struct Parts;

@@ -161,6 +161,11 @@ class Ingestor {
   std::vector<SeriesWindows> QueryAll() const;
 
   IngestStats Stats() const;
+  // What Rebuild() could not restore, each named ("container/n1/shop/web-1/app/cpu (why)",
+  // or "series 42 of node 7 (its dictionary entry is unreadable)"), the first
+  // kMaxUnrestoredNamed of IngestStats::rebuild_errors.
+  std::vector<std::string> UnrestoredSeries() const;
+  static constexpr size_t kMaxUnrestoredNamed = 10000;
   // Bytes held by the engines plus the ingestor's own per-series state (approximate).
   size_t MemoryBytes() const;
   const WindowEngineOptions& engine_options() const { return options_.engine; }

@@ -81,6 +81,15 @@ struct AggregatorOptions {
   // ahead) fails with reason bad_timestamp and nothing of it is stored. Default: 10m, 10m
   Duration max_sample_age = std::chrono::minutes(10);
   Duration max_sample_ahead = std::chrono::minutes(10);
+  // /readyz fails once the kube API has left discovery unanswered this long. Default: 1m
+  Duration kube_api_unready_after = std::chrono::minutes(1);
+  // /readyz fails after this many scrape rounds in a row without one node scraped.
+  // Default: 3
+  int64_t scrape_unready_rounds = 3;
+  // metrics.k8s.io leaves out a node or pod whose newest sample is older than this, as
+  // metrics-server drops what its last scrapes did not refresh (metrics/v1alpha1 keeps them,
+  // each window with its endtime); 0: three metric resolutions. Default: 0
+  Duration metrics_max_age = Duration::zero();
   // HTTPS serving, authentication and authorization (--secure-port 8443, --tls-*,
   // --client-ca-file, --requestheader-*, --token-auth-file, --authentication-kubeconfig,
   // --authorization-*, gzip; see kube/serving_options.h for each default).
@@ -95,6 +104,14 @@ struct AggregatorOptions {
   Duration retention = std::chrono::hours(26);
   // fsync every write batch. Default: false
   bool storage_fsync = false;
+  // Store writes pause while the volume has less free space than this (a quantity: 256Mi,
+  // 1Gi), and resume when there is room; queries are answered from memory meanwhile.
+  // "0": never paused. Default: 256Mi
+  std::string storage_min_free = "256Mi";
+  // Start on a damaged store, serving what could be restored: every series that could not
+  // be is named in the log and counted. Without it a damaged store stops the process
+  // (exit code 1) with the names. Default: false
+  bool storage_salvage = false;
   // RocksDB block cache, MiB. Default: 64
   int64_t storage_cache_mib = 64;
   // Statistical windows kept for every series. Default: 10s,1m,1h,1d

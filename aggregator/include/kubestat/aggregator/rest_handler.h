@@ -16,9 +16,12 @@
 //   /apis/{group}/{version}/namespaces/{namespace}/pods        PodMetricsList of one namespace
 //   /apis/{group}/{version}/namespaces/{namespace}/pods/{pod}  PodMetrics
 //   /healthz   200 "ok"
-//   /livez     200 "ok"; 500 with the reason when the last scrape round started more than
-//              1.5 resolutions ago (measured from construction until the first round)
-//   /readyz    200 "ok" when MetricsSource::Ready(), else 503 with the reason
+//   /livez     the livez checks (http/health_checks.h: 200 "ok", or 500 listing them, with
+//              the reasons under ?verbose): ping, and scrape-rounds, failing when the last
+//              scrape round started more than 1.5 resolutions ago (measured from construction
+//              until the first round)
+//   /readyz    the readyz checks (503 when one fails): ping, and startup, failing until
+//              MetricsSource::Ready(); the owner adds its own with health() before serving
 // {group}/{version} is metrics.k8s.io/v1, metrics.k8s.io/v1beta1 (the same objects and
 // answers, each under its own apiVersion and route) or metrics/v1alpha1.
 // Documents are rendered by metrics_api (render.h, render_protobuf.h, discovery.h) and lists
@@ -70,6 +73,7 @@
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/time.h"
+#include "kubestat/http/health_checks.h"
 
 namespace kubestat::aggregator {
 
@@ -128,11 +132,18 @@ void CompressResponse(const ResponseCompression& compression, bool accepts_gzip,
 
 class RestHandler {
  public:
+  // metrics.k8s.io leaves out (lists) and answers NotFound for (gets) the objects whose
+  // newest sample is more than `metrics_max_age` old, as metrics-server drops what its last
+  // scrapes did not refresh; metrics/v1alpha1 serves them. Zero: nothing is left out.
   RestHandler(const MetricsSource& source, const Clock& clock, LivenessCheck liveness,
-              ResponseCompression compression = {});
+              ResponseCompression compression = {}, Duration metrics_max_age = Duration::zero());
 
   // Never throws: an exception from the source or rendering becomes a 500 Status.
   RestResponse Handle(const RestRequest& request) const;
+
+  // The checks /livez and /readyz answer with; add more before serving.
+  http::HealthChecks& health() { return health_; }
+  const http::HealthChecks& health() const { return health_; }
 
   // What Prepare() made.
   struct Prepared {
@@ -178,7 +189,9 @@ class RestHandler {
   const Clock& clock_;
   LivenessCheck liveness_;
   ResponseCompression compression_;
+  Duration metrics_max_age_;
   Timestamp started_;
+  http::HealthChecks health_;
   mutable std::mutex cache_mu_;  // guards cache_
   mutable std::shared_ptr<SnapshotCache> cache_;
   // When a request last used each part (kZeroTime: never), for Prepare().

@@ -60,6 +60,9 @@ struct RestServerOptions {
   std::optional<http::ServerOptions> insecure;
   // Paths answered without credentials. Default: /healthz, /livez, /readyz
   std::vector<std::string> always_allow_paths = {"/healthz", "/livez", "/readyz"};
+  // metrics.k8s.io leaves out objects whose newest sample is older (RestHandler); zero:
+  // nothing is left out. Default: 0
+  Duration metrics_max_age = Duration::zero();
 
   // InvalidArgument naming the field; the listeners' own Validate() runs in Start().
   [[nodiscard]] absl::Status Validate() const;
@@ -90,6 +93,10 @@ class RestServer {
   // Prepares the answers clients asked for lately for the source's newest snapshot (see
   // RestHandler::Prepare); call it after each publish. Any thread.
   RestHandler::Prepared Prepare();
+
+  // The checks behind /livez and /readyz (RestHandler::health(), counted in the registry);
+  // add the owner's checks before Start().
+  http::HealthChecks& health();
 
   // The main listener's port and URL ("https://127.0.0.1:8443"); 0 / "" before Start().
   int port() const;

@@ -22,6 +22,7 @@
 #define KUBESTAT_AGGREGATOR_SCRAPE_PUBLISHER_H_
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kubestat/aggregator/aggregator_health.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/publish_pacer.h"
 #include "kubestat/aggregator/scrape_dump.h"
@@ -82,6 +84,9 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     return last_round_start_;
   }
   bool dump_ok() const { return !dump_.is_open() || dump_.good(); }
+  // Tells `health` (not owned; null: nobody) of every ingest and round. Call before the
+  // first scrape.
+  void SetHealth(AggregatorHealth* health) { health_ = health; }
 
   void OnScrape(const scrapers::ScrapeTarget& target,
                 absl::StatusOr<scrapers::NodeScrape> result) override {
@@ -94,8 +99,11 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
       KVLOG(1) << "scrape " << target.node_name << ": " << result->issues.Total()
                << " values rejected: " << result->issues.Summary();
     }
-    if (absl::Status s = ingestor_.Ingest(*result); !s.ok()) {
-      KLOG(WARNING) << "ingest " << target.node_name << ": " << s;
+    const absl::Status ingested = ingestor_.Ingest(*result);
+    if (!ingested.ok()) KLOG(WARNING) << "ingest " << target.node_name << ": " << ingested;
+    if (health_ != nullptr) health_->RecordIngest(ingested);
+    if (AggregatorHealth::IsStoreFailure(ingested)) {
+      store_failures_.fetch_add(1, std::memory_order_relaxed);
     }
     // The publisher reads this node's views soon, so the round's end only assembles them (a
     // failed ingest may still have changed some series).
@@ -116,7 +124,17 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     last_round_start_ = std::max(last_round_start_, start);
   }
 
-  void OnRoundComplete(const scrapers::RoundSummary& r) override {
+  void OnRoundComplete(const scrapers::RoundSummary& scraped) override {
+    // A node the store refused to write is a failed node of the round (reason "store"),
+    // though its scrape succeeded: its samples are not kept.
+    scrapers::RoundSummary r = scraped;
+    const size_t unstored =
+        std::min(store_failures_.exchange(0, std::memory_order_relaxed), r.succeeded);
+    if (unstored > 0) {
+      r.succeeded -= unstored;
+      r.failed += unstored;
+      r.failures_by_reason["store"] += unstored;
+    }
     std::ostringstream failures;
     for (const auto& [reason, count] : r.failures_by_reason)
       failures << ' ' << reason << '=' << count;
@@ -124,6 +142,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
                << r.pods << " pods, " << r.containers << " containers, " << r.failed << " failed"
                << (r.failed > 0 ? " (" + failures.str().substr(1) + ")" : "") << ", " << r.skipped
                << " skipped, took " << std::chrono::duration<double>(r.duration).count() << "s";
+    if (health_ != nullptr) health_->RecordRound(r);
     RequestPublish(r.start + r.duration, /*reread_all=*/false);
   }
 
@@ -166,6 +185,8 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   StoreSelfMetrics& metrics_;
   SnapshotSource& snapshot_;
   WatchHub& hub_;
+  AggregatorHealth* health_ = nullptr;
+  std::atomic<size_t> store_failures_{0};  // nodes the store refused since the last round
   void PublishLoop() {
     std::unique_lock<std::mutex> lock(publish_mu_);
     while (true) {

@@ -36,9 +36,10 @@
 //   namespace that differs from the URL's is 400.
 // Discovery: /api, /apis, /apis/{group}, /apis/{group}/{version} (verbs get, list, watch, and
 // create, update, delete in metrics/v1alpha1).
-// Health (no credentials): /healthz and /livez 200; /readyz 200 once the store answers, else
-// 503 with the reason. /metrics: the registry's exposition (authorized as a non-resource
-// URL).
+// Health (no credentials): /healthz 200; /livez and /readyz in kube-apiserver's form
+// (http/health_checks.h, ?verbose for the reasons): livez checks ping, readyz ping and store,
+// failing (503) while the object store does not answer (no etcd member reachable). /metrics: the
+// registry's exposition (authorized as a non-resource URL).
 //
 // Sweeps: every sweep_interval a thread of the server expires objects not written within
 // object_ttl (watchers see DELETED), ends watches past their timeout, drops the

@@ -3,11 +3,15 @@
 // PushQueue, the Pusher's workers, the WatchClient following the aggregator, and an HTTPS
 // server (http::Server, self-signed in --cert-dir unless a pair is given) for:
 //   /metrics   the bridge's metrics (Prometheus text): queue, pushes, watch, HTTP server
-//   /healthz, /livez  200 while the pusher and the watch run, else 500
-//   /readyz    200 once the first snapshot of the aggregator, and the deletes of its resync,
-//              have been pushed (WatchClient::snapshot_pushed), and while fewer than
-//              kNotReadyAfterFailures pushes in a row failed (the metrics API server is
-//              down or refusing); else 503 saying which
+//   /healthz   200
+//   /livez     the livez checks (http/health_checks.h, kube-apiserver's form, ?verbose for
+//              the reasons): loops, failing (500) when the pusher or the watch has stopped
+//   /readyz    the readyz checks (503 when one fails): first-snapshot, until the first
+//              snapshot of the aggregator, and the deletes of its resync, have been pushed
+//              (WatchClient::snapshot_pushed); aggregator, once no watch stream has read an
+//              event for --aggregator-unready-after; apiserver-push, while
+//              kNotReadyAfterFailures pushes in a row or more failed (the metrics API server
+//              is down or refusing)
 // All of them are open without credentials (the bridge serves no data).
 //
 // Create() expects options that passed Validate(); it reads the credential files and binds

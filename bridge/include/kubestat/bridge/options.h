@@ -63,6 +63,9 @@ struct BridgeOptions {
   // reconnecting to the aggregator). Default: 500ms, 30s
   Duration retry_base = std::chrono::milliseconds(500);
   Duration retry_max = std::chrono::seconds(30);
+  // /readyz fails once no Watch stream of the aggregator has read an event for this long
+  // (the aggregator is down or refusing the bridge). Default: 1m
+  Duration aggregator_unready_after = std::chrono::minutes(1);
   // HTTPS serving of /metrics (authenticated and authorized as a non-resource URL) and of
   // /healthz, /livez, /readyz (open), with the flags every kubestat server takes
   // (kube/serving_options.h); the port defaults to 8444.

@@ -45,6 +45,7 @@
 #include "kubestat/bridge/backoff.h"
 #include "kubestat/bridge/push_queue.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/core/time.h"
 
 namespace prometheus {
 class Registry;
@@ -88,6 +89,10 @@ struct WatchClientStats {
   uint64_t resyncs = 0;          // resyncs completed
   uint64_t resync_failures = 0;  // failed resync lists (retried)
   uint64_t resync_deletes = 0;   // Deletes enqueued by resyncs
+  // Since when no stream has read an event: the first stream end (or refused token) after
+  // the last event read; kZeroTime while the current stream has read one (or none ended).
+  Timestamp failing_since = kZeroTime;
+  std::string last_error;  // how the newest failed stream ended ("" while reading)
 };
 
 // The keys of the API server's objects of one resource (every page of its

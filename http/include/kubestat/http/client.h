@@ -128,6 +128,10 @@ struct ClientRequest {
   // Triggering it abandons the request at once (the connection is closed): Cancelled.
   // Default: a token that never stops
   std::stop_token stop;
+  // Stream() only: called once on the calling thread when the response head arrives, with
+  // its status code, before any of the body (a watch learns that the server answered
+  // before its first event). Default: none
+  std::function<void(int status_code)> on_stream_head;
 };
 
 struct ClientResponse {

@@ -147,6 +147,9 @@ class ListWatchHandler {
   // Observations, for counters and logs.
   // A watch request is about to be sent.
   virtual void OnWatchStart() {}
+  // The server answered a watch request with a 2xx head: the watch is open (events may
+  // take a while to come).
+  virtual void OnWatchOpen() {}
   // The resume point has expired (HTTP 410 or an ERROR event with 410) or is newer than
   // the server knows ("Too large resource version"); a relist follows.
   virtual void OnExpired() {}

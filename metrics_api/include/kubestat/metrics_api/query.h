@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "kubestat/core/field_selector.h"
 #include "kubestat/core/label_selector.h"
+#include "kubestat/core/time.h"
 #include "kubestat/metrics_api/group_version.h"
 #include "kubestat/metrics_api/objects.h"
 
@@ -62,6 +63,10 @@ struct ListQuery {
   int indent = 0;     // 2 when pretty output is asked for, else 0 (compact)
   size_t limit = 0;   // 0: no limit
   std::string after;  // decoded continue token: list objects with a key above this; "" = all
+  // metrics.k8s.io only: objects whose timestamp (their newest sample) is before this are
+  // left out, as metrics-server leaves out what its last scrapes did not refresh.
+  // kZeroTime: none. Default: kZeroTime
+  Timestamp fresh_since = kZeroTime;
 
   // Whether the query selects everything of its resource: no namespace, selector or paging.
   bool SelectsAll() const;
@@ -107,6 +112,11 @@ std::string EncodeContinue(std::string_view key);
 // and a GET of it is NotFound.
 bool Servable(GroupVersion gv, const NodeMetrics& node);
 bool Servable(GroupVersion gv, const PodMetrics& pod);
+// Whether an object is fresh enough for `gv`: always for metrics/v1alpha1 (its windows
+// carry their endtime) and for an object that is not Servable (it is left out anyway); for
+// metrics.k8s.io, its timestamp is not before `fresh_since`.
+bool Fresh(GroupVersion gv, const NodeMetrics& node, Timestamp fresh_since);
+bool Fresh(GroupVersion gv, const PodMetrics& pod, Timestamp fresh_since);
 
 // One page of a list: indexes into the listed objects, ascending, and the continue token
 // when more may follow ("" at the end).
@@ -149,7 +159,9 @@ Page Select(const ListQuery& query, GroupVersion gv, const Objects& objects) {
   }
   for (; i < n; ++i) {
     const auto& object = internal::Deref(objects[i]);
-    if (!Servable(gv, object) || !query.Matches(object)) continue;
+    if (!Servable(gv, object) || !Fresh(gv, object, query.fresh_since) || !query.Matches(object)) {
+      continue;
+    }
     if (query.limit != 0 && page.indices.size() == query.limit) {
       page.continue_token =
           EncodeContinue(ObjectKey(internal::Deref(objects[page.indices.back()])));

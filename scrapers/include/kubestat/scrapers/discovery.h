@@ -38,8 +38,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/core/clock.h"
-#include "kubestat/scrapers/cluster_objects.h"
+#include "kubestat/core/time.h"
 #include "kubestat/kube/kubeconfig.h"
+#include "kubestat/scrapers/cluster_objects.h"
 
 namespace kubestat::scrapers {
 
@@ -66,6 +67,17 @@ struct DiscoveryStats {
   uint64_t errors = 0;   // failed list/watch requests and undecodable events
 };
 
+// Whether discovery's peer, the kube API, answers. A resource's state changes with each
+// request: an answer (a list read, a watch opened, an event) clears it, a failed request
+// (no answer, or an error answer) marks it failing from that time on, until the next answer.
+struct KubeApiContact {
+  // When the resource that has failed longest first failed since its last answer; kZeroTime
+  // while every resource's latest request was answered (always, for StaticDiscovery).
+  Timestamp failing_since = kZeroTime;
+  // That resource's newest failure ("GET /api/v1/nodes: connect: ..."); "" while answering.
+  std::string last_error;
+};
+
 class Discovery {
  public:
   virtual ~Discovery();
@@ -85,6 +97,7 @@ class Discovery {
   size_t node_count() const;
   size_t pod_count() const;
   DiscoveryStats stats() const;
+  KubeApiContact kube_api_contact() const;
 
  protected:
   // For implementations: apply one change / a full list (emitting the differences), and
@@ -97,6 +110,9 @@ class Discovery {
   // 0..resources-1 has been.
   void MarkListed(int resource, int resources);
   void CountStat(uint64_t DiscoveryStats::*field);
+  // Resource number `resource` (as MarkListed's) was answered / failed at `now`.
+  void RecordAnswer(int resource);
+  void RecordFailure(int resource, Timestamp now, std::string error);
 
  private:
   void EmitNode(ChangeType type, const NodeInfo& node);
@@ -110,6 +126,7 @@ class Discovery {
   bool sync_announced_ = false;
   bool synced_ = false;
   DiscoveryStats stats_;
+  std::map<int, KubeApiContact> contact_;  // by resource; only failing ones are kept
   std::vector<ClusterListener*> listeners_;
 };
 

@@ -30,6 +30,13 @@
 // removed its data. The series key itself is opaque bytes to the store (the aggregator's
 // encoding of a SeriesKey).
 //
+// Faults: a volume about to fill pauses writes (StoreOptions::min_free_bytes) before RocksDB
+// meets a full disk; RocksDB's background errors (a flush, a compaction or a WAL sync that
+// failed) are caught by an event listener, logged, counted, and resumed from when RocksDB
+// allows (DB::Resume), so a fault never aborts the process. Write-ahead log records that
+// RocksDB's replay drops at open (a cut or corrupt log) are logged with their size and
+// counted (StoreStats::wal_bytes_dropped).
+//
 // Durability: every ScrapeBatch is one RocksDB WriteBatch with the WAL on, so a batch is
 // applied entirely or not at all, and an acknowledged batch survives `kill -9`. With
 // `sync` it also survives a power loss (fsync per batch).
@@ -81,6 +88,10 @@ struct StoreOptions {
   size_t write_buffer_bytes = size_t{32} << 20;
   // Create the database when the directory holds none. Default: true
   bool create_if_missing = true;
+  // Writes are refused (ResourceExhausted, nothing reaches RocksDB) while the directory's
+  // file system has fewer bytes free than this, so the volume never fills under RocksDB;
+  // they are taken again as soon as there is room. 0: never refused. Default: 0
+  uint64_t min_free_bytes = 0;
 
   // InvalidArgument naming the field.
   [[nodiscard]] absl::Status Validate() const;
@@ -88,15 +99,20 @@ struct StoreOptions {
 
 // Counters of what the store did, for /metrics. Read with Store::Stats().
 struct StoreStats {
-  uint64_t batches = 0;           // batches written
-  uint64_t batch_errors = 0;      // batches that failed to write
-  uint64_t bytes_written = 0;     // WriteBatch bytes
-  uint64_t write_nanos = 0;       // total time spent in writes
-  uint64_t max_write_nanos = 0;   // slowest write
-  uint64_t read_errors = 0;       // failed reads and undecodable records
-  uint64_t retention_passes = 0;  // ApplyRetention calls that succeeded
-  uint64_t retention_errors = 0;  // ApplyRetention calls that failed
-  uint64_t series_forgotten = 0;  // dictionary entries removed by retention
+  uint64_t batches = 0;             // batches written
+  uint64_t batch_errors = 0;        // batches that failed to write
+  uint64_t bytes_written = 0;       // WriteBatch bytes
+  uint64_t write_nanos = 0;         // total time spent in writes
+  uint64_t max_write_nanos = 0;     // slowest write
+  uint64_t read_errors = 0;         // failed reads and undecodable records
+  uint64_t retention_passes = 0;    // ApplyRetention calls that succeeded
+  uint64_t retention_errors = 0;    // ApplyRetention calls that failed
+  uint64_t series_forgotten = 0;    // dictionary entries removed by retention
+  uint64_t low_space_refusals = 0;  // batches refused while free space was below min_free_bytes
+  uint64_t low_space_pauses = 0;    // times writes were paused for lack of free space
+  uint64_t background_errors = 0;   // RocksDB background errors (flush, compaction, WAL sync)
+  uint64_t recoveries = 0;          // RocksDB recoveries from a background error that ended well
+  uint64_t wal_bytes_dropped = 0;   // write-ahead log bytes RocksDB's replay dropped at open
 };
 
 struct NodeEntry {
@@ -162,7 +178,11 @@ class Store {
   SeriesId AllocateSeriesId();
 
   // Applies the batch atomically (WAL on; fsync when options.sync). The batch is left
-  // unchanged.
+  // unchanged. ResourceExhausted, without touching RocksDB, while free space is below
+  // options.min_free_bytes (the pause and the resumption are logged once each); Unavailable
+  // for a write RocksDB failed. After a RocksDB background error (logged and counted by
+  // the store's event listener) that RocksDB does not recover from itself, a write asks
+  // RocksDB to resume once there is room again.
   [[nodiscard]] absl::Status Write(const ScrapeBatch& batch);
 
   // Every node and live series.
@@ -197,17 +217,24 @@ class Store {
   [[nodiscard]] absl::Status Flush();
   // Bytes of every file in the directory (SSTs, WAL, manifest).
   uint64_t DiskBytes() const;
+  // Bytes free to this process on the directory's file system (statvfs f_bavail); 0 when it
+  // cannot be read.
+  uint64_t FreeBytes() const;
 
   StoreStats Stats() const;
 
  private:
   struct Counters;
-  Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db);
+  class Listener;
+  Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db, std::shared_ptr<Counters> counters);
+  // OK when a write may go to RocksDB now: there is room, and a background error that
+  // stopped writes (if any) has been resumed from.
+  absl::Status ReadyToWrite();
   absl::Status LoadIdCounters();
 
   StoreOptions options_;
   std::unique_ptr<rocksdb::DB> db_;
-  std::unique_ptr<Counters> counters_;
+  std::shared_ptr<Counters> counters_;  // shared with the event listener
   std::atomic<uint32_t> next_node_id_{1};
   std::atomic<uint64_t> next_series_id_{1};
   std::atomic<int64_t> retained_from_hour_{INT64_MIN};
