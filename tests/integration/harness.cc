@@ -151,6 +151,20 @@ bool WaitForLog(const fs::path& log, std::string_view text, std::chrono::seconds
   return PollUntil([&] { return ReadAll(log).find(text) != std::string::npos; }, deadline);
 }
 
+std::vector<std::string> AggregatorForSimFlags(const std::filesystem::path& dir, int port) {
+  std::vector<std::string> args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
+                                   "--kubelet-scheme=http",
+                                   "--kubelet-preferred-address-types=InternalIP",
+                                   "--kubelet-use-node-status-port",
+                                   "--listen-address=127.0.0.1",
+                                   "--grpc-port=0",
+                                   "--storage-dir=" + (dir / "store").string(),
+                                   "--metric-resolution=2s",
+                                   "--kubelet-timeout=1s"};
+  for (std::string& flag : OpenPlainAccessFlags(port, dir)) args.push_back(std::move(flag));
+  return args;
+}
+
 std::vector<std::string> OpenPlainAccessFlags(int port, const std::filesystem::path& dir) {
   const std::filesystem::path rules = dir / "allow-everyone.yaml";
   std::ofstream(rules) << "rules:\n"

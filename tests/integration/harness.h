@@ -99,6 +99,11 @@ RunResult Run(const std::string& binary, const std::vector<std::string>& args,
 // self-signed pair under `dir`). Writes the rules file into `dir`.
 std::vector<std::string> OpenPlainAccessFlags(int port, const std::filesystem::path& dir);
 
+// The flags of an aggregator that follows the simulator whose kubeconfig is dir/kubeconfig
+// (plain-HTTP kubelets at their node status ports, by InternalIP), stores under dir/store,
+// scrapes every 2s with a 1s kubelet timeout, and answers on `port` (OpenPlainAccessFlags).
+std::vector<std::string> AggregatorForSimFlags(const std::filesystem::path& dir, int port);
+
 // GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query);
 

@@ -27,7 +27,6 @@ namespace {
 
 using testing::FreeLoopbackPort;
 using testing::MetricValue;
-using testing::OpenPlainAccessFlags;
 using testing::PollUntil;
 using testing::Process;
 using testing::RawClient;
@@ -113,16 +112,7 @@ TEST(KubeApiRestartTest, RestartedSimulatorsNewKubeletPortsAreScrapedWithinTwoRo
   const std::string first_log = ReadAll((dir / "sim-1.log").string());
 
   const int port = FreeLoopbackPort();
-  std::vector<std::string> args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
-                                   "--kubelet-scheme=http",
-                                   "--kubelet-preferred-address-types=InternalIP",
-                                   "--kubelet-use-node-status-port",
-                                   "--listen-address=127.0.0.1",
-                                   "--grpc-port=0",
-                                   "--storage-dir=" + (dir / "store").string(),
-                                   "--metric-resolution=2s",
-                                   "--kubelet-timeout=1s"};
-  for (std::string& flag : OpenPlainAccessFlags(port, dir)) args.push_back(flag);
+  const std::vector<std::string> args = testing::AggregatorForSimFlags(dir, port);
   Process aggregator(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator.log");
   const auto aggregator_log = [&dir] { return ReadAll((dir / "aggregator.log").string()); };
   const auto all_ok_rounds = [&] {

@@ -54,6 +54,14 @@ bool PrettyRequested(const QueryParams& params);
 // The largest `limit` honoured; a larger one is read as this (kube-apiserver caps too).
 inline constexpr int64_t kMaxLimit = 100000;
 
+// `limitPressure` (pods): only pods with a container near or over a limit it declares, in
+// its longest window: kMemory, memory max above 90% of the memory limit (an OOM kill is
+// near); kCpu, cpu 95th above the cpu limit (the container is throttled); kAny, either.
+enum class LimitPressure : uint8_t { kNone, kMemory, kCpu, kAny };
+
+// Whether a container is under that pressure (kNone: always false).
+bool UnderPressure(const ContainerMetrics& container, LimitPressure pressure);
+
 struct ListQuery {
   Resource resource = Resource::kNodes;
   std::string namespace_name;  // pods only; "" = every namespace
@@ -62,6 +70,7 @@ struct ListQuery {
   int indent = 0;     // 2 when pretty output is asked for, else 0 (compact)
   size_t limit = 0;   // 0: no limit
   std::string after;  // decoded continue token: list objects with a key above this; "" = all
+  LimitPressure pressure = LimitPressure::kNone;  // pods only
 
   // Whether the query selects everything of its resource: no namespace, selector or paging.
   bool SelectsAll() const;
@@ -88,7 +97,8 @@ inline constexpr FieldNames kGrpcFieldNames{"label_selector", "field_selector", 
     const FieldNames& names);
 
 // A query from REST parameters: pretty, labelSelector, fieldSelector, limit (a decimal
-// integer), continue.
+// integer), continue, and for pods limitPressure (memory, cpu or any; anything else is
+// InvalidArgument "limitPressure: ...").
 [[nodiscard]] absl::StatusOr<ListQuery> ParseListQuery(const QueryParams& params, Resource resource,
                                                        std::string_view namespace_name);
 
