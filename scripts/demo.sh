@@ -106,7 +106,7 @@ rules:
 - groups: [kubestat:aggregators]
   verbs: [get, list, watch]
   apiGroups: [""]
-  resources: [nodes, pods]
+  resources: [nodes, pods, limitranges]
 - groups: [kubestat:aggregators]
   verbs: [create]
   apiGroups: [authentication.k8s.io, authorization.k8s.io]

@@ -20,6 +20,25 @@ void AddContainer(std::vector<ContainerView>* containers, const SeriesWindows& s
   Assign(&containers->back().windows, series);
 }
 
+// The requests and limits `declared` gives each container view of the same name (cpu from
+// millicores to nanocores).
+void AddDeclared(std::vector<ContainerView>* containers,
+                 const std::vector<limits::ContainerResources>& declared) {
+  auto convert = [](const limits::Amounts& in) {
+    metrics_api::DeclaredResources out;
+    if (in.cpu && *in.cpu >= 0) out.cpu = static_cast<uint64_t>(*in.cpu) * 1000000;
+    if (in.memory && *in.memory >= 0) out.memory = static_cast<uint64_t>(*in.memory);
+    return out;
+  };
+  for (ContainerView& view : *containers) {
+    for (const limits::ContainerResources& spec : declared) {
+      if (spec.name != view.name) continue;
+      view.requests = convert(spec.requests);
+      view.limits = convert(spec.limits);
+    }
+  }
+}
+
 }  // namespace
 
 bool AggregatorState::Ready() const { return ingestor_->ready() && labels_->HasSynced(); }
@@ -43,9 +62,11 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
   view.name = std::move(snapshot.pod.name);
   view.namespace_name = std::move(snapshot.pod.namespace_name);
   view.node_name = std::move(snapshot.pod.node);
+  std::optional<std::vector<limits::ContainerResources>> declared;
   if (std::optional<PodLabels> info = labels_->PodInfo(view.namespace_name, view.name)) {
     view.labels = std::move(info->labels);
     if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
+    declared = std::move(info->containers);
   }
   for (const SeriesWindows& series : snapshot.series) {
     if (series.key.kind == ObjectKind::kPod) {
@@ -54,6 +75,7 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
       AddContainer(&view.containers, series);
     }
   }
+  if (declared) AddDeclared(&view.containers, *declared);
   return view;
 }
 

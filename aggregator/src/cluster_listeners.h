@@ -33,7 +33,8 @@ class DiscoveryLabels final : public LabelProvider {
                                    std::string_view name) const override {
     std::optional<scrapers::PodInfo> pod = discovery_->Pod(namespace_name, name);
     if (!pod) return std::nullopt;
-    return PodLabels{Labels(pod->labels.begin(), pod->labels.end()), pod->node_name};
+    return PodLabels{Labels(pod->labels.begin(), pod->labels.end()), pod->node_name,
+                     std::move(pod->containers)};
   }
 
  private:

@@ -62,7 +62,28 @@ bool PrettyRequested(const QueryParams& params) {
 }
 
 bool ListQuery::SelectsAll() const {
-  return namespace_name.empty() && labels.Empty() && fields.Empty() && limit == 0 && after.empty();
+  return namespace_name.empty() && labels.Empty() && fields.Empty() && limit == 0 &&
+         after.empty() && pressure == LimitPressure::kNone;
+}
+
+bool UnderPressure(const ContainerMetrics& container, LimitPressure pressure) {
+  const std::vector<Statistics>& cpu = container.windows.cpu;
+  const std::vector<Statistics>& memory = container.windows.memory;
+  const bool memory_near = !memory.empty() && container.limits.memory &&
+                           memory.back().max * 10 > *container.limits.memory * 9;
+  const bool cpu_throttled =
+      !cpu.empty() && container.limits.cpu && cpu.back().p95 > *container.limits.cpu;
+  switch (pressure) {
+    case LimitPressure::kNone:
+      return false;
+    case LimitPressure::kMemory:
+      return memory_near;
+    case LimitPressure::kCpu:
+      return cpu_throttled;
+    case LimitPressure::kAny:
+      return memory_near || cpu_throttled;
+  }
+  return false;
 }
 
 bool ListQuery::Matches(const NodeMetrics& node) const {
@@ -75,6 +96,11 @@ bool ListQuery::Matches(const NodeMetrics& node) const {
 bool ListQuery::Matches(const PodMetrics& pod) const {
   if (!namespace_name.empty() && pod.namespace_name != namespace_name) return false;
   if (!labels.Matches(pod.labels)) return false;
+  if (pressure != LimitPressure::kNone &&
+      std::none_of(pod.containers.begin(), pod.containers.end(),
+                   [this](const ContainerMetrics& c) { return UnderPressure(c, pressure); })) {
+    return false;
+  }
   if (fields.Empty()) return true;
   return fields.Matches(
       FieldLookup([&pod](const std::string& field) { return PodField(pod, field); }));
@@ -130,7 +156,24 @@ absl::StatusOr<ListQuery> ParseListQuery(const QueryParams& params, Resource res
   absl::StatusOr<ListQuery> query =
       MakeListQuery(resource, namespace_name, value("labelSelector"), value("fieldSelector"), limit,
                     value("continue"), kRestFieldNames);
-  if (query.ok()) query->indent = PrettyRequested(params) ? 2 : 0;
+  if (!query.ok()) return query;
+  query->indent = PrettyRequested(params) ? 2 : 0;
+  if (std::string_view text = value("limitPressure"); !text.empty()) {
+    if (resource != Resource::kPods) {
+      return absl::InvalidArgumentError("limitPressure: only pods declare limits");
+    }
+    if (text == "memory") {
+      query->pressure = LimitPressure::kMemory;
+    } else if (text == "cpu") {
+      query->pressure = LimitPressure::kCpu;
+    } else if (text == "any") {
+      query->pressure = LimitPressure::kAny;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("limitPressure: invalid value \"",
+                                                     AbslView(text.substr(0, 32)),
+                                                     "\": must be memory, cpu or any"));
+    }
+  }
   return query;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -137,6 +138,72 @@ void WriteTimestampAndWindow(JsonWriter& w, Timestamp timestamp, Duration window
   w.PlainKey("window").PlainString(CachedDuration(window));
 }
 
+// ---- requests and limits (metrics/v1alpha1) --------------------------------------------
+
+void WriteAmounts(JsonWriter& w, std::string_view key, const DeclaredResources& amounts) {
+  if (amounts.empty()) return;
+  w.PlainKey(key).BeginObject();
+  if (amounts.cpu) w.PlainKey("cpu").PlainString(FormatCpuNanoCores(ClampToInt64(*amounts.cpu)));
+  if (amounts.memory) {
+    w.PlainKey("memory").PlainString(FormatMemoryBytes(ClampToInt64(*amounts.memory)));
+  }
+  w.EndObject();
+}
+
+// `{mean, 95th, max: {cpu, memory}}` of one window over `declared`; nothing when neither
+// resource has both a window and a non-zero declared amount.
+void WriteRatios(JsonWriter& w, std::string_view key, const Statistics* cpu,
+                 const Statistics* memory, const DeclaredResources& declared) {
+  const bool with_cpu = cpu != nullptr && declared.cpu.value_or(0) > 0;
+  const bool with_memory = memory != nullptr && declared.memory.value_or(0) > 0;
+  if (!with_cpu && !with_memory) return;
+  auto ratio = [](uint64_t value, uint64_t over) {
+    return std::round(static_cast<double>(value) / static_cast<double>(over) * 1000) / 1000;
+  };
+  w.PlainKey(key).BeginObject();
+  for (const auto& [name, field] :
+       {std::pair<std::string_view, uint64_t Statistics::*>{"mean", &Statistics::mean},
+        {"95th", &Statistics::p95},
+        {"max", &Statistics::max}}) {
+    w.PlainKey(name).BeginObject();
+    if (with_cpu) w.PlainKey("cpu").Double(ratio(cpu->*field, *declared.cpu));
+    if (with_memory) w.PlainKey("memory").Double(ratio(memory->*field, *declared.memory));
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
+// The statistics of `windows` of one length, or null.
+const Statistics* WindowOf(const std::vector<Statistics>& windows, Duration length) {
+  for (const Statistics& s : windows) {
+    if (s.window == length) return &s;
+  }
+  return nullptr;
+}
+
+// `requests`, `limits` and `ratios` of a container that declares any (render.h).
+void WriteDeclared(JsonWriter& w, const ContainerMetrics& container) {
+  if (container.requests.empty() && container.limits.empty()) return;
+  WriteAmounts(w, "requests", container.requests);
+  WriteAmounts(w, "limits", container.limits);
+  w.PlainKey("ratios").BeginObject();
+  std::vector<Duration> lengths;
+  for (const auto* windows : {&container.windows.cpu, &container.windows.memory}) {
+    for (const Statistics& s : *windows) lengths.push_back(s.window);
+  }
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  for (Duration length : lengths) {
+    const Statistics* cpu = WindowOf(container.windows.cpu, length);
+    const Statistics* memory = WindowOf(container.windows.memory, length);
+    w.PlainKey(CachedDuration(length)).BeginObject();
+    WriteRatios(w, "usage/request", cpu, memory, container.requests);
+    WriteRatios(w, "usage/limit", cpu, memory, container.limits);
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
 // `"<key>": [{metadata{name}, metrics: <windows>}, ...]` (metrics/v1alpha1).
 void WriteContainerWindows(JsonWriter& w, std::string_view key,
                            const std::vector<ContainerMetrics>& containers) {
@@ -146,6 +213,7 @@ void WriteContainerWindows(JsonWriter& w, std::string_view key,
     w.Key("metadata").BeginObject().Key("name").String(container.name).EndObject();
     w.Key("metrics");
     WriteWindows(w, container.windows);
+    WriteDeclared(w, container);
     w.EndObject();
   }
   w.EndArray();

@@ -74,6 +74,17 @@ std::optional<PodInfo> Discovery::Pod(std::string_view namespace_name,
   return it->second;
 }
 
+std::vector<LimitRangeInfo> Discovery::LimitRanges(std::string_view namespace_name) const {
+  const std::string prefix = absl::StrCat(AbslView(namespace_name), "/");
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<LimitRangeInfo> out;
+  for (auto it = limit_ranges_.lower_bound(prefix);
+       it != limit_ranges_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
 size_t Discovery::node_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return nodes_.size();
@@ -117,63 +128,46 @@ void Discovery::CountStat(uint64_t DiscoveryStats::*field) {
   ++(stats_.*field);
 }
 
-void Discovery::EmitNode(ChangeType type, const NodeInfo& node) {
+template <typename Tell>
+void Discovery::Emit(const Tell& tell) {
   std::vector<ClusterListener*> listeners;
   {
     std::lock_guard<std::mutex> lock(mu_);
     listeners = listeners_;
   }
-  for (ClusterListener* listener : listeners) listener->OnNodeChange(type, node);
-}
-
-void Discovery::EmitPod(ChangeType type, const PodInfo& pod) {
-  std::vector<ClusterListener*> listeners;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    listeners = listeners_;
-  }
-  for (ClusterListener* listener : listeners) listener->OnPodChange(type, pod);
-}
-
-void Discovery::ApplyNode(ChangeType type, NodeInfo node) {
-  ChangeType emitted = type;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(node.name);
-    if (type == ChangeType::kDeleted) {
-      if (it == nodes_.end()) return;
-      nodes_.erase(it);
-    } else {
-      emitted = it == nodes_.end() ? ChangeType::kAdded : ChangeType::kModified;
-      nodes_[node.name] = node;
-    }
-  }
-  EmitNode(emitted, node);
-}
-
-void Discovery::ApplyPod(ChangeType type, PodInfo pod) {
-  ChangeType emitted = type;
-  const std::string key = pod.Key();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pods_.find(key);
-    if (type == ChangeType::kDeleted) {
-      if (it == pods_.end()) return;
-      pods_.erase(it);
-    } else {
-      emitted = it == pods_.end() ? ChangeType::kAdded : ChangeType::kModified;
-      pods_[key] = pod;
-    }
-  }
-  EmitPod(emitted, pod);
+  for (ClusterListener* listener : listeners) tell(*listener);
 }
 
 namespace {
 
-// The changes that turn `current` into `fresh` (keyed maps), as (type, value) pairs.
 template <typename T>
-std::vector<std::pair<ChangeType, T>> Diff(std::map<std::string, T, std::less<>>& current,
-                                           std::map<std::string, T, std::less<>> fresh) {
+using Keyed = std::map<std::string, T, std::less<>>;
+
+// Applies one change to `objects`: the change to tell listeners (an update of an unknown
+// object is an addition, of a known one a modification), or nothing for the deletion of an
+// unknown object.
+template <typename T>
+std::optional<ChangeType> ApplyTo(Keyed<T>& objects, const std::string& key, ChangeType type,
+                                  const T& value) {
+  auto it = objects.find(key);
+  if (type == ChangeType::kDeleted) {
+    if (it == objects.end()) return std::nullopt;
+    objects.erase(it);
+    return type;
+  }
+  const ChangeType emitted = it == objects.end() ? ChangeType::kAdded : ChangeType::kModified;
+  objects[key] = value;
+  return emitted;
+}
+
+// The changes that turn `current` into the whole list `fresh`, as (type, value) pairs.
+template <typename T, typename KeyOf>
+std::vector<std::pair<ChangeType, T>> Diff(Keyed<T>& current, std::vector<T> list, KeyOf key_of) {
+  Keyed<T> fresh;
+  for (T& value : list) {
+    std::string key = key_of(value);
+    fresh[std::move(key)] = std::move(value);
+  }
   std::vector<std::pair<ChangeType, T>> changes;
   for (auto& [key, value] : current) {
     if (fresh.find(key) == fresh.end()) changes.emplace_back(ChangeType::kDeleted, value);
@@ -192,32 +186,65 @@ std::vector<std::pair<ChangeType, T>> Diff(std::map<std::string, T, std::less<>>
 
 }  // namespace
 
-void Discovery::ReplaceNodes(std::vector<NodeInfo> nodes) {
-  std::map<std::string, NodeInfo, std::less<>> fresh;
-  for (NodeInfo& node : nodes) {
-    std::string name = node.name;
-    fresh[std::move(name)] = std::move(node);
+void Discovery::ApplyNode(ChangeType type, NodeInfo node) {
+  std::optional<ChangeType> emitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    emitted = ApplyTo(nodes_, node.name, type, node);
   }
+  if (emitted) Emit([&](ClusterListener& l) { l.OnNodeChange(*emitted, node); });
+}
+
+void Discovery::ApplyPod(ChangeType type, PodInfo pod) {
+  std::optional<ChangeType> emitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    emitted = ApplyTo(pods_, pod.Key(), type, pod);
+  }
+  if (emitted) Emit([&](ClusterListener& l) { l.OnPodChange(*emitted, pod); });
+}
+
+void Discovery::ApplyLimitRange(ChangeType type, LimitRangeInfo limit_range) {
+  std::optional<ChangeType> emitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    emitted = ApplyTo(limit_ranges_, limit_range.Key(), type, limit_range);
+  }
+  if (emitted) Emit([&](ClusterListener& l) { l.OnLimitRangeChange(*emitted, limit_range); });
+}
+
+void Discovery::ReplaceNodes(std::vector<NodeInfo> nodes) {
   std::vector<std::pair<ChangeType, NodeInfo>> changes;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    changes = Diff(nodes_, std::move(fresh));
+    changes = Diff(nodes_, std::move(nodes), [](const NodeInfo& n) { return n.name; });
   }
-  for (const auto& [type, node] : changes) EmitNode(type, node);
+  for (const auto& [type, node] : changes) {
+    Emit([&](ClusterListener& l) { l.OnNodeChange(type, node); });
+  }
 }
 
 void Discovery::ReplacePods(std::vector<PodInfo> pods) {
-  std::map<std::string, PodInfo, std::less<>> fresh;
-  for (PodInfo& pod : pods) {
-    std::string key = pod.Key();
-    fresh[std::move(key)] = std::move(pod);
-  }
   std::vector<std::pair<ChangeType, PodInfo>> changes;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    changes = Diff(pods_, std::move(fresh));
+    changes = Diff(pods_, std::move(pods), [](const PodInfo& p) { return p.Key(); });
   }
-  for (const auto& [type, pod] : changes) EmitPod(type, pod);
+  for (const auto& [type, pod] : changes) {
+    Emit([&](ClusterListener& l) { l.OnPodChange(type, pod); });
+  }
+}
+
+void Discovery::ReplaceLimitRanges(std::vector<LimitRangeInfo> limit_ranges) {
+  std::vector<std::pair<ChangeType, LimitRangeInfo>> changes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changes = Diff(limit_ranges_, std::move(limit_ranges),
+                   [](const LimitRangeInfo& lr) { return lr.Key(); });
+  }
+  for (const auto& [type, limit_range] : changes) {
+    Emit([&](ClusterListener& l) { l.OnLimitRangeChange(type, limit_range); });
+  }
 }
 
 void Discovery::MarkListed(int resource, int resources) {

@@ -1,5 +1,6 @@
-// List+watch of nodes and pods on the kube API: what is particular to them, decoding a
-// NodeInfo or a PodInfo from an object's JSON and feeding the Discovery snapshot. The
+// List+watch of nodes, pods and LimitRanges on the kube API: what is particular to them,
+// decoding a NodeInfo, a PodInfo or a LimitRangeInfo from an object's JSON and feeding the
+// Discovery snapshot. The
 // list+watch itself (pages, resuming a watch, relisting on 410 Gone, backoff, stop) is
 // kube::ListWatch (kube/list_watch.h); a relist's items replace the snapshot, which emits
 // the differences, so listeners still see deletions that happened while the watch was down.
@@ -65,7 +66,95 @@ absl::StatusOr<NodeInfo> ParseNode(element item) {
   return node;
 }
 
-absl::StatusOr<PodInfo> ParsePod(element item) {
+// Reads the cpu and memory of a ResourceList ({"cpu": "250m", "memory": "64Mi", ...}) into
+// `out`, ratios in thousandths when `ratio`; other resources are not kubestat's. Returns
+// how many values were no Quantity (those are left out).
+int ReadAmounts(element list, bool ratio, limits::Amounts* out) {
+  int bad = 0;
+  for (limits::Resource r : limits::kResources) {
+    std::string_view text;
+    if (list[limits::ResourceName(r)].get(text) != simdjson::SUCCESS) continue;
+    absl::StatusOr<int64_t> value = ratio ? limits::ParseRatio(text) : limits::ParseAmount(r, text);
+    if (value.ok()) {
+      (*out)[r] = *value;
+    } else {
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+// spec.containers' requests and limits, and the controlling ownerReference.
+int ReadRightSizing(element item, PodInfo* pod) {
+  int bad = 0;
+  simdjson::dom::array containers;
+  if (item.at_pointer("/spec/containers").get(containers) == simdjson::SUCCESS) {
+    for (element container : containers) {
+      limits::ContainerResources c;
+      c.name = Str(container, "name");
+      element list;
+      if (container.at_pointer("/resources/requests").get(list) == simdjson::SUCCESS) {
+        bad += ReadAmounts(list, false, &c.requests);
+      }
+      if (container.at_pointer("/resources/limits").get(list) == simdjson::SUCCESS) {
+        bad += ReadAmounts(list, false, &c.limits);
+      }
+      pod->containers.push_back(std::move(c));
+    }
+  }
+  simdjson::dom::array owners;
+  if (item.at_pointer("/metadata/ownerReferences").get(owners) == simdjson::SUCCESS) {
+    for (element owner : owners) {
+      bool controller = false;
+      if (owner["controller"].get(controller) == simdjson::SUCCESS && controller) {
+        pod->owner_kind = Str(owner, "kind");
+        pod->owner_name = Str(owner, "name");
+        break;
+      }
+    }
+  }
+  return bad;
+}
+
+absl::StatusOr<LimitRangeInfo> ParseLimitRange(element item, int* bad) {
+  element metadata;
+  if (item["metadata"].get(metadata) != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError("LimitRange without metadata");
+  }
+  LimitRangeInfo info;
+  info.limit_range.name = Str(metadata, "name");
+  info.namespace_name = Str(metadata, "namespace");
+  if (info.limit_range.name.empty() || info.namespace_name.empty()) {
+    return absl::InvalidArgumentError("LimitRange without metadata.name or metadata.namespace");
+  }
+  info.resource_version = Str(metadata, "resourceVersion");
+  simdjson::dom::array items;
+  if (item.at_pointer("/spec/limits").get(items) == simdjson::SUCCESS) {
+    for (element entry : items) {
+      const std::string type = Str(entry, "type");
+      // PersistentVolumeClaim items limit storage, not cpu or memory.
+      if (type != "Container" && type != "Pod") continue;
+      limits::LimitRangeItem limit;
+      limit.type = type == "Pod" ? limits::LimitType::kPod : limits::LimitType::kContainer;
+      const std::pair<const char*, limits::Amounts*> fields[] = {
+          {"min", &limit.min},
+          {"max", &limit.max},
+          {"default", &limit.default_limit},
+          {"defaultRequest", &limit.default_request},
+          {"maxLimitRequestRatio", &limit.max_limit_request_ratio}};
+      for (const auto& [name, amounts] : fields) {
+        element list;
+        if (entry[name].get(list) == simdjson::SUCCESS) {
+          *bad += ReadAmounts(list, amounts == &limit.max_limit_request_ratio, amounts);
+        }
+      }
+      info.limit_range.items.push_back(limits::WithApiDefaults(std::move(limit)));
+    }
+  }
+  return info;
+}
+
+absl::StatusOr<PodInfo> ParsePod(element item, int* bad) {
   element metadata;
   if (item["metadata"].get(metadata) != simdjson::SUCCESS) {
     return absl::InvalidArgumentError("pod without metadata");
@@ -85,10 +174,11 @@ absl::StatusOr<PodInfo> ParsePod(element item) {
   std::string_view text;
   if (item.at_pointer("/spec/nodeName").get(text) == simdjson::SUCCESS) pod.node_name = text;
   if (item.at_pointer("/status/phase").get(text) == simdjson::SUCCESS) pod.phase = text;
+  *bad += ReadRightSizing(item, &pod);
   return pod;
 }
 
-enum class Resource { kNodes, kPods };
+enum class Resource { kNodes, kPods, kLimitRanges };
 
 ChangeType ChangeFor(kube::WatchEventType type) {
   switch (type) {
@@ -125,12 +215,13 @@ struct KubeApiDiscovery::Impl {
   // ListWatch thread).
   class Feed final : public kube::ListWatchHandler {
    public:
-    Feed(KubeApiDiscovery* owner, Resource resource, int resources, const Clock& clock)
-        : owner_(owner), resource_(resource), resources_(resources), clock_(clock) {}
+    Feed(KubeApiDiscovery* owner, Resource resource, int index, const Clock& clock)
+        : owner_(owner), resource_(resource), index_(index), clock_(clock) {}
 
     void OnListStart() override {
       nodes_.clear();
       pods_.clear();
+      limit_ranges_.clear();
     }
 
     void OnListItem(std::string_view object_json) override {
@@ -140,19 +231,29 @@ struct KubeApiDiscovery::Impl {
       }
       if (resource_ == Resource::kNodes) {
         if (auto node = ParseNode(item); node.ok()) nodes_.push_back(*std::move(node));
+      } else if (resource_ == Resource::kPods) {
+        int bad = 0;
+        if (auto pod = ParsePod(item, &bad); pod.ok()) pods_.push_back(*std::move(pod));
+        CountBad(bad);
       } else {
-        if (auto pod = ParsePod(item); pod.ok()) pods_.push_back(*std::move(pod));
+        int bad = 0;
+        if (auto lr = ParseLimitRange(item, &bad); lr.ok()) {
+          limit_ranges_.push_back(*std::move(lr));
+        }
+        CountBad(bad);
       }
     }
 
     void OnListComplete(std::string_view /*resource_version*/) override {
       if (resource_ == Resource::kNodes) {
         owner_->ReplaceNodes(std::exchange(nodes_, {}));
-      } else {
+      } else if (resource_ == Resource::kPods) {
         owner_->ReplacePods(std::exchange(pods_, {}));
+      } else {
+        owner_->ReplaceLimitRanges(std::exchange(limit_ranges_, {}));
       }
-      owner_->RecordAnswer(index());
-      owner_->MarkListed(index(), resources_);
+      owner_->RecordAnswer(index_);
+      owner_->MarkListed(index_, static_cast<int>(owner_->impl_->watches.size()));
     }
 
     absl::Status OnEvent(const kube::WatchEvent& event) override {
@@ -166,17 +267,25 @@ struct KubeApiDiscovery::Impl {
         absl::StatusOr<NodeInfo> node = ParseNode(object);
         if (!node.ok()) return node.status();
         owner_->ApplyNode(change, *std::move(node));
-      } else {
-        absl::StatusOr<PodInfo> pod = ParsePod(object);
+      } else if (resource_ == Resource::kPods) {
+        int bad = 0;
+        absl::StatusOr<PodInfo> pod = ParsePod(object, &bad);
+        CountBad(bad);
         if (!pod.ok()) return pod.status();
         owner_->ApplyPod(change, *std::move(pod));
+      } else {
+        int bad = 0;
+        absl::StatusOr<LimitRangeInfo> lr = ParseLimitRange(object, &bad);
+        CountBad(bad);
+        if (!lr.ok()) return lr.status();
+        owner_->ApplyLimitRange(change, *std::move(lr));
       }
       owner_->CountStat(&DiscoveryStats::events);
       return absl::OkStatus();
     }
 
     void OnWatchStart() override { owner_->CountStat(&DiscoveryStats::watches); }
-    void OnWatchOpen() override { owner_->RecordAnswer(index()); }
+    void OnWatchOpen() override { owner_->RecordAnswer(index_); }
     void OnExpired() override { owner_->CountStat(&DiscoveryStats::relists_after_gone); }
     // Failed requests and undecodable events alike (an event that fails also ends its
     // watch, which counts as a failed watch).
@@ -185,40 +294,47 @@ struct KubeApiDiscovery::Impl {
       // An event the API sent, however bad, is an answer; a request that got none, or an
       // error answer, leaves discovery without the API.
       if (error.stage != kube::ListWatchError::Stage::kEvent) {
-        owner_->RecordFailure(index(), clock_.Now(), std::string(error.status.message()));
+        owner_->RecordFailure(index_, clock_.Now(), std::string(error.status.message()));
       }
     }
 
    private:
-    int index() const { return resource_ == Resource::kNodes ? 0 : 1; }
+    void CountBad(int bad) {
+      for (int i = 0; i < bad; ++i) owner_->CountStat(&DiscoveryStats::bad_quantities);
+    }
 
     KubeApiDiscovery* const owner_;
     const Resource resource_;
-    const int resources_;
+    const int index_;  // into the discovery's watches
     const Clock& clock_;
     simdjson::dom::parser parser_;
     // The list being read.
     std::vector<NodeInfo> nodes_;
     std::vector<PodInfo> pods_;
+    std::vector<LimitRangeInfo> limit_ranges_;
   };
 
   KubeApiDiscoveryOptions options;
   const Clock* clock = nullptr;
   std::unique_ptr<http::Client> list_client;
   std::unique_ptr<http::Client> watch_client;
-  // Index 0: nodes; 1: pods when watched. The watches go first when destroyed.
+  // Index 0: nodes; then pods and LimitRanges when watched. The watches go first when
+  // destroyed.
   std::vector<std::unique_ptr<Feed>> feeds;
   std::vector<std::unique_ptr<kube::ListWatch>> watches;
 
   void AddResource(KubeApiDiscovery* owner, Resource resource) {
     kube::ListWatchOptions watch_options;
-    watch_options.path = resource == Resource::kNodes ? "/api/v1/nodes" : "/api/v1/pods";
+    watch_options.path = resource == Resource::kNodes  ? "/api/v1/nodes"
+                         : resource == Resource::kPods ? "/api/v1/pods"
+                                                       : "/api/v1/limitranges";
     watch_options.page_size = options.list_page_size;
     watch_options.watch_timeout = options.watch_timeout;
     watch_options.watch_head_timeout = options.request_timeout;
     watch_options.retry_backoff = options.retry_backoff;
     watch_options.max_event_bytes = options.max_response_bytes;
-    feeds.push_back(std::make_unique<Feed>(owner, resource, options.watch_pods ? 2 : 1, *clock));
+    feeds.push_back(
+        std::make_unique<Feed>(owner, resource, static_cast<int>(feeds.size()), *clock));
     watches.push_back(std::make_unique<kube::ListWatch>(std::move(watch_options), *list_client,
                                                         *watch_client, *feeds.back()));
   }
@@ -227,6 +343,7 @@ struct KubeApiDiscovery::Impl {
 KubeApiDiscovery::KubeApiDiscovery(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   impl_->AddResource(this, Resource::kNodes);
   if (impl_->options.watch_pods) impl_->AddResource(this, Resource::kPods);
+  if (impl_->options.watch_limit_ranges) impl_->AddResource(this, Resource::kLimitRanges);
 }
 
 KubeApiDiscovery::~KubeApiDiscovery() { Stop(); }
@@ -284,7 +401,11 @@ std::string KubeApiDiscovery::node_resource_version() const {
 }
 
 std::string KubeApiDiscovery::pod_resource_version() const {
-  return impl_->watches.size() > 1 ? impl_->watches[1]->resource_version() : "";
+  return impl_->options.watch_pods ? impl_->watches[1]->resource_version() : "";
+}
+
+std::string KubeApiDiscovery::limit_range_resource_version() const {
+  return impl_->options.watch_limit_ranges ? impl_->watches.back()->resource_version() : "";
 }
 
 }  // namespace kubestat::scrapers

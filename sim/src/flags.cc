@@ -105,6 +105,9 @@ void Register(FlagSet& flags, RawFlags& raw, SimulatorOptions& o) {
   flags.AddBool("authorize-proxied-requests", &o.authorize_proxied_requests,
                 "with --users-file, authorize requests for the metrics groups before proxying "
                 "them (false: only authenticate, the backend authorizes)");
+  flags.AddBool("default-limit-ranges", &o.default_limit_ranges,
+                "start with a LimitRange in namespace shop (changed at run time with PUT and "
+                "DELETE /sim/v1/namespaces/{namespace}/limitranges/{name})");
   flags.AddString("users-file", &o.users_file,
                   "YAML users (name, uid, token, groups, extra) and allow rules; every request "
                   "to the fake kube-apiserver then needs a listed bearer token and a rule "

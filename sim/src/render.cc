@@ -421,6 +421,31 @@ void AppendNodeJson(std::string& out, const NodeInfo& node, const KubeletEndpoin
   out += w.str();
 }
 
+namespace {
+
+// The pod's controller, as Deployment and DaemonSet pods have one: a ReplicaSet
+// "<app>-<pod-template-hash>" (whose owner is the Deployment <app>), or the DaemonSet <app>.
+void WriteOwnerReference(JsonWriter& w, const PodInfo& pod) {
+  std::string kind = "DaemonSet";
+  std::string name = pod.app;
+  for (const auto& [key, value] : pod.labels) {
+    if (key == "pod-template-hash") {
+      kind = "ReplicaSet";
+      name = absl::StrCat(pod.app, "-", value);
+    }
+  }
+  w.Key("ownerReferences").BeginArray().BeginObject();
+  w.Member("apiVersion", "apps/v1");
+  w.Member("kind", kind);
+  w.Member("name", name);
+  w.Member("uid", absl::StrCat("owner-", pod.namespace_name, "-", name));
+  w.Member("controller", true);
+  w.Member("blockOwnerDeletion", true);
+  w.EndObject().EndArray();
+}
+
+}  // namespace
+
 void AppendPodJson(std::string& out, const ClusterModel& model, const PodInfo& pod, Timestamp now,
                    uint64_t resource_version) {
   JsonWriter w;
@@ -436,6 +461,7 @@ void AppendPodJson(std::string& out, const ClusterModel& model, const PodInfo& p
   w.Member("resourceVersion", absl::StrCat(resource_version));
   w.Member("creationTimestamp", created);
   WriteLabels(w, pod.labels);
+  WriteOwnerReference(w, pod);
   w.EndObject();
   w.Key("spec").BeginObject();
   w.Member("nodeName", node.name);

@@ -28,6 +28,7 @@
 #include "kubestat/sim/render.h"
 #include "kubestat/sim/request_info.h"
 #include "kubestat/sim/users.h"
+#include "limit_ranges.h"
 #include "prometheus/registry.h"
 #include "sim_hash.h"
 #include "sim_strings.h"
@@ -242,7 +243,7 @@ class ReplySink : public ProxyResponseSink {
 
 // A response body written over time: a watch, an oversized body or a slow drip.
 struct Stream {
-  enum class Kind { kPodWatch, kNodeWatch, kOversized, kSlowdrip };
+  enum class Kind { kPodWatch, kNodeWatch, kLimitRangeWatch, kOversized, kSlowdrip };
   Kind kind;
   std::shared_ptr<StreamWriter> writer;  // set when the server starts the stream
   Timestamp deadline;                    // monotonic; the stream is closed then
@@ -270,7 +271,8 @@ struct WatchEvent {
   uint64_t resource_version;
   std::string namespace_name;
   std::string node_name;
-  std::string line;  // the event, newline-terminated
+  std::string line;          // the event, newline-terminated
+  bool limit_range = false;  // a LimitRange's event, else a pod's
 };
 
 }  // namespace
@@ -368,6 +370,8 @@ struct Simulator::State {
   std::vector<uint64_t> slot_version;  // per global slot
   std::deque<WatchEvent> history;
   uint64_t oldest_retained = 1;
+  // LimitRanges by "namespace/name", each with the resourceVersion of its last change.
+  std::map<std::string, std::pair<SimLimitRange, uint64_t>> limit_ranges;
   std::vector<std::shared_ptr<Stream>> streams;
   std::vector<Parked> parked;  // "timeout" fault: never answered
   uint64_t garbage_counter = 0;
@@ -411,10 +415,14 @@ struct Simulator::State {
   void PublishLocked(std::string_view type, const PodInfo& pod, Timestamp now) {
     const uint64_t rv = ++resource_version;
     slot_version[Slot(pod.node, pod.slot)] = rv;
-    WatchEvent ev{rv, pod.namespace_name, model->node(pod.node).name,
-                  RenderWatchEvent(type, PodJson(pod, now, rv))};
+    RecordLocked({rv, pod.namespace_name, model->node(pod.node).name,
+                  RenderWatchEvent(type, PodJson(pod, now, rv))});
+  }
+
+  // Sends an event to the watches it concerns and keeps it for resuming watches.
+  void RecordLocked(WatchEvent ev) {
     for (const auto& s : streams) {
-      if (s->kind == Stream::Kind::kPodWatch && Matches(*s, ev)) Send(*s, ev.line);
+      if (Matches(*s, ev)) Send(*s, ev.line);
     }
     history.push_back(std::move(ev));
     while (history.size() > options.watch_history) {
@@ -424,7 +432,10 @@ struct Simulator::State {
   }
 
   static bool Matches(const Stream& s, const WatchEvent& ev) {
-    return (s.namespace_filter.empty() || s.namespace_filter == ev.namespace_name) &&
+    const Stream::Kind kind =
+        ev.limit_range ? Stream::Kind::kLimitRangeWatch : Stream::Kind::kPodWatch;
+    return s.kind == kind &&
+           (s.namespace_filter.empty() || s.namespace_filter == ev.namespace_name) &&
            (s.node_filter.empty() || s.node_filter == ev.node_name);
   }
 
@@ -660,6 +671,9 @@ struct Simulator::State {
       return Review(req, path);
     }
     if (parts.size() >= 2 && parts[0] == "sim" && parts[1] == "v1") {
+      if (parts.size() == 6 && parts[2] == "namespaces" && parts[4] == "limitranges") {
+        return ChangeLimitRange(req, parts[3], parts[5]);
+      }
       if (parts.size() == 6 && parts[2] == "namespaces" && parts[4] == "pods") {
         if (req.method != "DELETE") {
           return ReplyError(ApiError::MethodNotAllowed("", "pods", req.method));
@@ -740,6 +754,9 @@ struct Simulator::State {
           "\"kind\":\"Namespace\",\"verbs\":[\"get\",\"list\"],\"shortNames\":[\"ns\"]},"
           "{\"name\":\"nodes\",\"singularName\":\"node\",\"namespaced\":false,\"kind\":"
           "\"Node\",\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":[\"no\"]},"
+          "{\"name\":\"limitranges\",\"singularName\":\"limitrange\",\"namespaced\":true,"
+          "\"kind\":\"LimitRange\",\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":"
+          "[\"limits\"]},"
           "{\"name\":\"pods\",\"singularName\":\"pod\",\"namespaced\":true,\"kind\":\"Pod\","
           "\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":[\"po\"],\"categories\":"
           "[\"all\"]}]}",
@@ -752,12 +769,18 @@ struct Simulator::State {
       if (parts[2] == "pods" && parts.size() == 3) {
         return Pods("", "", query);
       }
+      if (parts[2] == "limitranges" && parts.size() == 3) {
+        return LimitRanges("", "", query);
+      }
       if (parts[2] == "namespaces") {
         if (parts.size() <= 4) {
           return Namespaces(parts.size() == 4 ? parts[3] : "");
         }
         if (parts[4] == "pods" && parts.size() <= 6) {
           return Pods(parts[3], parts.size() == 6 ? parts[5] : "", query);
+        }
+        if (parts[4] == "limitranges" && parts.size() <= 6) {
+          return LimitRanges(parts[3], parts.size() == 6 ? parts[5] : "", query);
         }
       }
     }
@@ -968,7 +991,24 @@ struct Simulator::State {
                      const std::map<std::string, std::string>& query,
                      const std::vector<std::pair<PodInfo, uint64_t>>& current,
                      uint64_t list_version, Timestamp now) {
-    auto s = OpenStream(Stream::Kind::kPodWatch, WatchLifetime(query));
+    return WatchFrom(Stream::Kind::kPodWatch, ns, node_filter, query, list_version, [&] {
+      std::string initial;
+      for (const auto& [pod, rv] : current) {
+        initial += RenderWatchEvent("ADDED", PodJson(pod, now, rv));
+      }
+      return initial;
+    });
+  }
+
+  // A watch of pods or LimitRanges: without a resourceVersion, initial() (the ADDED events
+  // of the objects listed at `list_version`) first, then what happened after it; from a
+  // resourceVersion, the retained events after it (410 in an ERROR event when it is older
+  // than the history).
+  template <typename Initial>
+  Response WatchFrom(Stream::Kind kind, const std::string& ns, const std::string& node_filter,
+                     const std::map<std::string, std::string>& query, uint64_t list_version,
+                     const Initial& initial_events) {
+    auto s = OpenStream(kind, WatchLifetime(query));
     s->namespace_filter = ns;
     s->node_filter = node_filter;
     const std::string rv_text = QueryParam(query, "resourceVersion");
@@ -976,9 +1016,7 @@ struct Simulator::State {
     std::string initial;
     if (rv_text.empty() || from == 0) {
       // No version: the current state as ADDED events first, as the apiserver does.
-      for (const auto& [pod, rv] : current) {
-        initial += RenderWatchEvent("ADDED", PodJson(pod, now, rv));
-      }
+      initial = initial_events();
       from = list_version;
     }
     Response response = Reply(200, "", kJson);
@@ -1003,6 +1041,91 @@ struct Simulator::State {
       streams.push_back(s);
     };
     return response;
+  }
+
+  // ---- LimitRanges ------------------------------------------------------------------
+
+  Response LimitRanges(const std::string& ns, const std::string& name,
+                       const std::map<std::string, std::string>& query) {
+    std::vector<std::pair<SimLimitRange, uint64_t>> items;
+    uint64_t list_version;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      list_version = resource_version;
+      for (const auto& [key, entry] : limit_ranges) {
+        if (!ns.empty() && entry.first.namespace_name != ns) continue;
+        if (!name.empty() && entry.first.name != name) continue;
+        items.push_back(entry);
+      }
+    }
+    if (!name.empty()) {
+      if (items.empty()) return ReplyError(ApiError::NotFound("", "limitranges", name));
+      std::string out;
+      AppendLimitRangeJson(out, items[0].first, items[0].second);
+      return Reply(200, std::move(out), kJson);
+    }
+    if (IsWatch(query)) {
+      return WatchFrom(Stream::Kind::kLimitRangeWatch, ns, "", query, list_version, [&] {
+        std::string initial;
+        for (const auto& [lr, rv] : items) {
+          std::string object;
+          AppendLimitRangeJson(object, lr, rv);
+          initial += RenderWatchEvent("ADDED", object);
+        }
+        return initial;
+      });
+    }
+    std::string out = absl::StrCat(
+        "{\"kind\":\"LimitRangeList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"",
+        list_version, "\"},\"items\":[");
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) out += ",";
+      AppendLimitRangeJson(out, items[i].first, items[i].second);
+    }
+    out += "]}";
+    return Reply(200, std::move(out), kJson);
+  }
+
+  // PUT /sim/v1/namespaces/{ns}/limitranges/{name} creates or replaces a LimitRange (the
+  // body: a LimitRange, or its spec), DELETE removes it; watchers get ADDED, MODIFIED or
+  // DELETED. The answer is the object.
+  Response ChangeLimitRange(const Request& req, const std::string& ns, const std::string& name) {
+    if (req.method != "PUT" && req.method != "DELETE") {
+      return ReplyError(ApiError::MethodNotAllowed("", "limitranges", std::string(req.method)));
+    }
+    std::string spec;
+    if (req.method == "PUT") {
+      absl::StatusOr<std::string> body = ReadBody(req, kReviewBodyLimit);
+      if (!body.ok()) return ReplyError(ApiError::FromStatus(body.status()));
+      absl::StatusOr<std::string> parsed = ParseLimitRangeSpec(*body);
+      if (!parsed.ok()) {
+        return ReplyError(ApiError::BadRequest(std::string(parsed.status().message())));
+      }
+      spec = *std::move(parsed);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    const std::string key = ns + "/" + name;
+    auto it = limit_ranges.find(key);
+    std::string type = "ADDED";
+    SimLimitRange lr{ns, name, "", spec, clock.Now()};
+    if (req.method == "DELETE") {
+      if (it == limit_ranges.end()) return ReplyError(ApiError::NotFound("", "limitranges", name));
+      lr = it->second.first;
+      limit_ranges.erase(it);
+      type = "DELETED";
+    } else if (it != limit_ranges.end()) {
+      lr.uid = it->second.first.uid;
+      lr.created = it->second.first.created;
+      type = "MODIFIED";
+    } else {
+      lr.uid = LimitRangeUid(Mix(options.model.seed, HashString(key), resource_version));
+    }
+    const uint64_t rv = ++resource_version;
+    if (type != "DELETED") limit_ranges[key] = {lr, rv};
+    std::string object;
+    AppendLimitRangeJson(object, lr, rv);
+    RecordLocked({rv, ns, "", RenderWatchEvent(type, object), /*limit_range=*/true});
+    return Reply(200, std::move(object), kJson);
   }
 
   Response Faults(const Request& req, const std::vector<std::string>& parts) {
@@ -1258,6 +1381,12 @@ absl::Status Simulator::Start() {
   s.resource_version = s.initial_version;
   s.oldest_retained = s.initial_version + 1;
   s.slot_version.assign(slots, s.initial_version);
+  if (s.options.default_limit_ranges) {
+    for (SimLimitRange& lr : DefaultLimitRanges(s.clock.Now())) {
+      std::string key = lr.namespace_name + "/" + lr.name;
+      s.limit_ranges[std::move(key)] = {std::move(lr), s.initial_version};
+    }
+  }
   for (int n = 0; n < nodes; ++n) {
     for (int p = 0; p < s.options.model.pods_per_node; ++p) {
       s.generation[s.Slot(n, p)] = s.model->Generation(n, p, now);

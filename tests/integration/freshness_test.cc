@@ -32,7 +32,6 @@ namespace {
 
 using testing::FreeLoopbackPort;
 using testing::MetricValue;
-using testing::OpenPlainAccessFlags;
 using testing::PollUntil;
 using testing::Process;
 using testing::ReadAll;
@@ -122,17 +121,8 @@ TEST(FreshnessIntegrationTest, EveryObjectServedIsWithinARoundOfItsNewestScrapeA
       << ReadAll((dir / "sim.log").string());
 
   const int port = FreeLoopbackPort();
-  std::vector<std::string> args = {"--kubeconfig=" + (dir / "kubeconfig").string(),
-                                   "--kubelet-scheme=http",
-                                   "--kubelet-preferred-address-types=InternalIP",
-                                   "--kubelet-use-node-status-port",
-                                   "--listen-address=127.0.0.1",
-                                   "--metric-resolution=2s",
-                                   "--kubelet-timeout=1s",
-                                   "--scrape-dump=" + (dir / "dump.jsonl").string(),
-                                   "--grpc-port=0",
-                                   "--storage-dir=" + (dir / "store").string()};
-  for (std::string& flag : OpenPlainAccessFlags(port, dir)) args.push_back(flag);
+  const std::vector<std::string> args = testing::SimAggregatorFlags(
+      dir, port, dir / "store", "2s", "1s", {"--scrape-dump=" + (dir / "dump.jsonl").string()});
   Process aggregator(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator.log");
   auto aggregator_log = [&] { return ReadAll((dir / "aggregator.log").string()); };
   auto rounds = [&] {

@@ -18,8 +18,8 @@ namespace kubestat::testing {
 
 // The simulated cluster's users for the tests that run its fake kube-apiserver with
 // --users-file: an admin (system:masters), the aggregator's service account (list and watch
-// nodes and pods, create token and access reviews) and alice, who may read the metrics of
-// pods in namespace shop only; every authenticated user may read discovery.
+// nodes, pods and limitranges, create token and access reviews) and alice, who may read the metrics
+// of pods in namespace shop only; every authenticated user may read discovery.
 inline constexpr char kSimUsersYaml[] = R"(users:
 - name: admin
   token: admin-token
@@ -34,7 +34,7 @@ rules:
 - groups: [kubestat:aggregators]
   verbs: [get, list, watch]
   apiGroups: [""]
-  resources: [nodes, pods]
+  resources: [nodes, pods, limitranges]
 - groups: [kubestat:aggregators]
   verbs: [create]
   apiGroups: [authentication.k8s.io, authorization.k8s.io]

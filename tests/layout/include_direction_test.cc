@@ -1,7 +1,7 @@
-// Dependencies point one way: core ← http, kube, metrics_api, windows ← storage, scrapers ←
-// aggregator; the bridge, the apiserver and the node agent use core, http, kube, metrics_api
-// and proto only; the simulator uses core and the HTTP server only (it must not share the
-// client, decoders or renderers with what it tests). This test reads every source file's
+// Dependencies point one way: core ← http, kube, metrics_api, windows, limits ← storage,
+// scrapers ← aggregator; the bridge, the apiserver and the node agent use core, http, kube,
+// metrics_api and proto only; the simulator uses core and the HTTP server only (it must not share
+// the client, decoders or renderers with what it tests). This test reads every source file's
 // `#include "kubestat/<folder>/..."` lines and fails on one that points the wrong way.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -30,10 +30,11 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
       {"kube", {"core", "http", "kube"}},
       {"metrics_api", {"core", "metrics_api", "proto"}},
       {"windows", {"core", "windows"}},
+      {"limits", {"core", "limits"}},
       {"storage", {"core", "windows", "storage"}},
-      {"scrapers", {"core", "http", "kube", "windows", "scrapers"}},
+      {"scrapers", {"core", "http", "kube", "windows", "limits", "scrapers"}},
       {"aggregator",
-       {"core", "http", "kube", "metrics_api", "windows", "storage", "scrapers", "proto",
+       {"core", "http", "kube", "metrics_api", "windows", "limits", "storage", "scrapers", "proto",
         "aggregator"}},
       {"bridge", {"core", "http", "kube", "metrics_api", "proto", "bridge"}},
       {"apiserver", {"core", "http", "kube", "metrics_api", "proto", "apiserver"}},

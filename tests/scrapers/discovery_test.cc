@@ -57,6 +57,30 @@ std::string PodJson(const std::string& ns, const std::string& name, const std::s
          R"(},"spec":{"nodeName":")" + node + R"("},"status":{"phase":"Running"}})";
 }
 
+// A pod of a ReplicaSet with two containers: "app" with cpu and memory requests and limits,
+// "sidecar" with a cpu request only (and a value that is no Quantity).
+std::string PodWithResourcesJson(const std::string& rv) {
+  return R"({"metadata":{"name":"web-1","namespace":"shop","uid":"u","resourceVersion":")" + rv +
+         R"(","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d4b9",)"
+         R"("uid":"r","controller":true}]},"spec":{"nodeName":"node-1","containers":[)"
+         R"({"name":"app","resources":{"requests":{"cpu":"250m","memory":"64Mi"},)"
+         R"("limits":{"cpu":"1","memory":"128Mi","nvidia.com/gpu":"1"}}},)"
+         R"({"name":"sidecar","resources":{"requests":{"cpu":"50m","memory":"lots"}}}]},)"
+         R"("status":{"phase":"Running"}})";
+}
+
+std::string LimitRangeJson(const std::string& ns, const std::string& name, const std::string& rv,
+                           const std::string& max_cpu) {
+  return R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns +
+         R"(","resourceVersion":")" + rv +
+         R"("},"spec":{"limits":[)"
+         R"({"type":"Container","max":{"cpu":")" +
+         max_cpu +
+         R"("},"min":{"memory":"4Mi"},"maxLimitRequestRatio":{"cpu":"4"}},)"
+         R"({"type":"Pod","max":{"memory":"1Gi"}},)"
+         R"({"type":"PersistentVolumeClaim","max":{"storage":"10Gi"}}]}})";
+}
+
 std::string Event(const std::string& type, const std::string& object) {
   return R"({"type":")" + type + R"(","object":)" + object + "}\n";
 }
@@ -249,7 +273,10 @@ class FakeKubeApi {
       }
       line = next;
     }
-    std::string resource = path == "/api/v1/nodes" ? "nodes" : path == "/api/v1/pods" ? "pods" : "";
+    std::string resource = path == "/api/v1/nodes"         ? "nodes"
+                           : path == "/api/v1/pods"        ? "pods"
+                           : path == "/api/v1/limitranges" ? "limitranges"
+                                                           : "";
 
     std::unique_lock<std::mutex> lock(mu_);
     if (closing_) return false;
@@ -318,6 +345,10 @@ class RecordingListener final : public ClusterListener {
   void OnPodChange(ChangeType type, const PodInfo& pod) override {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back(std::string(ChangeTypeName(type)) + " pod " + pod.Key());
+  }
+  void OnLimitRangeChange(ChangeType type, const LimitRangeInfo& limit_range) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::string(ChangeTypeName(type)) + " limitrange " + limit_range.Key());
   }
   void OnSynced() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -393,6 +424,57 @@ TEST_F(KubeApiDiscoveryTest, ListsNodesAndPodsAndBecomesSynced) {
   EXPECT_EQ(discovery->node_resource_version(), "10");
   EXPECT_EQ(discovery->pod_resource_version(), "20");
   for (const std::string& auth : api_.Authorizations()) EXPECT_EQ(auth, "Bearer api-token");
+}
+
+TEST_F(KubeApiDiscoveryTest, KeepsContainersRequestsLimitsAndTheControllingOwner) {
+  api_.SetList("pods", {PodWithResourcesJson("7")}, "20");
+  auto discovery = Start();
+  std::optional<PodInfo> pod = discovery->Pod("shop", "web-1");
+  ASSERT_TRUE(pod);
+  EXPECT_EQ(pod->owner_kind, "ReplicaSet");
+  EXPECT_EQ(pod->owner_name, "web-7d4b9");
+  ASSERT_EQ(pod->containers.size(), 2u);
+  EXPECT_EQ(pod->containers[0].name, "app");
+  EXPECT_EQ(pod->containers[0].requests, (limits::Amounts{250, 64 << 20}));
+  EXPECT_EQ(pod->containers[0].limits, (limits::Amounts{1000, 128 << 20}));
+  // A value that is no Quantity is left out and counted.
+  EXPECT_EQ(pod->containers[1].requests, (limits::Amounts{50, std::nullopt}));
+  EXPECT_EQ(pod->containers[1].limits, limits::Amounts{});
+  EXPECT_EQ(discovery->stats().bad_quantities, 1u);
+}
+
+TEST_F(KubeApiDiscoveryTest, ListsAndWatchesLimitRangesByNamespace) {
+  api_.SetList(
+      "limitranges",
+      {LimitRangeJson("shop", "limits", "3", "2"), LimitRangeJson("payments", "limits", "4", "1")},
+      "30");
+  auto discovery = Start();
+  std::vector<LimitRangeInfo> shop = discovery->LimitRanges("shop");
+  ASSERT_EQ(shop.size(), 1u);
+  const limits::LimitRange& lr = shop[0].limit_range;
+  EXPECT_EQ(lr.name, "limits");
+  // The Container and Pod items; the PersistentVolumeClaim item is not about cpu or memory.
+  ASSERT_EQ(lr.items.size(), 2u);
+  EXPECT_EQ(lr.items[0].max.cpu, 2000);
+  EXPECT_EQ(lr.items[0].min.memory, 4 << 20);
+  EXPECT_EQ(lr.items[0].max_limit_request_ratio.cpu, 4000);
+  // As the API server stores it: default from max, defaultRequest from default or min.
+  EXPECT_EQ(lr.items[0].default_limit.cpu, 2000);
+  EXPECT_EQ(lr.items[0].default_request.memory, 4 << 20);
+  EXPECT_EQ(lr.items[1].type, limits::LimitType::kPod);
+  EXPECT_EQ(lr.items[1].max.memory, 1 << 30);
+  EXPECT_TRUE(discovery->LimitRanges("search").empty());
+  EXPECT_EQ(discovery->limit_range_resource_version(), "30");
+
+  ASSERT_TRUE(api_.WaitForWatches("limitranges", 1));
+  api_.Send("limitranges", Event("MODIFIED", LimitRangeJson("shop", "limits", "31", "500m")));
+  api_.Send("limitranges", Event("DELETED", LimitRangeJson("payments", "limits", "32", "1")));
+  ASSERT_TRUE(PollUntil([&] { return discovery->limit_range_resource_version() == "32"; }, kReady));
+  EXPECT_EQ(discovery->LimitRanges("shop")[0].limit_range.items[0].max.cpu, 500);
+  EXPECT_TRUE(discovery->LimitRanges("payments").empty());
+  EXPECT_TRUE(listener_.Has("ADDED limitrange shop/limits"));
+  EXPECT_TRUE(listener_.Has("MODIFIED limitrange shop/limits"));
+  EXPECT_TRUE(listener_.Has("DELETED limitrange payments/limits"));
 }
 
 TEST_F(KubeApiDiscoveryTest, FollowsListPagination) {

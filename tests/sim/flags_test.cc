@@ -117,6 +117,7 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
                            "--metrics-backend-ca-file string",
                            "--metrics-backend-insecure-skip-tls-verify bool",
                            "--authorize-proxied-requests bool",
+                           "--default-limit-ranges bool",
                            "--users-file string",
                            "--kubeconfig-out string",
                            "--kubeconfig-user string",
@@ -136,7 +137,7 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
        at = help.find("(default ", at + 1)) {
     ++defaults;
   }
-  EXPECT_EQ(flags, 28u);
+  EXPECT_EQ(flags, 29u);
   EXPECT_EQ(defaults, flags);
   for (const char* shown :
        {"(default 50)", "(default 30)", "(default \"steady:4,diurnal:3,spiky:2,leaky:1\")",

@@ -481,6 +481,97 @@ TEST(SimulatorTest, DeletedPodIsReplacedInTheListTheWatchAndTheKubelet) {
   sim.Stop();
 }
 
+TEST(SimulatorTest, ServesLimitRangesAndChangesThemAsWatchEvents) {
+  FakeClock clock(kT0);
+  Simulator sim(SmallCluster(), clock);
+  ASSERT_TRUE(sim.Start().ok());
+  http_client api(sim.apiserver_url());
+  // The default: "limits" in shop, listed in the whole cluster and in its namespace.
+  simdjson::dom::parser parser;
+  simdjson::dom::element list =
+      Parse(parser, Body(Get(sim.apiserver_url(), "/api/v1/limitranges")));
+  EXPECT_EQ(std::string_view(list["kind"].get_string()), "LimitRangeList");
+  ASSERT_EQ(list["items"].get_array().size(), 1u);
+  simdjson::dom::element item = list["items"].at(0);
+  EXPECT_EQ(std::string_view(item["metadata"]["namespace"].get_string()), "shop");
+  EXPECT_EQ(std::string_view(item["spec"]["limits"].at(0)["max"]["cpu"].get_string()), "1");
+  EXPECT_NE(
+      Body(Get(sim.apiserver_url(), "/api/v1/namespaces/search/limitranges")).find("\"items\":[]"),
+      std::string::npos);
+  EXPECT_EQ(Get(sim.apiserver_url(), "/api/v1/namespaces/shop/limitranges/limits").status_code(),
+            200);
+  EXPECT_EQ(Get(sim.apiserver_url(), "/api/v1/namespaces/shop/limitranges/none").status_code(),
+            404);
+
+  http_response watch =
+      api.request(methods::GET, "/api/v1/namespaces/shop/limitranges?watch=true&resourceVersion=" +
+                                    std::to_string(sim.resource_version()))
+          .get();
+  ASSERT_EQ(watch.status_code(), 200);
+  const std::string path = "/sim/v1/namespaces/shop/limitranges/limits";
+  http_response put = api.request(methods::PUT, path,
+                                  R"({"apiVersion":"v1","kind":"LimitRange","spec":{"limits":[)"
+                                  R"({"type":"Container","max":{"cpu":"300m"}}]}})",
+                                  "application/json")
+                          .get();
+  ASSERT_EQ(put.status_code(), 200);
+  // Another namespace's change does not reach this watch.
+  ASSERT_EQ(api.request(methods::PUT, "/sim/v1/namespaces/search/limitranges/l",
+                        R"({"limits":[{"type":"Pod","max":{"memory":"1Gi"}}]})", "application/json")
+                .get()
+                .status_code(),
+            200);
+  ASSERT_EQ(api.request(methods::DEL, path).get().status_code(), 200);
+  simdjson::dom::parser p1;
+  simdjson::dom::element modified = Parse(p1, ReadLine(watch.body(), std::chrono::seconds(20)));
+  EXPECT_EQ(std::string_view(modified["type"].get_string()), "MODIFIED");
+  EXPECT_EQ(std::string_view(modified["object"]["spec"]["limits"].at(0)["max"]["cpu"].get_string()),
+            "300m");
+  simdjson::dom::parser p2;
+  simdjson::dom::element deleted = Parse(p2, ReadLine(watch.body(), std::chrono::seconds(20)));
+  EXPECT_EQ(std::string_view(deleted["type"].get_string()), "DELETED");
+  EXPECT_EQ(Get(sim.apiserver_url(), "/api/v1/namespaces/shop/limitranges/limits").status_code(),
+            404);
+
+  http_response bad = api.request(methods::PUT, path, R"({"spec":{}})", "application/json").get();
+  EXPECT_EQ(bad.status_code(), 400);
+  simdjson::dom::parser p3;
+  EXPECT_EQ(std::string_view(Parse(p3, Body(bad))["reason"].get_string()), "BadRequest");
+  EXPECT_EQ(api.request(methods::DEL, path).get().status_code(), 404);
+  sim.Stop();
+}
+
+TEST(SimulatorTest, PodsNameTheirController) {
+  FakeClock clock(kT0);
+  Simulator sim(SmallCluster(), clock);
+  ASSERT_TRUE(sim.Start().ok());
+  simdjson::dom::parser parser;
+  simdjson::dom::element list = Parse(parser, Body(Get(sim.apiserver_url(), "/api/v1/pods")));
+  int replica_sets = 0;
+  int daemon_sets = 0;
+  for (simdjson::dom::element pod : list["items"].get_array()) {
+    simdjson::dom::element owner = pod["metadata"]["ownerReferences"].at(0);
+    EXPECT_TRUE(owner["controller"].get_bool().value());
+    const std::string_view kind = owner["kind"].get_string();
+    const std::string_view name = owner["name"].get_string();
+    const std::string_view app = pod["metadata"]["labels"]["app"].get_string();
+    if (kind == "ReplicaSet") {
+      ++replica_sets;
+      EXPECT_EQ(std::string(name),
+                std::string(app) + "-" +
+                    std::string(std::string_view(
+                        pod["metadata"]["labels"]["pod-template-hash"].get_string())));
+    } else {
+      ++daemon_sets;
+      EXPECT_EQ(kind, "DaemonSet");
+      EXPECT_EQ(name, app);
+    }
+  }
+  EXPECT_EQ(daemon_sets, 6);  // two per node
+  EXPECT_EQ(replica_sets, 6);
+  sim.Stop();
+}
+
 TEST(SimulatorTest, ProxiesMetricsGroupsToTheBackend) {
   const std::string backend_url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   web::http::experimental::listener::http_listener backend(backend_url);

@@ -19,6 +19,7 @@
 
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/metrics_source.h"
+#include "kubestat/limits/limit_range.h"
 
 namespace kubestat::aggregator {
 
@@ -26,6 +27,8 @@ namespace kubestat::aggregator {
 struct PodLabels {
   Labels labels;
   std::string node_name;  // spec.nodeName; empty when unknown
+  // Each container's requests and limits as the pod spec declares them.
+  std::vector<limits::ContainerResources> containers = {};
 };
 
 // Labels from discovery. Implementations must be thread-safe.

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,10 +51,23 @@ struct ResourceWindows {
   friend bool operator==(const ResourceWindows&, const ResourceWindows&) = default;
 };
 
+// Amounts a pod's container declares in its spec (resources.requests or .limits): cpu in
+// nanocores, memory in bytes; absent when not declared. metrics/v1alpha1 shows them.
+struct DeclaredResources {
+  std::optional<uint64_t> cpu = {};
+  std::optional<uint64_t> memory = {};
+
+  bool empty() const { return !cpu && !memory; }
+  friend bool operator==(const DeclaredResources&, const DeclaredResources&) = default;
+};
+
 // A pod's container, or a node's system container (kubelet, runtime, pods, misc).
 struct ContainerMetrics {
   std::string name;
   ResourceWindows windows;
+  // A pod's container: its requests and limits as the pod spec declares them.
+  DeclaredResources requests = {};
+  DeclaredResources limits = {};
 
   friend bool operator==(const ContainerMetrics&, const ContainerMetrics&) = default;
 };

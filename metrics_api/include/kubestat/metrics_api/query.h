@@ -55,6 +55,14 @@ bool PrettyRequested(const QueryParams& params);
 // The largest `limit` honoured; a larger one is read as this (kube-apiserver caps too).
 inline constexpr int64_t kMaxLimit = 100000;
 
+// `limitPressure` (pods): only pods with a container near or over a limit it declares, in
+// its longest window: kMemory, memory max above 90% of the memory limit (an OOM kill is
+// near); kCpu, cpu 95th above the cpu limit (the container is throttled); kAny, either.
+enum class LimitPressure : uint8_t { kNone, kMemory, kCpu, kAny };
+
+// Whether a container is under that pressure (kNone: always false).
+bool UnderPressure(const ContainerMetrics& container, LimitPressure pressure);
+
 struct ListQuery {
   Resource resource = Resource::kNodes;
   std::string namespace_name;  // pods only; "" = every namespace
@@ -67,6 +75,7 @@ struct ListQuery {
   // left out, as metrics-server leaves out what its last scrapes did not refresh.
   // kZeroTime: none. Default: kZeroTime
   Timestamp fresh_since = kZeroTime;
+  LimitPressure pressure = LimitPressure::kNone;  // pods only
 
   // Whether the query selects everything of its resource: no namespace, selector or paging.
   bool SelectsAll() const;
@@ -93,7 +102,8 @@ inline constexpr FieldNames kGrpcFieldNames{"label_selector", "field_selector", 
     const FieldNames& names);
 
 // A query from REST parameters: pretty, labelSelector, fieldSelector, limit (a decimal
-// integer), continue.
+// integer), continue, and for pods limitPressure (memory, cpu or any; anything else is
+// InvalidArgument "limitPressure: ...").
 [[nodiscard]] absl::StatusOr<ListQuery> ParseListQuery(const QueryParams& params, Resource resource,
                                                        std::string_view namespace_name);
 

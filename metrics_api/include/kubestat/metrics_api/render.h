@@ -7,6 +7,11 @@
 //                containers: [{metadata{name}, metrics: <windows>}]}
 //   `pod` holds the pod's own series (the sum of its containers at each scrape), whose
 //   percentiles are true percentiles of the pod.
+//   A pod's container that declares requests or limits also has `requests` and `limits`
+//   ({cpu, memory} quantities, each resource only when declared) and `ratios`, keyed by
+//   window like <windows>: {"usage/request": {mean, 95th, max: {cpu, memory}},
+//   "usage/limit": {...}}, the window's statistic over the declared amount as a JSON number
+//   rounded to 3 decimals (1.25: a quarter over), for each resource with both.
 //   <windows> is an object keyed by the window length in FormatDuration form ("10s", "1m",
 //   "1h", "1d"), ascending; each value is
 //     {endtime, mean, max, 95th, min, 50th, 99th: {cpu, memory}, count}

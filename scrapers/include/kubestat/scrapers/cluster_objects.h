@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kubestat/limits/limit_range.h"
+
 namespace kubestat::scrapers {
 
 // One entry of a Node's status.addresses.
@@ -46,10 +48,31 @@ struct PodInfo {
   // Whether metadata.deletionTimestamp is set (the pod is terminating).
   bool terminating = false;
 
+  // Right-sizing: each of spec.containers' cpu and memory requests and limits as the pod
+  // declares them (after admission, so with the LimitRanges' defaults), in spec order;
+  // and the controlling ownerReference (kind "ReplicaSet", "DaemonSet", ...; both empty
+  // when the pod has none).
+  std::vector<limits::ContainerResources> containers;
+  std::string owner_kind;
+  std::string owner_name;
+
   // "namespace/name".
   std::string Key() const { return namespace_name + "/" + name; }
 
   friend bool operator==(const PodInfo&, const PodInfo&) = default;
+};
+
+// A LimitRange (core/v1) of a namespace: its cpu and memory items as the API server stores
+// them (WithApiDefaults applied).
+struct LimitRangeInfo {
+  std::string namespace_name;
+  std::string resource_version;
+  limits::LimitRange limit_range;  // limit_range.name is metadata.name
+
+  // "namespace/name".
+  std::string Key() const { return namespace_name + "/" + limit_range.name; }
+
+  friend bool operator==(const LimitRangeInfo&, const LimitRangeInfo&) = default;
 };
 
 }  // namespace kubestat::scrapers

@@ -1,15 +1,17 @@
 // Discovery: which nodes exist (to scrape) and which pods (for labels and deletions).
 //
 // A Discovery keeps a thread-safe snapshot of the cluster: nodes by name (addresses,
-// kubelet port, labels) and pods by namespace/name (uid, labels, node, phase, whether
-// terminating), plus a `synced` flag that turns true once the first full list of every
+// kubelet port, labels), pods by namespace/name (uid, labels, node, phase, whether
+// terminating, containers' requests and limits, owner) and LimitRanges by namespace/name,
+// plus a `synced` flag that turns true once the first full list of every
 // watched resource has been applied. Listeners registered before Start() are told of every
 // change (added, modified, deleted) and of the first sync.
 //
 // Two implementations:
 //  - StaticDiscovery: a fixed node list (`--static-nodes=name=host:port,...`), no pods;
 //    synced as soon as it starts. For tests and single-node setups.
-//  - KubeApiDiscovery: list+watch of /api/v1/nodes and /api/v1/pods on the kube API
+//  - KubeApiDiscovery: list+watch of /api/v1/nodes, /api/v1/pods and /api/v1/limitranges
+//    on the kube API
 //    (kubeconfig.h gives the server and credentials). Lists are paginated (limit/continue).
 //    A watch that ends or breaks is resumed from the last resourceVersion seen (an event's
 //    or a bookmark's), so no change is missed; when the server answers 410 Gone (that
@@ -54,6 +56,9 @@ class ClusterListener {
   virtual ~ClusterListener() = default;
   virtual void OnNodeChange(ChangeType type, const NodeInfo& node) { (void)type, (void)node; }
   virtual void OnPodChange(ChangeType type, const PodInfo& pod) { (void)type, (void)pod; }
+  virtual void OnLimitRangeChange(ChangeType type, const LimitRangeInfo& limit_range) {
+    (void)type, (void)limit_range;
+  }
   // Once, when every watched resource has been listed for the first time.
   virtual void OnSynced() {}
 };
@@ -62,9 +67,10 @@ class ClusterListener {
 struct DiscoveryStats {
   uint64_t lists = 0;  // full lists (first list and relists)
   uint64_t relists_after_gone = 0;
-  uint64_t watches = 0;  // watch requests started
-  uint64_t events = 0;   // watch events applied
-  uint64_t errors = 0;   // failed list/watch requests and undecodable events
+  uint64_t watches = 0;         // watch requests started
+  uint64_t events = 0;          // watch events applied
+  uint64_t errors = 0;          // failed list/watch requests and undecodable events
+  uint64_t bad_quantities = 0;  // requests, limits or LimitRange values that are no Quantity
 };
 
 // Whether discovery's peer, the kube API, answers. A resource's state changes with each
@@ -94,6 +100,8 @@ class Discovery {
   std::optional<NodeInfo> Node(std::string_view name) const;
   std::vector<PodInfo> Pods() const;
   std::optional<PodInfo> Pod(std::string_view namespace_name, std::string_view name) const;
+  // The LimitRanges of a namespace, in name order.
+  std::vector<LimitRangeInfo> LimitRanges(std::string_view namespace_name) const;
   size_t node_count() const;
   size_t pod_count() const;
   DiscoveryStats stats() const;
@@ -106,6 +114,8 @@ class Discovery {
   void ApplyPod(ChangeType type, PodInfo pod);
   void ReplaceNodes(std::vector<NodeInfo> nodes);
   void ReplacePods(std::vector<PodInfo> pods);
+  void ApplyLimitRange(ChangeType type, LimitRangeInfo limit_range);
+  void ReplaceLimitRanges(std::vector<LimitRangeInfo> limit_ranges);
   // Marks resource number `resource` (0..31) listed; synced once every resource in
   // 0..resources-1 has been.
   void MarkListed(int resource, int resources);
@@ -115,14 +125,16 @@ class Discovery {
   void RecordFailure(int resource, Timestamp now, std::string error);
 
  private:
-  void EmitNode(ChangeType type, const NodeInfo& node);
-  void EmitPod(ChangeType type, const PodInfo& pod);
+  // Tells every listener, without mu_ held.
+  template <typename Tell>
+  void Emit(const Tell& tell);
 
   mutable std::mutex mu_;
   mutable std::condition_variable synced_cv_;
   std::map<std::string, NodeInfo, std::less<>> nodes_;
-  std::map<std::string, PodInfo, std::less<>> pods_;  // key: namespace/name
-  uint32_t listed_ = 0;                               // bit i: resource i has been listed
+  std::map<std::string, PodInfo, std::less<>> pods_;                 // key: namespace/name
+  std::map<std::string, LimitRangeInfo, std::less<>> limit_ranges_;  // key: namespace/name
+  uint32_t listed_ = 0;  // bit i: resource i has been listed
   bool sync_announced_ = false;
   bool synced_ = false;
   DiscoveryStats stats_;
@@ -148,6 +160,9 @@ class StaticDiscovery final : public Discovery {
 struct KubeApiDiscoveryOptions {
   // Also list and watch pods. Default: true
   bool watch_pods = true;
+  // Also list and watch LimitRanges (for recommendations the namespace admits).
+  // Default: true
+  bool watch_limit_ranges = true;
   // timeoutSeconds asked of each watch; the server ends the watch then and it is resumed.
   // Default: 5m
   Duration watch_timeout = std::chrono::minutes(5);
@@ -177,6 +192,7 @@ class KubeApiDiscovery final : public Discovery {
   // The resourceVersion each resource's watch resumes from ("" before the first list).
   std::string node_resource_version() const;
   std::string pod_resource_version() const;
+  std::string limit_range_resource_version() const;
 
  private:
   struct Impl;

@@ -10,7 +10,11 @@
 // listed pod as its controller's pod is deleted (ClusterModel::DeletePod): watchers get
 // DELETED for it, then ADDED for its replacement in the same slot, and the node's kubelet
 // reports the replacement; the answer is the deleted pod, 404 Status for a pod not listed
-// and 405 for any other method.
+// and 405 for any other method. LimitRanges are served at /api/v1/limitranges and
+// /api/v1/namespaces/{namespace}/limitranges[/{name}] (list, get, watch); PUT
+// /sim/v1/namespaces/{namespace}/limitranges/{name} with a LimitRange (or its spec) creates
+// or replaces one and DELETE removes it, as watch events ADDED, MODIFIED and DELETED (400
+// Status for a body without spec.limits).
 //
 // Without users_file the apiserver asks nobody who they are (as before). With it (format:
 // kubestat/sim/users.h):
@@ -119,6 +123,10 @@ struct SimulatorOptions {
   // from one never handed out (an earlier simulator's), gets 410 Expired.
   // Default: 10000
   size_t watch_history = 10000;
+  // Start with the default LimitRanges (namespace shop: "limits"; sim/src/limit_ranges.h).
+  // PUT and DELETE /sim/v1/namespaces/{namespace}/limitranges/{name} change them at run
+  // time. Default: true
+  bool default_limit_ranges = true;
 
   [[nodiscard]] absl::Status Validate() const;
 };
