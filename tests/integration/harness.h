@@ -110,13 +110,14 @@ struct HttpReply {
 };
 std::optional<HttpReply> HttpGetReply(int port, const std::string& path_and_query);
 
-// GET https://127.0.0.1:port/path (the serving certificate is not verified: these tests
+// GET https://<host>:port/path (the serving certificate is not verified: these tests
 // check access, and clients that verify it, kubectl and Prometheus, check the rest), with
 // "Authorization: Bearer <bearer_token>" when one is given and the extra headers. The
 // status code and body, std::nullopt when no answer came.
 std::optional<HttpReply> HttpsGetReply(
     int port, const std::string& path_and_query, const std::string& bearer_token = "",
-    const std::vector<std::pair<std::string, std::string>>& headers = {});
+    const std::vector<std::pair<std::string, std::string>>& headers = {},
+    const std::string& host = "127.0.0.1");
 
 }  // namespace kubestat::testing
 
