@@ -35,6 +35,12 @@ NodeView AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
       AddContainer(&view.system_containers, series);
     }
   }
+  if (topology_ != nullptr) {
+    if (std::optional<NodeTopology> topology = topology_->Node(view.name)) {
+      view.allocatable = std::move(topology->allocatable);
+      view.pod_resources = std::move(topology->status);
+    }
+  }
   return view;
 }
 
@@ -43,6 +49,11 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
   view.name = std::move(snapshot.pod.name);
   view.namespace_name = std::move(snapshot.pod.namespace_name);
   view.node_name = std::move(snapshot.pod.node);
+  // The agent beside the kubelet that reported the pod knows its assignments.
+  std::optional<metrics_api::PodAssignment> assigned;
+  if (topology_ != nullptr) {
+    assigned = topology_->Pod(view.node_name, view.namespace_name, view.name);
+  }
   if (std::optional<PodLabels> info = labels_->PodInfo(view.namespace_name, view.name)) {
     view.labels = std::move(info->labels);
     if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
@@ -52,6 +63,14 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
       Assign(&view.pod, series);
     } else if (series.key.kind == ObjectKind::kContainer) {
       AddContainer(&view.containers, series);
+    }
+  }
+  if (assigned) {
+    view.exclusive = std::move(assigned->exclusive);
+    for (ContainerView& container : view.containers) {
+      for (metrics_api::ContainerAssignment& c : assigned->containers) {
+        if (c.name == container.name) container.exclusive = std::move(c.exclusive);
+      }
     }
   }
   return view;

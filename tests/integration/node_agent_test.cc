@@ -3,13 +3,21 @@
 // reviews tokens and permissions; one kubestat-node-agent per node reads its socket and
 // serves /podresources over HTTPS on the node's address, asking the cluster who a caller is
 // (TokenReview) and whether it may read the document (SubjectAccessReview), as it would in a
-// cluster.
+// cluster; kubestat-aggregator scrapes each agent beside its kubelet (--node-agent-port,
+// verifying the agents' certificate, with its service account's token) and serves what they
+// told in metrics/v1alpha1.
+// cpprestsdk's U() macro collides with GoogleTest's template parameters.
+#define _TURN_OFF_PLATFORM_STRING
+
+#include <cpprest/json.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -193,6 +201,144 @@ TEST_F(NodeAgentTest, OnlyTheAggregatorsServiceAccountReadsTheDocument) {
       << (old ? old->body : "no answer");
   EXPECT_THAT(old->body, HasSubstr("does not implement GetAllocatableResources"));
   EXPECT_EQ(AgentGet(2, "/readyz")->code, 200);
+}
+
+web::json::value Json(const std::string& text) { return web::json::value::parse(text); }
+
+// The exclusive cpu ids of a JSON "exclusive" member of `object`, or none.
+std::vector<int64_t> ExclusiveCpus(const web::json::value& object) {
+  std::vector<int64_t> cpus;
+  if (!object.has_field("exclusive") || !object.at("exclusive").has_field("cpuIds")) return cpus;
+  for (const web::json::value& id : object.at("exclusive").at("cpuIds").as_array()) {
+    cpus.push_back(id.as_number().to_int64());
+  }
+  return cpus;
+}
+
+TEST_F(NodeAgentTest, AggregatorServesAllocatableAndExclusiveAssignmentsOfEveryNode) {
+  const fs::path root = dir_.path();
+  const int port = FreeLoopbackPort();
+  dir_.Write("aggregator.token", "aggregator-token\n");
+  const std::string kubeconfig = (root / "kubeconfigs" / "kubestat-aggregator.kubeconfig").string();
+  Process aggregator(
+      KUBESTAT_AGGREGATOR_BINARY,
+      std::vector<std::string>{
+          "--kubeconfig=" + kubeconfig, "--kubelet-scheme=http",
+          "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
+          "--metric-resolution=2s", "--kubelet-timeout=1s",
+          "--node-agent-port=" + std::to_string(agent_port_),
+          "--node-agent-certificate-authority=" + dir_.File("agent-ca.crt"),
+          "--node-agent-token-file=" + dir_.File("aggregator.token"), "--listen-address=127.0.0.1",
+          "--secure-port=" + std::to_string(port),
+          "--cert-dir=" + (root / "aggregator-certs").string(),
+          "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+          "--grpc-port=0", "--storage-dir=" + (root / "store").string()},
+      root / "aggregator.log");
+
+  // Every node's agent answered (or, for node-0002, said what its kubelet lacks).
+  web::json::value nodes;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        std::optional<testing::HttpReply> reply =
+            HttpsGetReply(port, "/apis/metrics/v1alpha1/nodes", "admin-token");
+        if (!reply || reply->code != 200) return false;
+        nodes = Json(reply->body);
+        int told = 0;
+        for (const web::json::value& node : nodes.at("items").as_array()) {
+          // A cpu rate, and so its utilization, needs a second scrape of the kubelet.
+          const bool cpu = node.has_field("utilization") &&
+                           node.at("utilization").at("10s").at("mean").has_field("cpu");
+          told += node.has_field("podResources") &&
+                          (cpu || node.at("metadata").at("name").as_string() == "node-0002")
+                      ? 1
+                      : 0;
+        }
+        return told == kNodes;
+      },
+      std::chrono::seconds(60)))
+      << ReadAll(root / "aggregator.log");
+  for (const web::json::value& node : nodes.at("items").as_array()) {
+    const std::string name = node.at("metadata").at("name").as_string();
+    const web::json::value& status = node.at("podResources");
+    if (name == "node-0002") {
+      // The kubelet without GetAllocatableResources is reported as such, with no allocatable.
+      EXPECT_EQ(status.at("state").as_string(), "AllocatableUnsupported") << node.serialize();
+      EXPECT_THAT(status.at("message").as_string(),
+                  HasSubstr("does not implement GetAllocatableResources"));
+      EXPECT_FALSE(node.has_field("allocatable"));
+      EXPECT_FALSE(node.has_field("utilization"));
+      continue;
+    }
+    EXPECT_EQ(status.at("state").as_string(), "Complete") << node.serialize();
+    ASSERT_TRUE(node.has_field("allocatable")) << node.serialize();
+    EXPECT_EQ(node.at("allocatable").at("nvidia.com/gpu").as_string(), "4");
+    EXPECT_FALSE(node.at("allocatable").at("cpu").as_string().empty());
+    EXPECT_EQ(node.at("allocatableTopology").at("memory").size(), 2u);  // two NUMA nodes
+    ASSERT_TRUE(node.has_field("utilization")) << node.serialize();
+    const double mean = node.at("utilization").at("10s").at("mean").at("cpu").as_double();
+    EXPECT_GT(mean, 0);
+    EXPECT_LT(mean, 1);
+  }
+
+  // Each pod's containers carry the exclusive cpus its node's agent reported, on every node
+  // (node-0002's List answers too).
+  std::optional<testing::HttpReply> pods_reply;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        pods_reply = HttpsGetReply(port, "/apis/metrics/v1alpha1/pods", "admin-token");
+        return pods_reply && pods_reply->code == 200 &&
+               Json(pods_reply->body).at("items").size() == kNodes * 12;
+      },
+      std::chrono::seconds(60)))
+      << (pods_reply ? pods_reply->body.substr(0, 2000) : "no answer");
+  std::map<std::string, std::vector<int64_t>> served;  // "pod/container" → cpus
+  const web::json::value pods = Json(pods_reply->body);
+  for (const web::json::value& pod : pods.at("items").as_array()) {
+    for (const web::json::value& container : pod.at("containers").as_array()) {
+      std::vector<int64_t> cpus = ExclusiveCpus(container);
+      if (!cpus.empty()) {
+        served[pod.at("metadata").at("name").as_string() + "/" +
+               container.at("metadata").at("name").as_string()] = std::move(cpus);
+      }
+    }
+  }
+  std::set<int> nodes_with_pinned;
+  size_t pinned = 0;
+  for (int node = 0; node < kNodes; ++node) {
+    std::optional<testing::HttpReply> agent = AgentGet(node, "/podresources", "aggregator-token");
+    ASSERT_TRUE(agent && agent->code == 200);
+    absl::StatusOr<metrics_api::NodePodResources> doc =
+        metrics_api::ParseNodePodResources(agent->body);
+    ASSERT_TRUE(doc.ok() && doc->pods) << agent->body;
+    for (const metrics_api::PodAssignment& pod : *doc->pods) {
+      for (const metrics_api::ContainerAssignment& container : pod.containers) {
+        if (container.exclusive.cpu_ids.empty()) continue;
+        ++pinned;
+        nodes_with_pinned.insert(node);
+        EXPECT_EQ(served[pod.name + "/" + container.name], container.exclusive.cpu_ids)
+            << pod.name << "/" << container.name;
+      }
+    }
+  }
+  EXPECT_EQ(served.size(), pinned);
+  EXPECT_EQ(nodes_with_pinned.size(), static_cast<size_t>(kNodes));
+
+  // metrics.k8s.io keeps its standard shape.
+  std::optional<testing::HttpReply> beta =
+      HttpsGetReply(port, "/apis/metrics.k8s.io/v1beta1/nodes/node-0000", "admin-token");
+  ASSERT_TRUE(beta && beta->code == 200);
+  const web::json::value standard = Json(beta->body);
+  EXPECT_FALSE(standard.has_field("allocatable"));
+  EXPECT_FALSE(standard.has_field("podResources"));
+  EXPECT_TRUE(standard.has_field("usage"));
+
+  // Agent scrapes are counted by result.
+  std::optional<testing::HttpReply> metrics = HttpsGetReply(port, "/metrics", "admin-token");
+  ASSERT_TRUE(metrics && metrics->code == 200);
+  EXPECT_GT(
+      testing::MetricValue(metrics->body,
+                           "kubestat_node_agent_scrapes_total{reason=\"none\",result=\"success\"}"),
+      3);
 }
 
 }  // namespace
