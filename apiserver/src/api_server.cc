@@ -204,14 +204,6 @@ http::Response Encoded(Encoding encoding, std::string body, std::string_view rou
   return response;
 }
 
-http::Response Text(std::string body, std::string_view route) {
-  http::Response response;
-  response.content_type = "text/plain; charset=utf-8";
-  response.body = std::move(body);
-  response.route = route;
-  return response;
-}
-
 http::Response NotFoundPath() {
   return http::ErrorResponse(ApiError(404, StatusReason::kNotFound,
                                       "the server could not find the requested resource",
@@ -555,9 +547,11 @@ class ApiServer::Impl {
   http::Response Serve(const http::Request& request) {
     kube::AccessDecision access = gate_.Check(request);
     if (access.refusal) return *std::move(access.refusal);
-    if (request.path == "/healthz" || request.path == "/livez") return Text("ok", "/healthz");
+    if (request.path == "/healthz" || request.path == "/livez") {
+      return http::TextResponse(200, "ok", "/healthz");
+    }
     if (request.path == "/readyz") {
-      if (store_.Ready()) return Text("ok", "/readyz");
+      if (store_.Ready()) return http::TextResponse(200, "ok", "/readyz");
       return http::ErrorResponse(ApiError::ServiceUnavailable("the object store does not answer"),
                                  "/readyz");
     }

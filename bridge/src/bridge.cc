@@ -64,15 +64,6 @@ absl::StatusOr<http::ClientOptions> ApiserverClientOptions(
   return client;
 }
 
-http::Response Text(int code, std::string body, std::string_view route) {
-  http::Response response;
-  response.code = code;
-  response.content_type = "text/plain; charset=utf-8";
-  response.body = std::move(body);
-  response.route = route;
-  return response;
-}
-
 }  // namespace
 
 // Declared in the order they are built; destroyed in reverse.
@@ -94,20 +85,22 @@ struct Bridge::Parts {
     kube::AccessDecision access = gate->Check(request);
     if (access.refusal) return *std::move(access.refusal);
     if (request.path == "/healthz" || request.path == "/livez") {
-      return live() ? Text(200, "ok", "/healthz") : Text(500, "stopped", "/healthz");
+      return live() ? http::TextResponse(200, "ok", "/healthz")
+                    : http::TextResponse(500, "stopped", "/healthz");
     }
     if (request.path == "/readyz") {
       if (!watch->snapshot_pushed()) {
-        return Text(503, "the aggregator's first snapshot is not pushed yet", "/readyz");
+        return http::TextResponse(503, "the aggregator's first snapshot is not pushed yet",
+                                  "/readyz");
       }
       const uint32_t failures = pusher->Stats().consecutive_failures;
       if (failures >= kNotReadyAfterFailures) {
-        return Text(503,
-                    StrCat("pushes to the metrics API server are failing (", failures,
-                           " retryable failures in a row)"),
-                    "/readyz");
+        return http::TextResponse(503,
+                                  StrCat("pushes to the metrics API server are failing (", failures,
+                                         " retryable failures in a row)"),
+                                  "/readyz");
       }
-      return Text(200, "ok", "/readyz");
+      return http::TextResponse(200, "ok", "/readyz");
     }
     if (http::IsMetricsPath(request.path)) return http::MetricsResponse(request, *registry);
     return http::ErrorResponse(

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "json_fields.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/time.h"
@@ -13,6 +14,11 @@
 namespace kubestat::metrics_api {
 namespace {
 
+using internal::AsObject;
+using internal::FieldError;
+using internal::OptionalArray;
+using internal::OptionalString;
+using internal::OptionalStrings;
 using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
@@ -73,43 +79,15 @@ void WriteExclusive(JsonWriter& w, const ResourceSet& set) {
 
 // ---- reading ----
 
-absl::Status Error(const std::string& path, std::string_view reason) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", AbslView(reason)));
-}
-
-absl::StatusOr<std::string> String(object o, std::string_view key, const std::string& path) {
-  element e;
-  if (o[key].get(e) != simdjson::SUCCESS) return std::string();
-  std::string_view v;
-  if (e.get(v) != simdjson::SUCCESS) return Error(path, "must be a string");
-  return std::string(v);
-}
-
 absl::StatusOr<std::optional<Timestamp>> Time(object o, std::string_view key,
                                               const std::string& path) {
   element e;
   if (o[key].get(e) != simdjson::SUCCESS) return std::optional<Timestamp>();
   std::string_view v;
-  if (e.get(v) != simdjson::SUCCESS) return Error(path, "must be an RFC 3339 time");
+  if (e.get(v) != simdjson::SUCCESS) return FieldError(path, "must be an RFC 3339 time");
   absl::StatusOr<Timestamp> t = ParseRfc3339(v);
-  if (!t.ok()) return Error(path, StdView(t.status().message()));
+  if (!t.ok()) return FieldError(path, StdView(t.status().message()));
   return std::optional<Timestamp>(*t);
-}
-
-// The array member `key`, or std::nullopt when absent.
-absl::StatusOr<std::optional<array>> Array(object o, std::string_view key,
-                                           const std::string& path) {
-  element e;
-  if (o[key].get(e) != simdjson::SUCCESS || e.is_null()) return std::optional<array>();
-  array a;
-  if (e.get(a) != simdjson::SUCCESS) return Error(path, "must be an array");
-  return std::optional<array>(a);
-}
-
-absl::StatusOr<object> Object(element e, const std::string& path) {
-  object o;
-  if (e.get(o) != simdjson::SUCCESS) return Error(path, "must be an object");
-  return o;
 }
 
 absl::StatusOr<ResourceSet> Exclusive(object o, const std::string& path) {
@@ -123,12 +101,12 @@ absl::StatusOr<MethodStatus> Status(object methods, std::string_view name,
   MethodStatus status;
   element e;
   if (methods[name].get(e) != simdjson::SUCCESS) return status;
-  absl::StatusOr<object> o = Object(e, path);
+  absl::StatusOr<object> o = AsObject(e, path);
   if (!o.ok()) return o.status();
-  absl::StatusOr<std::string> code = String(*o, "code", path + ".code");
+  absl::StatusOr<std::string> code = OptionalString(*o, "code", path + ".code");
   if (!code.ok()) return code.status();
   if (!code->empty()) status.code = *std::move(code);
-  absl::StatusOr<std::string> message = String(*o, "message", path + ".message");
+  absl::StatusOr<std::string> message = OptionalString(*o, "message", path + ".message");
   if (!message.ok()) return message.status();
   status.message = *std::move(message);
   absl::StatusOr<std::optional<Timestamp>> time = Time(*o, "time", path + ".time");
@@ -140,61 +118,48 @@ absl::StatusOr<MethodStatus> Status(object methods, std::string_view name,
   return status;
 }
 
-absl::StatusOr<std::vector<std::string>> Strings(object o, std::string_view key,
-                                                 const std::string& path) {
-  std::vector<std::string> out;
-  absl::StatusOr<std::optional<array>> a = Array(o, key, path);
-  if (!a.ok()) return a.status();
-  if (!*a) return out;
-  for (element item : **a) {
-    std::string_view v;
-    if (item.get(v) != simdjson::SUCCESS) return Error(path, "must hold strings");
-    out.emplace_back(v);
-  }
-  return out;
-}
-
 absl::StatusOr<std::vector<DynamicResource>> Dynamic(object container, const std::string& path) {
   std::vector<DynamicResource> out;
-  absl::StatusOr<std::optional<array>> a = Array(container, "dynamicResources", path);
+  absl::StatusOr<std::optional<array>> a = OptionalArray(container, "dynamicResources", path);
   if (!a.ok()) return a.status();
   if (!*a) return out;
   size_t i = 0;
   for (element item : **a) {
     const std::string at = absl::StrCat(path, "[", i++, "]");
-    absl::StatusOr<object> o = Object(item, at);
+    absl::StatusOr<object> o = AsObject(item, at);
     if (!o.ok()) return o.status();
     DynamicResource r;
-    absl::StatusOr<std::string> claim = String(*o, "claimName", at + ".claimName");
+    absl::StatusOr<std::string> claim = OptionalString(*o, "claimName", at + ".claimName");
     if (!claim.ok()) return claim.status();
     r.claim_name = *std::move(claim);
-    absl::StatusOr<std::string> ns = String(*o, "claimNamespace", at + ".claimNamespace");
+    absl::StatusOr<std::string> ns = OptionalString(*o, "claimNamespace", at + ".claimNamespace");
     if (!ns.ok()) return ns.status();
     r.claim_namespace = *std::move(ns);
     absl::StatusOr<std::optional<array>> devices =
-        Array(*o, "claimResources", at + ".claimResources");
+        OptionalArray(*o, "claimResources", at + ".claimResources");
     if (!devices.ok()) return devices.status();
     if (*devices) {
       size_t j = 0;
       for (element d : **devices) {
         const std::string dat = absl::StrCat(at, ".claimResources[", j++, "]");
-        absl::StatusOr<object> device = Object(d, dat);
+        absl::StatusOr<object> device = AsObject(d, dat);
         if (!device.ok()) return device.status();
         ClaimDevice claim_device;
         absl::StatusOr<std::vector<std::string>> cdi =
-            Strings(*device, "cdiDevices", dat + ".cdiDevices");
+            OptionalStrings(*device, "cdiDevices", dat + ".cdiDevices");
         if (!cdi.ok()) return cdi.status();
         claim_device.cdi_devices = *std::move(cdi);
         for (auto [key, field] : {std::pair{"driverName", &ClaimDevice::driver_name},
                                   std::pair{"poolName", &ClaimDevice::pool_name},
                                   std::pair{"deviceName", &ClaimDevice::device_name}}) {
-          absl::StatusOr<std::string> v = String(*device, key, absl::StrCat(dat, ".", key));
+          absl::StatusOr<std::string> v = OptionalString(*device, key, absl::StrCat(dat, ".", key));
           if (!v.ok()) return v.status();
           claim_device.*field = *std::move(v);
         }
         if (element share; (*device)["shareId"].get(share) == simdjson::SUCCESS) {
           std::string_view v;
-          if (share.get(v) != simdjson::SUCCESS) return Error(dat + ".shareId", "must be a string");
+          if (share.get(v) != simdjson::SUCCESS)
+            return FieldError(dat + ".shareId", "must be a string");
           claim_device.share_id = std::string(v);
         }
         r.claim_resources.push_back(std::move(claim_device));
@@ -210,28 +175,29 @@ absl::StatusOr<std::vector<PodAssignment>> Pods(array pods) {
   size_t i = 0;
   for (element item : pods) {
     const std::string at = absl::StrCat("pods[", i++, "]");
-    absl::StatusOr<object> o = Object(item, at);
+    absl::StatusOr<object> o = AsObject(item, at);
     if (!o.ok()) return o.status();
     PodAssignment pod;
-    absl::StatusOr<std::string> name = String(*o, "name", at + ".name");
+    absl::StatusOr<std::string> name = OptionalString(*o, "name", at + ".name");
     if (!name.ok()) return name.status();
     pod.name = *std::move(name);
-    absl::StatusOr<std::string> ns = String(*o, "namespace", at + ".namespace");
+    absl::StatusOr<std::string> ns = OptionalString(*o, "namespace", at + ".namespace");
     if (!ns.ok()) return ns.status();
     pod.namespace_name = *std::move(ns);
     absl::StatusOr<ResourceSet> exclusive = Exclusive(*o, at);
     if (!exclusive.ok()) return exclusive.status();
     pod.exclusive = *std::move(exclusive);
-    absl::StatusOr<std::optional<array>> containers = Array(*o, "containers", at + ".containers");
+    absl::StatusOr<std::optional<array>> containers =
+        OptionalArray(*o, "containers", at + ".containers");
     if (!containers.ok()) return containers.status();
     if (*containers) {
       size_t j = 0;
       for (element c : **containers) {
         const std::string cat = absl::StrCat(at, ".containers[", j++, "]");
-        absl::StatusOr<object> co = Object(c, cat);
+        absl::StatusOr<object> co = AsObject(c, cat);
         if (!co.ok()) return co.status();
         ContainerAssignment container;
-        absl::StatusOr<std::string> cname = String(*co, "name", cat + ".name");
+        absl::StatusOr<std::string> cname = OptionalString(*co, "name", cat + ".name");
         if (!cname.ok()) return cname.status();
         container.name = *std::move(cname);
         absl::StatusOr<ResourceSet> cx = Exclusive(*co, cat);
@@ -342,18 +308,18 @@ absl::StatusOr<NodePodResources> ParseNodePodResources(std::string_view json) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid JSON: ", simdjson::error_message(error)));
   }
-  absl::StatusOr<object> root = Object(doc, "the document");
+  absl::StatusOr<object> root = AsObject(doc, "the document");
   if (!root.ok()) return root.status();
-  absl::StatusOr<std::string> kind = String(*root, "kind", "kind");
+  absl::StatusOr<std::string> kind = OptionalString(*root, "kind", "kind");
   if (!kind.ok()) return kind.status();
   if (*kind != kNodePodResourcesKind) {
-    return Error("kind", absl::StrCat("must be ", AbslView(kNodePodResourcesKind), ", not \"",
-                                      kind->substr(0, 64), "\""));
+    return FieldError("kind", absl::StrCat("must be ", AbslView(kNodePodResourcesKind), ", not \"",
+                                           kind->substr(0, 64), "\""));
   }
   NodePodResources out;
   for (auto [key, field] : {std::pair{"nodeName", &NodePodResources::node_name},
                             std::pair{"socket", &NodePodResources::socket}}) {
-    absl::StatusOr<std::string> v = String(*root, key, key);
+    absl::StatusOr<std::string> v = OptionalString(*root, key, key);
     if (!v.ok()) return v.status();
     out.*field = *std::move(v);
   }
@@ -361,7 +327,7 @@ absl::StatusOr<NodePodResources> ParseNodePodResources(std::string_view json) {
   if (!time.ok()) return time.status();
   out.time = *time;
   if (element methods; (*root)["methods"].get(methods) == simdjson::SUCCESS) {
-    absl::StatusOr<object> o = Object(methods, "methods");
+    absl::StatusOr<object> o = AsObject(methods, "methods");
     if (!o.ok()) return o.status();
     for (const auto& [name, field] : kMethods) {
       absl::StatusOr<MethodStatus> status =
@@ -375,7 +341,7 @@ absl::StatusOr<NodePodResources> ParseNodePodResources(std::string_view json) {
     if (!set.ok()) return set.status();
     out.allocatable = *std::move(set);
   }
-  absl::StatusOr<std::optional<array>> pods = Array(*root, "pods", "pods");
+  absl::StatusOr<std::optional<array>> pods = OptionalArray(*root, "pods", "pods");
   if (!pods.ok()) return pods.status();
   if (*pods) {
     absl::StatusOr<std::vector<PodAssignment>> assignments = Pods(**pods);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "json_fields.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/quantity.h"
 
@@ -34,10 +35,6 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-absl::Status Error(const std::string& path, std::string_view reason) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", AbslView(reason)));
-}
-
 void WriteInts(JsonWriter& w, std::string_view key, const std::vector<int64_t>& values) {
   if (values.empty()) return;
   w.PlainKey(key).BeginArray();
@@ -45,48 +42,16 @@ void WriteInts(JsonWriter& w, std::string_view key, const std::vector<int64_t>& 
   w.EndArray();
 }
 
-// The array member `key` of `o`, or an empty array view when absent (found = false).
-absl::StatusOr<std::optional<array>> ArrayMember(object o, std::string_view key,
-                                                 const std::string& path) {
-  element e;
-  if (o[key].get(e) != simdjson::SUCCESS || e.is_null()) return std::optional<array>();
-  array a;
-  if (e.get(a) != simdjson::SUCCESS) return Error(path, "must be an array");
-  return std::optional<array>(a);
-}
-
-absl::StatusOr<std::vector<int64_t>> ReadInts(object o, std::string_view key,
-                                              const std::string& path) {
-  std::vector<int64_t> out;
-  absl::StatusOr<std::optional<array>> a = ArrayMember(o, key, path);
-  if (!a.ok()) return a.status();
-  if (!*a) return out;
-  for (element item : **a) {
-    int64_t v;
-    if (item.get(v) != simdjson::SUCCESS) return Error(path, "must hold integers");
-    out.push_back(v);
-  }
-  return out;
-}
-
-absl::StatusOr<std::string> ReadString(object o, std::string_view key, const std::string& path) {
-  element e;
-  if (o[key].get(e) != simdjson::SUCCESS) return std::string();
-  std::string_view v;
-  if (e.get(v) != simdjson::SUCCESS) return Error(path, "must be a string");
-  return std::string(v);
-}
-
 absl::StatusOr<uint64_t> ReadSize(object o, const std::string& path) {
   element e;
   if (o["size"].get(e) != simdjson::SUCCESS) return uint64_t{0};
   std::string_view text;
-  if (e.get(text) != simdjson::SUCCESS) return Error(path, "must be a quantity string");
+  if (e.get(text) != simdjson::SUCCESS) return FieldError(path, "must be a quantity string");
   absl::StatusOr<Quantity> q = Quantity::Parse(text);
-  if (!q.ok()) return Error(path, StdView(q.status().message()));
-  if (q->Sign() < 0) return Error(path, "must not be negative");
+  if (!q.ok()) return FieldError(path, StdView(q.status().message()));
+  if (q->Sign() < 0) return FieldError(path, "must not be negative");
   absl::StatusOr<int64_t> bytes = q->Value();
-  if (!bytes.ok()) return Error(path, StdView(bytes.status().message()));
+  if (!bytes.ok()) return FieldError(path, StdView(bytes.status().message()));
   return static_cast<uint64_t>(*bytes);
 }
 
@@ -125,58 +90,55 @@ void WriteResourceSet(JsonWriter& w, const ResourceSet& set) {
 }
 
 absl::StatusOr<ResourceSet> ReadResourceSet(element e, const std::string& path) {
-  object o;
-  if (e.get(o) != simdjson::SUCCESS) return Error(path, "must be an object");
+  absl::StatusOr<object> o = AsObject(e, path);
+  if (!o.ok()) return o.status();
   ResourceSet set;
-  absl::StatusOr<std::vector<int64_t>> cpus = ReadInts(o, "cpuIds", path + ".cpuIds");
+  absl::StatusOr<std::vector<int64_t>> cpus = OptionalInts(*o, "cpuIds", path + ".cpuIds");
   if (!cpus.ok()) return cpus.status();
   set.cpu_ids = *std::move(cpus);
 
-  absl::StatusOr<std::optional<array>> memory = ArrayMember(o, "memory", path + ".memory");
+  absl::StatusOr<std::optional<array>> memory = OptionalArray(*o, "memory", path + ".memory");
   if (!memory.ok()) return memory.status();
+  size_t i = 0;
   if (*memory) {
-    size_t i = 0;
     for (element item : **memory) {
       const std::string at = absl::StrCat(path, ".memory[", i++, "]");
-      object block;
-      if (item.get(block) != simdjson::SUCCESS) return Error(at, "must be an object");
+      absl::StatusOr<object> block = AsObject(item, at);
+      if (!block.ok()) return block.status();
       NumaMemory m;
-      absl::StatusOr<std::string> type = ReadString(block, "memoryType", at + ".memoryType");
+      absl::StatusOr<std::string> type = OptionalString(*block, "memoryType", at + ".memoryType");
       if (!type.ok()) return type.status();
       m.memory_type = *std::move(type);
-      absl::StatusOr<uint64_t> size = ReadSize(block, at + ".size");
+      absl::StatusOr<uint64_t> size = ReadSize(*block, at + ".size");
       if (!size.ok()) return size.status();
       m.size_bytes = *size;
-      absl::StatusOr<std::vector<int64_t>> numa = ReadInts(block, "numaNodes", at + ".numaNodes");
+      absl::StatusOr<std::vector<int64_t>> numa =
+          OptionalInts(*block, "numaNodes", at + ".numaNodes");
       if (!numa.ok()) return numa.status();
       m.numa_nodes = *std::move(numa);
       set.memory.push_back(std::move(m));
     }
   }
 
-  absl::StatusOr<std::optional<array>> devices = ArrayMember(o, "devices", path + ".devices");
+  absl::StatusOr<std::optional<array>> devices = OptionalArray(*o, "devices", path + ".devices");
   if (!devices.ok()) return devices.status();
+  i = 0;
   if (*devices) {
-    size_t i = 0;
     for (element item : **devices) {
       const std::string at = absl::StrCat(path, ".devices[", i++, "]");
-      object group;
-      if (item.get(group) != simdjson::SUCCESS) return Error(at, "must be an object");
+      absl::StatusOr<object> group = AsObject(item, at);
+      if (!group.ok()) return group.status();
       DeviceSet d;
-      absl::StatusOr<std::string> name = ReadString(group, "resourceName", at + ".resourceName");
+      absl::StatusOr<std::string> name =
+          OptionalString(*group, "resourceName", at + ".resourceName");
       if (!name.ok()) return name.status();
       d.resource_name = *std::move(name);
-      absl::StatusOr<std::optional<array>> ids = ArrayMember(group, "deviceIds", at + ".deviceIds");
+      absl::StatusOr<std::vector<std::string>> ids =
+          OptionalStrings(*group, "deviceIds", at + ".deviceIds");
       if (!ids.ok()) return ids.status();
-      if (*ids) {
-        for (element id : **ids) {
-          std::string_view text;
-          if (id.get(text) != simdjson::SUCCESS)
-            return Error(at + ".deviceIds", "must hold strings");
-          d.device_ids.emplace_back(text);
-        }
-      }
-      absl::StatusOr<std::vector<int64_t>> numa = ReadInts(group, "numaNodes", at + ".numaNodes");
+      d.device_ids = *std::move(ids);
+      absl::StatusOr<std::vector<int64_t>> numa =
+          OptionalInts(*group, "numaNodes", at + ".numaNodes");
       if (!numa.ok()) return numa.status();
       d.numa_nodes = *std::move(numa);
       set.devices.push_back(std::move(d));

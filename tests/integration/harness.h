@@ -18,8 +18,9 @@ namespace kubestat::testing {
 
 // The simulated cluster's users for the tests that run its fake kube-apiserver with
 // --users-file: an admin (system:masters), the aggregator's service account (list and watch
-// nodes and pods, create token and access reviews) and alice, who may read the metrics of
-// pods in namespace shop only; every authenticated user may read discovery.
+// nodes and pods, create token and access reviews, read the node agents' /podresources),
+// the node agents' service account (create token and access reviews) and alice, who may read
+// the metrics of pods in namespace shop only; every authenticated user may read discovery.
 inline constexpr char kSimUsersYaml[] = R"(users:
 - name: admin
   token: admin-token
@@ -27,6 +28,9 @@ inline constexpr char kSimUsersYaml[] = R"(users:
 - name: kubestat-aggregator
   token: aggregator-token
   groups: [kubestat:aggregators]
+- name: kubestat-node-agent
+  token: node-agent-token
+  groups: [kubestat:node-agents]
 - name: alice
   token: alice-token
   groups: [shop-team]
@@ -36,6 +40,9 @@ rules:
   apiGroups: [""]
   resources: [nodes, pods]
 - groups: [kubestat:aggregators]
+  verbs: [get]
+  nonResourceURLs: [/podresources]
+- groups: [kubestat:aggregators, kubestat:node-agents]
   verbs: [create]
   apiGroups: [authentication.k8s.io, authorization.k8s.io]
   resources: [tokenreviews, subjectaccessreviews]

@@ -44,42 +44,9 @@ using testing::WaitForLog;
 
 constexpr int kNodes = 3;
 
-// The sim's users: the aggregator's service account (may read the agents' documents), the
-// agents' own (may review tokens and access), alice (may read pod metrics in shop only).
-constexpr char kUsers[] = R"(users:
-- name: admin
-  token: admin-token
-  groups: [system:masters]
-- name: kubestat-aggregator
-  token: aggregator-token
-  groups: [kubestat:aggregators]
-- name: kubestat-node-agent
-  token: node-agent-token
-  groups: [kubestat:node-agents]
-- name: alice
-  token: alice-token
-  groups: [shop-team]
-rules:
-- groups: [kubestat:aggregators]
-  verbs: [get, list, watch]
-  apiGroups: [""]
-  resources: [nodes, pods]
-- groups: [kubestat:aggregators]
-  verbs: [get]
-  nonResourceURLs: [/podresources]
-- groups: [kubestat:aggregators, kubestat:node-agents]
-  verbs: [create]
-  apiGroups: [authentication.k8s.io, authorization.k8s.io]
-  resources: [tokenreviews, subjectaccessreviews]
-- groups: [shop-team]
-  verbs: [get, list]
-  apiGroups: [metrics.k8s.io, metrics]
-  resources: [pods]
-  namespaces: [shop]
-- groups: [system:authenticated]
-  nonResourceURLs: [/api, /api/*, /apis, /apis/*]
-  verbs: [get]
-)";
+// The sim's users (harness.h): the aggregator's service account may read the agents'
+// documents, the agents' own may review tokens and access, alice may not read them.
+constexpr const char* kUsers = testing::kSimUsersYaml;
 
 // node-0000's loopback address in the sim's loopback mode (KubeletLoopbackAddress).
 std::string NodeAddress(int node) { return "127.1.0." + std::to_string(node + 1); }
