@@ -1,4 +1,5 @@
-// Feeds arbitrary bytes to both PodResources response decoders: they must return a value
+// Feeds arbitrary bytes to the PodResources response decoders (List, GetAllocatableResources,
+// Get): they must return a value
 // or an error, never crash, and a successful decode must be deterministic.
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (allocatable.ok()) {
     auto again = kubestat::podresources::DecodeAllocatableResponse(bytes);
     if (!again.ok() || !(*again == *allocatable)) std::abort();
+  }
+  auto pod = kubestat::podresources::DecodeGetResponse(bytes);
+  if (pod.ok()) {
+    auto again = kubestat::podresources::DecodeGetResponse(bytes);
+    if (!again.ok() || !(*again == *pod)) std::abort();
   }
   return 0;
 }

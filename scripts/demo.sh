@@ -5,12 +5,16 @@
 # aggregator, as the aggregation layer does, so kubectl top works; the bridge follows the
 # aggregator's gRPC watch and pushes every object into the secondary API server), waits
 # until both servers answer, prints the URLs and commands to try, then each scrape round's
-# summary. Ctrl-C stops everything.
+# summary. Ctrl-C stops everything. Each simulated node also serves the kubelet's
+# podresources socket, read by a kubestat-node-agent of its own (on the node's address),
+# which the aggregator scrapes beside the kubelet: allocatable, utilization and exclusive
+# cpus, NUMA memory and GPUs show in metrics/v1alpha1.
 #
 #   scripts/demo.sh [--nodes N] [--pods-per-node N] [--faults node-0003=timeout,...]
 #                   [--resolution 10s] [--kubelet-timeout 5s] [--port 8443] [--grpc-port 8081]
-#                   [--apiserver-port 8445]
-# (the kubelet timeout must be shorter than the resolution)
+#                   [--apiserver-port 8445] [--node-agents N] [--agent-port 10266]
+#                   [--podresources-faults node-0005=no-allocatable,...]
+# (the kubelet timeout must be shorter than the resolution; --node-agents 0 runs none)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +27,9 @@ timeout=5s
 port=8443
 grpc_port=8081
 apiserver_port=8445
+node_agents=""  # empty: one per node
+agent_port=10266
+podresources_faults="-"  # default: node-0005 (or the last node) has no GetAllocatableResources
 while (($#)); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -41,7 +48,13 @@ while (($#)); do
     --grpc-port=*) grpc_port="${1#*=}"; shift ;;
     --apiserver-port) apiserver_port="$2"; shift 2 ;;
     --apiserver-port=*) apiserver_port="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --node-agents) node_agents="$2"; shift 2 ;;
+    --node-agents=*) node_agents="${1#*=}"; shift ;;
+    --agent-port) agent_port="$2"; shift 2 ;;
+    --agent-port=*) agent_port="${1#*=}"; shift ;;
+    --podresources-faults) podresources_faults="$2"; shift 2 ;;
+    --podresources-faults=*) podresources_faults="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "demo: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,7 +64,12 @@ done
 # the other's cache (only the targets built differ).
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target kubestat-sim kubestat-aggregator kubestat-apiserver \
-  kubestat-bridge
+  kubestat-bridge kubestat-node-agent
+node_agents=${node_agents:-$nodes}
+((node_agents <= nodes)) || node_agents=$nodes
+if [[ "$podresources_faults" == "-" ]]; then
+  podresources_faults=$(printf 'node-%04d=no-allocatable' $((nodes > 5 ? 5 : nodes - 1)))
+fi
 
 work="$(mktemp -d -t kubestat-demo-XXXXXX)"
 sim_pid=""
@@ -59,12 +77,13 @@ agg_pid=""
 apiserver_pid=""
 bridge_pid=""
 tail_pid=""
+agent_pids=()
 cleanup() {
   trap - INT TERM EXIT
-  for pid in "$tail_pid" "$bridge_pid" "$apiserver_pid" "$agg_pid" "$sim_pid"; do
+  for pid in "$tail_pid" "$bridge_pid" "$apiserver_pid" "$agg_pid" "${agent_pids[@]}" "$sim_pid"; do
     if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid" 2>/dev/null || true; fi
   done
-  for pid in "$bridge_pid" "$apiserver_pid" "$agg_pid" "$sim_pid"; do
+  for pid in "$bridge_pid" "$apiserver_pid" "$agg_pid" "${agent_pids[@]}" "$sim_pid"; do
     if [[ -n "$pid" ]]; then
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$pid" 2>/dev/null || true
@@ -82,8 +101,11 @@ admin_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 aggregator_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 viewer_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 bridge_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+agent_token=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 printf '%s\n' "$admin_token" >"$work/admin.token"
 printf '%s\n' "$bridge_token" >"$work/bridge.token"
+printf '%s\n' "$aggregator_token" >"$work/aggregator.token"
+printf '%s\n' "$viewer_token" >"$work/viewer.token"
 cat >"$work/users.yaml" <<EOF
 users:
 - name: admin
@@ -98,7 +120,18 @@ users:
 - name: kubestat-bridge
   token: $bridge_token
   groups: [kubestat:bridges]
+- name: kubestat-node-agent
+  token: $agent_token
+  groups: [kubestat:node-agents]
 rules:
+# The node agents: only the aggregator may read their documents; they review callers.
+- groups: [kubestat:aggregators]
+  verbs: [get]
+  nonResourceURLs: [/podresources]
+- groups: [kubestat:node-agents]
+  verbs: [create]
+  apiGroups: [authentication.k8s.io, authorization.k8s.io]
+  resources: [tokenreviews, subjectaccessreviews]
 - groups: [kubestat:bridges]
   verbs: [get, list, watch, create, update, delete]
   apiGroups: [metrics, metrics.k8s.io]
@@ -127,7 +160,8 @@ mkdir -p "$work/kubeconfigs"
 # proxies the metrics groups to the aggregator over HTTPS with its front-proxy client
 # certificate, as the aggregation layer does.
 "$build/sim/kubestat-sim" --nodes="$nodes" --pods-per-node="$pods" \
-  --kubelet-address-mode=ports --kubelet-port=0 --faults="$faults" \
+  --kubelet-address-mode=loopback --kubelet-port=0 --faults="$faults" \
+  --podresources-dir="$work/podres" --podresources-faults="$podresources_faults" \
   --users-file="$work/users.yaml" --apiserver-tls --tls-dir="$work/sim-tls" \
   --kubeconfig-dir="$work/kubeconfigs" --kubeconfig-out="$work/kubeconfig" \
   --metrics-backend="https://127.0.0.1:$port" \
@@ -140,6 +174,37 @@ for _ in $(seq 600); do
 done
 grep -q READY "$work/sim.log" || { echo "demo: kubestat-sim did not start" >&2; exit 1; }
 
+# One kubestat-node-agent per node, on the node's address (127.1.x.y, as the sim's loopback
+# kubelets), reading that node's podresources socket. They share one serving certificate
+# naming every node address, which the aggregator trusts; tokens and permissions are the
+# cluster's (TokenReview, SubjectAccessReview), so only the aggregator reads them.
+node_ip() { echo "127.1.$(($1 / 250)).$(($1 % 250 + 1))"; }
+node_name() { printf 'node-%04d' "$1"; }
+if ((node_agents > 0)); then
+  sans="IP:127.0.0.1"
+  for ((i = 0; i < node_agents; i++)); do sans="$sans,IP:$(node_ip "$i")"; done
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+    -subj /CN=kubestat-node-agent -addext "subjectAltName=$sans" \
+    -keyout "$work/agent.key" -out "$work/agent.crt" 2>/dev/null
+  mkdir -p "$work/agents"
+  for ((i = 0; i < node_agents; i++)); do
+    node=$(node_name "$i")
+    "$build/agent/kubestat-node-agent" --node-name="$node" \
+      --podresources-socket="$work/podres/$node/kubelet.sock" --resolution="$resolution" \
+      --call-timeout=1s \
+      --listen-address="$(node_ip "$i")" --secure-port="$agent_port" \
+      --tls-cert-file="$work/agent.crt" --tls-private-key-file="$work/agent.key" \
+      --authentication-kubeconfig="$work/kubeconfigs/kubestat-node-agent.kubeconfig" \
+      --authorization-kubeconfig="$work/kubeconfigs/kubestat-node-agent.kubeconfig" \
+      >"$work/agents/$node.log" 2>&1 &
+    agent_pids+=($!)
+  done
+  agent_flags=(--node-agent-port="$agent_port" --node-agent-certificate-authority="$work/agent.crt"
+    --node-agent-token-file="$work/aggregator.token")
+else
+  agent_flags=()
+fi
+
 # The aggregator: HTTPS with a self-signed pair, the proxy believed by its certificate,
 # tokens and permissions reviewed by the cluster (TokenReview, SubjectAccessReview).
 agg_kubeconfig="$work/kubeconfigs/kubestat-aggregator.kubeconfig"
@@ -150,7 +215,7 @@ agg_kubeconfig="$work/kubeconfigs/kubestat-aggregator.kubeconfig"
   --requestheader-client-ca-file="$work/sim-tls/front-proxy-ca.crt" \
   --requestheader-allowed-names=front-proxy-client \
   --authentication-kubeconfig="$agg_kubeconfig" --authorization-kubeconfig="$agg_kubeconfig" \
-  --scrape-dump="$work/scrapes.jsonl" \
+  --scrape-dump="$work/scrapes.jsonl" "${agent_flags[@]}" \
   --grpc-address=127.0.0.1 --grpc-port="$grpc_port" --storage-dir="$work/store" \
   >"$work/aggregator.log" 2>&1 &
 agg_pid=$!
@@ -234,6 +299,20 @@ echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/n
 echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/nodes/node-0000?pretty=true'"
 echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods?labelSelector=tier%3D$tier'"
 echo "  curl $ca 'https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes'   # 401: no token"
+if ((node_agents > 0)); then
+  echo "node agents ($node_agents, one per node on 127.1.x.y:$agent_port; logs in $work/agents), podresources faults: ${podresources_faults:-none}:"
+  echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/nodes/node-0000?pretty=true'   # allocatable, utilization, podResources"
+  echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/pods?pretty=true' | grep -B3 -A12 '\"exclusive\"'   # pinned cpus, NUMA memory, GPUs"
+  echo "  curl --cacert $work/agent.crt -H \"Authorization: Bearer \$(cat $work/aggregator.token)\" 'https://$(node_ip 0):$agent_port/podresources?pretty=true'   # an agent, as the aggregator reads it"
+  echo "  curl --cacert $work/agent.crt -H \"Authorization: Bearer \$(cat $work/viewer.token)\" 'https://$(node_ip 0):$agent_port/podresources'   # 403: the viewer may not (401 without a token)"
+  # What they show now: each node's podResources state and allocatable cpu.
+  states=$( (curl -fs $ca -H "Authorization: Bearer $admin_token" \
+    "https://127.0.0.1:$port/apis/metrics/v1alpha1/nodes" || true) |
+    grep -o '"name":"node-[0-9]*"\|"allocatable":{"cpu":"[^"]*"\|"state":"[^"]*"' |
+    sed 's/"name":"\(.*\)"/\1/; s/"allocatable":{"cpu":"\(.*\)"/allocatable cpu \1/; s/"state":"\(.*\)"/\1/' |
+    paste -sd' ' | sed 's/ node-/\nnode-/g' | head -n 8)
+  echo "$states" | sed 's/^/  now: /'
+fi
 aca="--cacert $work/apiserver-certs/apiserver.crt"
 echo "  curl $aca -H \"$bearer\" 'https://127.0.0.1:$apiserver_port/apis/metrics.k8s.io/v1beta1/namespaces/$ns/pods'"
 echo "  curl $aca -H \"$bearer\" 'https://127.0.0.1:$apiserver_port/apis/metrics/v1alpha1/nodes?limit=5'"

@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
   if (!flags->options.kubeconfig_dir.empty()) {
     std::cout << "kubeconfig-dir " << flags->options.kubeconfig_dir << "\n";
   }
+  if (!flags->options.podresources_dir.empty()) {
+    std::cout << "podresources " << sim.podresources_socket(0) << " to "
+              << sim.podresources_socket(nodes - 1) << "\n";
+  }
   std::cout << "READY" << std::endl;
   const int sig = WaitForSignal();
   std::cout << "kubestat-sim: signal " << sig << ", shutting down" << std::endl;

@@ -18,6 +18,7 @@
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/node_agent.h"
 #include "kubestat/aggregator/rest_server.h"
 #include "kubestat/aggregator/scrape_publisher.h"
 #include "kubestat/aggregator/self_metrics.h"
@@ -53,6 +54,9 @@ struct Aggregator::Parts {
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<StoreSelfMetrics> store_metrics;
   std::unique_ptr<DiscoveryLabels> labels;
+  // With --node-agent-port: the agents' answers, the client that reads them.
+  std::unique_ptr<NodeResourcesStore> node_resources;
+  std::unique_ptr<scrapers::KubeletClient> agent_client;
   std::unique_ptr<AggregatorState> live_state;
   std::unique_ptr<SnapshotSource> snapshot;
   std::unique_ptr<WatchHub> hub;
@@ -60,6 +64,7 @@ struct Aggregator::Parts {
   std::unique_ptr<ScrapePublisher> publisher;
   std::unique_ptr<DeletionListener> deletions;
   std::unique_ptr<scrapers::KubeletScraper> scraper;
+  std::unique_ptr<NodeAgentScraper> agent_scraper;  // with --node-agent-port
   std::mutex unresolved_mu;
   std::map<std::string, std::string> unresolved;  // node → why it has no address (logged once)
   std::unique_ptr<scrapers::ScrapeScheduler> scheduler;
@@ -183,6 +188,19 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
       scrapers::KubeletClient::Create(client_options);
   if (!client.ok()) return client.status();
   p->client = *std::move(client);
+  if (options.node_agent_port > 0) {
+    scrapers::KubeletClientOptions agent_options = options.NodeAgentClientOptions();
+    // The aggregator's identity, as the kubelets get it (in cluster: the service account).
+    if (agent_options.token_file.empty()) agent_options.token_file = client_options.token_file;
+    absl::StatusOr<std::unique_ptr<scrapers::KubeletClient>> agents =
+        scrapers::KubeletClient::Create(agent_options, clock);
+    if (!agents.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--node-agent-*: ", agents.status().message()));
+    }
+    p->agent_client = *std::move(agents);
+    p->node_resources = std::make_unique<NodeResourcesStore>();
+  }
 
   // Storage and windows.
   absl::StatusOr<std::unique_ptr<storage::Store>> store =
@@ -206,7 +224,8 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   p->labels = std::make_unique<DiscoveryLabels>(p->discovery.get());
   // Queries read a snapshot of the live state, published after every round and, paced, while
   // a round scrapes.
-  p->live_state = std::make_unique<AggregatorState>(p->ingestor.get(), p->labels.get());
+  p->live_state = std::make_unique<AggregatorState>(p->ingestor.get(), p->labels.get(),
+                                                    p->node_resources.get());
   p->snapshot = std::make_unique<SnapshotSource>(p->live_state.get());
   p->hub = std::make_unique<WatchHub>(p->snapshot.get());
   p->publisher = std::make_unique<ScrapePublisher>(
@@ -220,14 +239,25 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   if (!p->publisher->dump_ok()) {
     return absl::InvalidArgumentError("--scrape-dump: cannot open " + options.scrape_dump);
   }
-  p->deletions = std::make_unique<DeletionListener>(p->ingestor.get(), p->snapshot.get());
+  p->deletions = std::make_unique<DeletionListener>(p->ingestor.get(), p->snapshot.get(),
+                                                    p->node_resources.get());
   p->discovery->AddListener(p->deletions.get());
 
   p->scraper = std::make_unique<scrapers::KubeletScraper>(*p->client, clock);
+  scrapers::NodeScraper* node_scraper = p->scraper.get();
+  if (p->agent_client != nullptr) {
+    // Each node's agent is scraped in the node's task, after its kubelet.
+    p->agent_scraper = std::make_unique<NodeAgentScraper>(*p->scraper, *p->agent_client,
+                                                          static_cast<int>(options.node_agent_port),
+                                                          *p->node_resources, clock, *p->registry);
+    node_scraper = p->agent_scraper.get();
+    KLOG(INFO) << "scraping the node agents on port " << options.node_agent_port
+               << " beside the kubelets";
+  }
   Parts* parts = p.get();
   p->scheduler = std::make_unique<scrapers::ScrapeScheduler>(
-      options.SchedulingOptions(), [parts] { return parts->Targets(); }, *p->scraper, *p->publisher,
-      clock, *p->registry);
+      options.SchedulingOptions(), [parts] { return parts->Targets(); }, *node_scraper,
+      *p->publisher, clock, *p->registry);
 
   // Who may read what (delegated reviews go to the API server each kubeconfig names), then
   // REST, /metrics and health on --secure-port (and --port).

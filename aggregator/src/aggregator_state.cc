@@ -54,6 +54,12 @@ NodeView AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
       AddContainer(&view.system_containers, series);
     }
   }
+  if (topology_ != nullptr) {
+    if (std::optional<NodeTopology> topology = topology_->Node(view.name)) {
+      view.allocatable = std::move(topology->allocatable);
+      view.pod_resources = std::move(topology->status);
+    }
+  }
   return view;
 }
 
@@ -63,6 +69,11 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
   view.namespace_name = std::move(snapshot.pod.namespace_name);
   view.node_name = std::move(snapshot.pod.node);
   std::optional<std::vector<limits::ContainerResources>> declared;
+  // The agent beside the kubelet that reported the pod knows its assignments.
+  std::optional<metrics_api::PodAssignment> assigned;
+  if (topology_ != nullptr) {
+    assigned = topology_->Pod(view.node_name, view.namespace_name, view.name);
+  }
   if (std::optional<PodLabels> info = labels_->PodInfo(view.namespace_name, view.name)) {
     view.labels = std::move(info->labels);
     if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
@@ -76,6 +87,14 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
     }
   }
   if (declared) AddDeclared(&view.containers, *declared);
+  if (assigned) {
+    view.exclusive = std::move(assigned->exclusive);
+    for (ContainerView& container : view.containers) {
+      for (metrics_api::ContainerAssignment& c : assigned->containers) {
+        if (c.name == container.name) container.exclusive = std::move(c.exclusive);
+      }
+    }
+  }
   return view;
 }
 

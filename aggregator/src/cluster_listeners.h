@@ -13,6 +13,7 @@
 
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/node_agent.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/log.h"
 #include "kubestat/scrapers/discovery.h"
@@ -41,13 +42,17 @@ class DiscoveryLabels final : public LabelProvider {
   const scrapers::Discovery* discovery_;
 };
 
-// A pod or node deleted in the kube API leaves the query results at once.
+// A pod or node deleted in the kube API leaves the query results at once (and a node, what
+// its agent told, when agents are scraped).
 class DeletionListener final : public scrapers::ClusterListener {
  public:
-  DeletionListener(Ingestor* ingestor, SnapshotSource* snapshot)
-      : ingestor_(ingestor), snapshot_(snapshot) {}
+  DeletionListener(Ingestor* ingestor, SnapshotSource* snapshot,
+                   NodeResourcesStore* node_resources = nullptr)
+      : ingestor_(ingestor), snapshot_(snapshot), node_resources_(node_resources) {}
   void OnNodeChange(scrapers::ChangeType type, const scrapers::NodeInfo& node) override {
-    if (type != scrapers::ChangeType::kDeleted || !ingestor_->ready()) return;
+    if (type != scrapers::ChangeType::kDeleted) return;
+    if (node_resources_ != nullptr) node_resources_->Remove(node.name);
+    if (!ingestor_->ready()) return;
     if (absl::StatusOr<bool> s = ingestor_->DeleteNode(node.name); !s.ok()) {
       KLOG(WARNING) << "removing deleted node " << node.name << ": " << s.status();
     }
@@ -66,6 +71,7 @@ class DeletionListener final : public scrapers::ClusterListener {
  private:
   Ingestor* ingestor_;
   SnapshotSource* snapshot_;
+  NodeResourcesStore* node_resources_;
 };
 
 }  // namespace kubestat::aggregator

@@ -51,6 +51,16 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
                     "deadline for one kubelet request; must be below --metric-resolution");
   flags.AddInt64("kubelet-max-response-bytes", &kubelet_max_response_bytes,
                  "largest kubelet response accepted");
+  flags.AddInt64("node-agent-port", &node_agent_port,
+                 "port of kubestat-node-agent beside each kubelet (allocatable, exclusive cpus, "
+                 "NUMA memory and devices from the podresources API); 0: agents are not scraped");
+  flags.AddString("node-agent-certificate-authority", &node_agent_ca,
+                  "CA file for the node agents' serving certificates; empty: the system roots");
+  flags.AddBool("node-agent-insecure-tls", &node_agent_insecure_tls,
+                "INSECURE: do not verify the node agents' serving certificates");
+  flags.AddString("node-agent-token-file", &node_agent_token_file,
+                  "bearer token file presented to the node agents, re-read when it changes; "
+                  "empty: --kubelet-token-file's (in a cluster: the service account token)");
   flags.AddDuration("metric-resolution", &metric_resolution, "time between scrape rounds");
   flags.AddDuration("publish-interval", &publish_interval,
                     "while a round scrapes, publish its nodes' new samples at most this often "
@@ -144,6 +154,21 @@ absl::Status AggregatorOptions::Validate() const {
         "--kubelet-timeout: must be shorter than --metric-resolution (",
         FormatDuration(kubelet_timeout), " >= ", FormatDuration(metric_resolution), ")"));
   }
+  if (node_agent_port < 0 || node_agent_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-agent-port: ", node_agent_port, " is not a port (0: off)"));
+  }
+  if (node_agent_port == 0 &&
+      (!node_agent_ca.empty() || node_agent_insecure_tls || !node_agent_token_file.empty())) {
+    return absl::InvalidArgumentError(
+        "--node-agent-certificate-authority/--node-agent-insecure-tls/--node-agent-token-file: "
+        "need --node-agent-port");
+  }
+  if (node_agent_port > 0) {
+    if (absl::Status s = NodeAgentClientOptions().Validate(); !s.ok()) {
+      return Prefixed("--node-agent-*", s);
+    }
+  }
   if (publish_interval < Duration::zero()) {
     return absl::InvalidArgumentError("--publish-interval: must not be negative");
   }
@@ -210,6 +235,17 @@ scrapers::KubeletClientOptions AggregatorOptions::ClientOptions() const {
   options.token_file = kubelet_token_file;
   options.client_cert_file = kubelet_client_certificate;
   options.client_key_file = kubelet_client_key;
+  options.timeout = kubelet_timeout;
+  options.max_response_bytes = static_cast<size_t>(kubelet_max_response_bytes);
+  return options;
+}
+
+scrapers::KubeletClientOptions AggregatorOptions::NodeAgentClientOptions() const {
+  scrapers::KubeletClientOptions options;
+  options.scheme = "https";
+  options.ca_file = node_agent_ca;
+  options.insecure_skip_tls_verify = node_agent_insecure_tls;
+  options.token_file = node_agent_token_file.empty() ? kubelet_token_file : node_agent_token_file;
   options.timeout = kubelet_timeout;
   options.max_response_bytes = static_cast<size_t>(kubelet_max_response_bytes);
   return options;

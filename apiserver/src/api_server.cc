@@ -205,14 +205,6 @@ http::Response Encoded(Encoding encoding, std::string body, std::string_view rou
   return response;
 }
 
-http::Response Text(std::string body, std::string_view route) {
-  http::Response response;
-  response.content_type = "text/plain; charset=utf-8";
-  response.body = std::move(body);
-  response.route = route;
-  return response;
-}
-
 http::Response NotFoundPath() {
   return http::ErrorResponse(ApiError(404, StatusReason::kNotFound,
                                       "the server could not find the requested resource",
@@ -564,14 +556,12 @@ class ApiServer::Impl {
   http::Response Serve(const http::Request& request) {
     kube::AccessDecision access = gate_.Check(request);
     if (access.refusal) return *std::move(access.refusal);
-    if (request.path == "/healthz") return Text("ok", "/healthz");
+    if (request.path == "/healthz") return http::TextResponse(200, "ok", "/healthz");
     if (request.path == "/livez" || request.path == "/readyz") {
       const bool livez = request.path == "/livez";
       const http::HealthAnswer answer = health_.Answer(
           livez ? http::HealthEndpoint::kLivez : http::HealthEndpoint::kReadyz, request.query);
-      http::Response response = Text(answer.body, livez ? "/livez" : "/readyz");
-      response.code = answer.code;
-      return response;
+      return http::TextResponse(answer.code, answer.body, livez ? "/livez" : "/readyz");
     }
     if (http::IsMetricsPath(request.path)) return http::MetricsResponse(request, registry_);
     std::optional<Target> target = Parse(request.path);

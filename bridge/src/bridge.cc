@@ -66,15 +66,6 @@ absl::StatusOr<http::ClientOptions> ApiserverClientOptions(
   return client;
 }
 
-http::Response Text(int code, std::string body, std::string_view route) {
-  http::Response response;
-  response.code = code;
-  response.content_type = "text/plain; charset=utf-8";
-  response.body = std::move(body);
-  response.route = route;
-  return response;
-}
-
 }  // namespace
 
 // Declared in the order they are built; destroyed in reverse.
@@ -130,12 +121,12 @@ struct Bridge::Parts {
   http::Response Handle(const http::Request& request) {
     kube::AccessDecision access = gate->Check(request);
     if (access.refusal) return *std::move(access.refusal);
-    if (request.path == "/healthz") return Text(200, "ok", "/healthz");
+    if (request.path == "/healthz") return http::TextResponse(200, "ok", "/healthz");
     if (request.path == "/livez" || request.path == "/readyz") {
       const bool livez = request.path == "/livez";
       const http::HealthAnswer answer = health->Answer(
           livez ? http::HealthEndpoint::kLivez : http::HealthEndpoint::kReadyz, request.query);
-      return Text(answer.code, answer.body, livez ? "/livez" : "/readyz");
+      return http::TextResponse(answer.code, answer.body, livez ? "/livez" : "/readyz");
     }
     if (http::IsMetricsPath(request.path)) return http::MetricsResponse(request, *registry);
     return http::ErrorResponse(

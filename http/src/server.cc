@@ -106,6 +106,15 @@ Response ErrorResponse(const ApiError& error, std::string_view route) {
   return response;
 }
 
+Response TextResponse(int code, std::string body, std::string_view route) {
+  Response response;
+  response.code = code;
+  response.content_type = "text/plain; charset=utf-8";
+  response.body = std::move(body);
+  response.route = route;
+  return response;
+}
+
 class Server::Impl {
  public:
   Impl(ServerOptions options, Handler handler, prometheus::Registry& registry, const Clock& clock)

@@ -13,6 +13,7 @@
 #include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
 #include "parse_element.h"
+#include "resource_set_json.h"
 
 namespace kubestat::metrics_api {
 namespace {
@@ -189,6 +190,41 @@ absl::StatusOr<ResourceWindows> ParseWindows(object windows, const std::string& 
   return out;
 }
 
+// ---- Topology (metrics/v1alpha1; render.h) ----
+
+// `"exclusive"` of an object (an empty set when absent).
+absl::StatusOr<ResourceSet> ExclusiveOf(object o, const std::string& path) {
+  element e;
+  if (o["exclusive"].get(e) != simdjson::SUCCESS) return ResourceSet{};
+  return internal::ReadResourceSet(e, path.empty() ? "exclusive" : path + ".exclusive");
+}
+
+// A node's allocatableTopology and podResources (allocatable and utilization are derived).
+absl::Status ParseNodeTopology(object root, NodeMetrics& node) {
+  if (element e; root["allocatableTopology"].get(e) == simdjson::SUCCESS) {
+    absl::StatusOr<ResourceSet> set = internal::ReadResourceSet(e, "allocatableTopology");
+    if (!set.ok()) return set.status();
+    node.allocatable = *std::move(set);
+  }
+  if (element e; root["podResources"].get(e) == simdjson::SUCCESS) {
+    object o;
+    if (e.get(o) != simdjson::SUCCESS) return Error("podResources", "must be an object");
+    PodResourcesStatus status;
+    absl::StatusOr<std::string_view> state = StringField(o, "state", "podResources.state", true);
+    if (!state.ok()) return state.status();
+    status.state = std::string(*state);
+    absl::StatusOr<std::string_view> message =
+        StringField(o, "message", "podResources.message", false);
+    if (!message.ok()) return message.status();
+    status.message = std::string(*message);
+    absl::StatusOr<Timestamp> time = TimeField(o, "time", "podResources.time");
+    if (!time.ok()) return time.status();
+    status.time = *time;
+    node.pod_resources = std::move(status);
+  }
+  return absl::OkStatus();
+}
+
 // metrics.k8s.io usage as one window of one sample.
 absl::StatusOr<ResourceWindows> ParseUsage(object o, Duration window, Timestamp timestamp,
                                            const std::string& path) {
@@ -244,6 +280,9 @@ absl::StatusOr<std::vector<ContainerMetrics>> ParseContainers(object o, std::str
       absl::StatusOr<ResourceWindows> windows = ParseWindows(*metrics, at + ".metrics");
       if (!windows.ok()) return windows.status();
       container.windows = *std::move(windows);
+      absl::StatusOr<ResourceSet> exclusive = ExclusiveOf(c, at);
+      if (!exclusive.ok()) return exclusive.status();
+      container.exclusive = *std::move(exclusive);
     }
     if (absl::Status name = CheckName(at + (k8s_io ? ".name" : ".metadata.name"), container.name,
                                       /*subdomain=*/false);
@@ -370,6 +409,9 @@ absl::StatusOr<Parsed<NodeMetrics>> NodeMetricsFrom(element doc) {
       ParseContainers(header->root, "systemContainers", false, {}, {});
   if (!containers.ok()) return containers.status();
   node.system_containers = *std::move(containers);
+  if (absl::Status topology = ParseNodeTopology(header->root, node); !topology.ok()) {
+    return topology;
+  }
   return out;
 }
 
@@ -405,6 +447,11 @@ absl::StatusOr<Parsed<PodMetrics>> PodMetricsFrom(element doc) {
       ParseContainers(header->root, "containers", k8s_io, header->window, header->timestamp);
   if (!containers.ok()) return containers.status();
   pod.containers = *std::move(containers);
+  if (!k8s_io) {
+    absl::StatusOr<ResourceSet> exclusive = ExclusiveOf(header->root, "");
+    if (!exclusive.ok()) return exclusive.status();
+    pod.exclusive = *std::move(exclusive);
+  }
   return out;
 }
 

@@ -22,6 +22,10 @@ int64_t Clamp(uint64_t v) {
   return static_cast<int64_t>(std::min(v, kMax));
 }
 
+absl::Status Negative(std::string_view path) {
+  return absl::InvalidArgumentError(absl::StrCat(AbslView(path), ": must not be negative"));
+}
+
 void FillStats(const Statistics& stats, v1::ResourceStats* out) {
   out->set_mean(Clamp(stats.mean));
   out->set_max(Clamp(stats.max));
@@ -32,6 +36,40 @@ void FillStats(const Statistics& stats, v1::ResourceStats* out) {
   out->set_sample_count(Clamp(stats.count));
 }
 
+// ---- Topology ----
+
+void FillResourceSet(const ResourceSet& set, v1::ResourceSet* out) {
+  out->mutable_cpu_ids()->Add(set.cpu_ids.begin(), set.cpu_ids.end());
+  for (const NumaMemory& block : set.memory) {
+    v1::NumaMemory* m = out->add_memory();
+    m->set_memory_type(block.memory_type);
+    m->set_size_bytes(Clamp(block.size_bytes));
+    m->mutable_numa_nodes()->Add(block.numa_nodes.begin(), block.numa_nodes.end());
+  }
+  for (const DeviceSet& devices : set.devices) {
+    v1::DeviceSet* d = out->add_devices();
+    d->set_resource_name(devices.resource_name);
+    for (const std::string& id : devices.device_ids) d->add_device_ids(id);
+    d->mutable_numa_nodes()->Add(devices.numa_nodes.begin(), devices.numa_nodes.end());
+  }
+}
+
+absl::StatusOr<ResourceSet> ResourceSetFromProto(const v1::ResourceSet& in, std::string_view path) {
+  ResourceSet out;
+  out.cpu_ids.assign(in.cpu_ids().begin(), in.cpu_ids().end());
+  for (const v1::NumaMemory& m : in.memory()) {
+    if (m.size_bytes() < 0) return Negative(absl::StrCat(AbslView(path), ".memory.size_bytes"));
+    out.memory.push_back({m.memory_type(), static_cast<uint64_t>(m.size_bytes()),
+                          std::vector<int64_t>(m.numa_nodes().begin(), m.numa_nodes().end())});
+  }
+  for (const v1::DeviceSet& d : in.devices()) {
+    out.devices.push_back({d.resource_name(),
+                           std::vector<std::string>(d.device_ids().begin(), d.device_ids().end()),
+                           std::vector<int64_t>(d.numa_nodes().begin(), d.numa_nodes().end())});
+  }
+  return out;
+}
+
 void AppendContainers(const std::vector<ContainerMetrics>& containers,
                       google::protobuf::RepeatedPtrField<v1::ContainerMetrics>* out) {
   out->Reserve(static_cast<int>(containers.size()));
@@ -39,6 +77,7 @@ void AppendContainers(const std::vector<ContainerMetrics>& containers,
     v1::ContainerMetrics* c = out->Add();
     c->set_name(container.name);
     AppendWindows(container.windows, c->mutable_windows());
+    if (!container.exclusive.empty()) FillResourceSet(container.exclusive, c->mutable_exclusive());
   }
 }
 
@@ -51,10 +90,6 @@ void FilterWindows(const WindowFilter& filter, google::protobuf::RepeatedPtrFiel
 void FilterContainers(const WindowFilter& filter,
                       google::protobuf::RepeatedPtrField<v1::ContainerMetrics>* containers) {
   for (v1::ContainerMetrics& c : *containers) FilterWindows(filter, c.mutable_windows());
-}
-
-absl::Status Negative(std::string_view path) {
-  return absl::InvalidArgumentError(absl::StrCat(AbslView(path), ": must not be negative"));
 }
 
 // One resource's statistics of a window; `path` names it in errors.
@@ -117,6 +152,13 @@ absl::StatusOr<std::vector<ContainerMetrics>> ContainersFromProto(
         container.windows(), absl::StrCat(AbslView(path), "[", container.name(), "].windows"));
     if (!windows.ok()) return windows.status();
     out.push_back(ContainerMetrics{container.name(), *std::move(windows)});
+    if (container.has_exclusive()) {
+      absl::StatusOr<ResourceSet> exclusive =
+          ResourceSetFromProto(container.exclusive(),
+                               absl::StrCat(AbslView(path), "[", container.name(), "].exclusive"));
+      if (!exclusive.ok()) return exclusive.status();
+      out.back().exclusive = *std::move(exclusive);
+    }
   }
   return out;
 }
@@ -192,6 +234,13 @@ v1::NodeMetrics ToProto(const NodeMetrics& node) {
   out.mutable_labels()->insert(node.labels.begin(), node.labels.end());
   AppendWindows(node.machine, out.mutable_machine());
   AppendContainers(node.system_containers, out.mutable_system_containers());
+  if (node.allocatable) FillResourceSet(*node.allocatable, out.mutable_allocatable());
+  if (node.pod_resources) {
+    v1::PodResourcesStatus* status = out.mutable_pod_resources();
+    status->set_state(node.pod_resources->state);
+    status->set_message(node.pod_resources->message);
+    *status->mutable_time() = ToProtoTimestamp(node.pod_resources->time);
+  }
   return out;
 }
 
@@ -203,6 +252,7 @@ v1::PodMetrics ToProto(const PodMetrics& pod) {
   out.set_node_name(pod.node_name);
   AppendWindows(pod.pod, out.mutable_windows());
   AppendContainers(pod.containers, out.mutable_containers());
+  if (!pod.exclusive.empty()) FillResourceSet(pod.exclusive, out.mutable_exclusive());
   return out;
 }
 
@@ -217,6 +267,17 @@ absl::StatusOr<NodeMetrics> FromProto(const v1::NodeMetrics& node) {
       ContainersFromProto(node.system_containers(), "system_containers");
   if (!containers.ok()) return containers.status();
   out.system_containers = *std::move(containers);
+  if (node.has_allocatable()) {
+    absl::StatusOr<ResourceSet> allocatable =
+        ResourceSetFromProto(node.allocatable(), "allocatable");
+    if (!allocatable.ok()) return allocatable.status();
+    out.allocatable = *std::move(allocatable);
+  }
+  if (node.has_pod_resources()) {
+    out.pod_resources =
+        PodResourcesStatus{node.pod_resources().state(), node.pod_resources().message(),
+                           FromProtoTimestamp(node.pod_resources().time())};
+  }
   return out;
 }
 
@@ -233,6 +294,11 @@ absl::StatusOr<PodMetrics> FromProto(const v1::PodMetrics& pod) {
       ContainersFromProto(pod.containers(), "containers");
   if (!containers.ok()) return containers.status();
   out.containers = *std::move(containers);
+  if (pod.has_exclusive()) {
+    absl::StatusOr<ResourceSet> exclusive = ResourceSetFromProto(pod.exclusive(), "exclusive");
+    if (!exclusive.ok()) return exclusive.status();
+    out.exclusive = *std::move(exclusive);
+  }
   return out;
 }
 

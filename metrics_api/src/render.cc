@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
+#include "resource_set_json.h"
 #include "usage.h"
 
 namespace kubestat::metrics_api {
@@ -173,6 +175,79 @@ void WriteRatios(JsonWriter& w, std::string_view key, const Statistics* cpu,
   w.EndObject();
 }
 
+// ---- Topology (metrics/v1alpha1): allocatable, utilization, exclusive assignments ----
+
+// `"exclusive": <ResourceSet>` when the set is not empty.
+void WriteExclusive(JsonWriter& w, const ResourceSet& set) {
+  if (set.empty()) return;
+  w.PlainKey("exclusive");
+  internal::WriteResourceSet(w, set);
+}
+
+// A ratio rounded to 4 decimals.
+double Ratio(uint64_t value, double of) {
+  return std::round(static_cast<double>(value) / of * 10000.0) / 10000.0;
+}
+
+// `"allocatable": {cpu, memory, <hugepages-*>, <device resource>: count}` (as a Node's
+// status.allocatable), `"allocatableTopology": <ResourceSet>`, and `"utilization"`: for each
+// window of the machine, its mean, 95th and max over the allocatable cpu and memory.
+void WriteAllocatable(JsonWriter& w, const NodeMetrics& node) {
+  const ResourceSet& set = *node.allocatable;
+  const int64_t cpus = static_cast<int64_t>(set.cpu_ids.size());
+  const uint64_t memory = set.MemoryBytes();
+  std::map<std::string, uint64_t> other_memory;  // hugepages-*, by type
+  for (const NumaMemory& block : set.memory) {
+    if (block.memory_type != "memory") other_memory[block.memory_type] += block.size_bytes;
+  }
+  w.PlainKey("allocatable").BeginObject();
+  if (cpus > 0) w.PlainKey("cpu").PlainString(FormatCpuNanoCores(cpus * 1000000000));
+  if (memory > 0) w.PlainKey("memory").PlainString(FormatMemoryBytes(ClampToInt64(memory)));
+  for (const auto& [type, bytes] : other_memory) {
+    w.Key(type).PlainString(FormatMemoryBytes(ClampToInt64(bytes)));
+  }
+  for (const auto& [resource, count] : set.DeviceCounts()) {
+    w.Key(resource).PlainString(std::to_string(count));
+  }
+  w.EndObject();
+  w.PlainKey("allocatableTopology");
+  internal::WriteResourceSet(w, set);
+  if (cpus == 0 && memory == 0) return;
+  const ResourceWindows& m = node.machine;
+  if (m.cpu.empty() && m.memory.empty()) return;
+  w.PlainKey("utilization").BeginObject();
+  // The union of the window lengths, as WriteWindows takes them.
+  size_t i = 0;
+  size_t j = 0;
+  while (i < m.cpu.size() || j < m.memory.size()) {
+    const Statistics* cpu = nullptr;
+    const Statistics* mem = nullptr;
+    if (j == m.memory.size() || (i < m.cpu.size() && m.cpu[i].window < m.memory[j].window)) {
+      cpu = &m.cpu[i++];
+    } else if (i == m.cpu.size() || m.memory[j].window < m.cpu[i].window) {
+      mem = &m.memory[j++];
+    } else {
+      cpu = &m.cpu[i++];
+      mem = &m.memory[j++];
+    }
+    w.PlainKey(CachedDuration(cpu != nullptr ? cpu->window : mem->window)).BeginObject();
+    for (const auto& [name, field] :
+         {std::pair{"mean", &Statistics::mean}, std::pair{"95th", &Statistics::p95},
+          std::pair{"max", &Statistics::max}}) {
+      w.PlainKey(name).BeginObject();
+      if (cpu != nullptr && cpus > 0) {
+        w.PlainKey("cpu").Double(Ratio(cpu->*field, static_cast<double>(cpus) * 1e9));
+      }
+      if (mem != nullptr && memory > 0) {
+        w.PlainKey("memory").Double(Ratio(mem->*field, static_cast<double>(memory)));
+      }
+      w.EndObject();
+    }
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
 // The statistics of `windows` of one length, or null.
 const Statistics* WindowOf(const std::vector<Statistics>& windows, Duration length) {
   for (const Statistics& s : windows) {
@@ -204,6 +279,15 @@ void WriteDeclared(JsonWriter& w, const ContainerMetrics& container) {
   w.EndObject();
 }
 
+// `"podResources": {state, message, time}`.
+void WritePodResourcesStatus(JsonWriter& w, const PodResourcesStatus& status) {
+  w.PlainKey("podResources").BeginObject();
+  w.Key("state").String(status.state);
+  if (!status.message.empty()) w.Key("message").String(status.message);
+  w.PlainKey("time").PlainString(CachedRfc3339(status.time));
+  w.EndObject();
+}
+
 // `"<key>": [{metadata{name}, metrics: <windows>}, ...]` (metrics/v1alpha1).
 void WriteContainerWindows(JsonWriter& w, std::string_view key,
                            const std::vector<ContainerMetrics>& containers) {
@@ -214,6 +298,7 @@ void WriteContainerWindows(JsonWriter& w, std::string_view key,
     w.Key("metrics");
     WriteWindows(w, container.windows);
     WriteDeclared(w, container);
+    WriteExclusive(w, container.exclusive);
     w.EndObject();
   }
   w.EndArray();
@@ -231,6 +316,8 @@ void WriteNodeObject(JsonWriter& w, const NodeMetrics& node, const RenderContext
     w.Key("machine");
     WriteWindows(w, node.machine);
     WriteContainerWindows(w, "systemContainers", node.system_containers);
+    if (node.allocatable) WriteAllocatable(w, node);
+    if (node.pod_resources) WritePodResourcesStatus(w, *node.pod_resources);
   }
   w.EndObject();
 }
@@ -254,6 +341,7 @@ void WritePodObject(JsonWriter& w, const PodMetrics& pod, const RenderContext& c
     w.Key("pod");
     WriteWindows(w, pod.pod);
     WriteContainerWindows(w, "containers", pod.containers);
+    WriteExclusive(w, pod.exclusive);
   }
   w.EndObject();
 }

@@ -118,6 +118,14 @@ std::string KubeletClient::PathAndQuery() const {
 }
 
 absl::StatusOr<KubeletResponse> KubeletClient::Fetch(const ScrapeTarget& target) {
+  return FetchPath(target, PathAndQuery(),
+                   options_.endpoint == KubeletEndpoint::kSummary ? "application/json"
+                                                                  : "text/plain;version=0.0.4");
+}
+
+absl::StatusOr<KubeletResponse> KubeletClient::FetchPath(const ScrapeTarget& target,
+                                                         const std::string& path_and_query,
+                                                         std::string_view accept) {
   absl::StatusOr<std::shared_ptr<http::Client>> client = impl_->ClientFor(target, options_.scheme);
   if (!client.ok()) {
     return WithFailureReason(
@@ -126,10 +134,8 @@ absl::StatusOr<KubeletResponse> KubeletClient::Fetch(const ScrapeTarget& target)
         "connect");
   }
   http::ClientRequest request;
-  request.path_and_query = PathAndQuery();
-  request.headers.emplace_back("Accept", options_.endpoint == KubeletEndpoint::kSummary
-                                             ? "application/json"
-                                             : "text/plain;version=0.0.4");
+  request.path_and_query = path_and_query;
+  request.headers.emplace_back("Accept", std::string(accept));
   request.body_spare_capacity = kSummaryPadding;
   absl::StatusOr<http::ClientResponse> response = (*client)->Do(request);
   if (!response.ok()) return internal::FromClientError(response.status());

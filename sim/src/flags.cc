@@ -47,6 +47,7 @@ struct RawFlags {
   int64_t kubelet_port;
   std::string faults;
   int64_t watch_history;
+  std::string podresources_faults;
 };
 
 void Register(FlagSet& flags, RawFlags& raw, SimulatorOptions& o) {
@@ -123,6 +124,15 @@ void Register(FlagSet& flags, RawFlags& raw, SimulatorOptions& o) {
   flags.AddDuration("tick", &o.tick_interval,
                     "how often churn and restarts are turned into watch events (0: never)");
   flags.AddInt64("watch-history", &raw.watch_history, "watch events kept for resuming watches");
+  flags.AddString("podresources-dir", &o.podresources_dir,
+                  "serve each node's kubelet podresources v1 API (List, GetAllocatableResources, "
+                  "Get) on the unix socket DIR/<node>/kubelet.sock, with 2 NUMA nodes, GPUs and "
+                  "pinned Guaranteed pods (empty: no sockets)");
+  flags.AddString("podresources-faults", &raw.podresources_faults,
+                  "initial podresources socket faults NODE=FAULT,... (absent, no-allocatable, "
+                  "no-get, slow), e.g. node-0002=no-allocatable");
+  flags.AddDuration("podresources-slow-delay", &o.podresources_slow_delay,
+                    "how long a node with the slow podresources fault holds each answer");
 }
 
 absl::Status Bad(std::string_view flag, std::string_view value, std::string_view why) {
@@ -181,6 +191,13 @@ absl::Status Convert(const RawFlags& raw, SimulatorOptions& o) {
   absl::StatusOr<std::map<std::string, Fault>> faults = ParseFaultList(raw.faults);
   if (!faults.ok()) return Bad("faults", raw.faults, Sv(faults.status().message()));
   o.faults = *std::move(faults);
+  absl::StatusOr<std::map<std::string, PodResourcesFault>> podresources_faults =
+      ParsePodResourcesFaultList(raw.podresources_faults);
+  if (!podresources_faults.ok()) {
+    return Bad("podresources-faults", raw.podresources_faults,
+               Sv(podresources_faults.status().message()));
+  }
+  o.podresources_faults = *std::move(podresources_faults);
   return absl::OkStatus();
 }
 

@@ -293,7 +293,39 @@ struct Internals {
     p.memory_request_bytes = (p.memory_base / kMiB + 1) * kMiB;
     p.memory_limit_bytes =
         (p.workload == Workload::kLeaky || (hl & 2)) ? p.memory_request_bytes * 2 : 0;
+    if (o.node_topology && IsPinned(AppOf(o, node, slot))) MakeGuaranteed(p, c);
     return p;
+  }
+
+  // ---- Node topology (ClusterModelOptions::node_topology) ----
+
+  // The data tier runs Guaranteed, pinned by the static CPU and memory managers.
+  static bool IsPinned(const App& app) { return std::string_view(app.tier) == "data"; }
+
+  // Limits equal to requests (cpu and memory), high enough for the container's peak; the
+  // first container gets whole cpus, so the static CPU manager gives it exclusive ones.
+  static void MakeGuaranteed(ContainerParams& p, int c) {
+    // Every curve peaks at base + amplitude.
+    const Real peak = p.cpu.base + p.cpu.amplitude;
+    const int64_t peak_millis = static_cast<int64_t>(std::ceil(peak * 1000));
+    p.cpu_request_millis = c == 0 ? std::max<int64_t>(1, (peak_millis + 999) / 1000) * 1000
+                                  : std::max(p.cpu_request_millis, (peak_millis + 9) / 10 * 10);
+    p.cpu_limit_millis = p.cpu_request_millis;
+    p.memory_request_bytes = std::max(p.memory_limit_bytes, p.memory_request_bytes * 2);
+    p.memory_limit_bytes = p.memory_request_bytes;
+  }
+
+  // GPUs the containers of (node, slot) ask for: the first container of a batch-tier pod asks
+  // for one while fewer than kNodeGpus batch slots come before it on the node.
+  static int64_t Gpus(const ClusterModelOptions& o, int node, int slot, int c) {
+    if (!o.node_topology || c != 0 || std::string_view(AppOf(o, node, slot).tier) != "batch") {
+      return 0;
+    }
+    int64_t before = 0;
+    for (int s = 0; s < slot && before < kNodeGpus; ++s) {
+      if (std::string_view(AppOf(o, node, s).tier) == "batch") ++before;
+    }
+    return before < kNodeGpus ? 1 : 0;
   }
 
   // Memory working set at t (seconds since cluster_start) of a run started at `run_start`.
@@ -430,6 +462,7 @@ absl::StatusOr<ClusterModel> ClusterModel::Create(const ClusterModelOptions& opt
     node.memory_capacity_bytes = memory;
     node.cpu_allocatable_millis = node.cpu_capacity_millis - 100;
     node.memory_allocatable_bytes = node.memory_capacity_bytes - 1 * kGiB;
+    if (options.node_topology) node.gpus = kNodeGpus;
     node.labels = {
         {"kubernetes.io/arch", "amd64"},
         {"kubernetes.io/hostname", node.name},
@@ -570,9 +603,20 @@ PodInfo ClusterModel::PodOfGeneration(int node, int slot, int64_t generation) co
     spec.cpu_limit_millis = p.cpu_limit_millis;
     spec.memory_request_bytes = p.memory_request_bytes;
     spec.memory_limit_bytes = p.memory_limit_bytes;
+    spec.gpus = Internals::Gpus(o, node, slot, c);
     pod.containers.push_back(std::move(spec));
   }
   return pod;
+}
+
+bool IsGuaranteed(const PodInfo& pod) {
+  for (const ContainerSpec& c : pod.containers) {
+    if (c.cpu_request_millis <= 0 || c.cpu_limit_millis != c.cpu_request_millis ||
+        c.memory_request_bytes <= 0 || c.memory_limit_bytes != c.memory_request_bytes) {
+      return false;
+    }
+  }
+  return !pod.containers.empty();
 }
 
 PodInfo ClusterModel::Pod(int node, int slot, Timestamp t) const {

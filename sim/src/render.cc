@@ -387,6 +387,8 @@ void AppendNodeJson(std::string& out, const NodeInfo& node, const KubeletEndpoin
     w.Member("memory",
              MemoryQuantity(cap ? node.memory_capacity_bytes : node.memory_allocatable_bytes));
     w.Member("pods", "110");
+    // Devices (ClusterModelOptions::node_topology).
+    if (node.gpus > 0) w.Member(kGpuResourceName, absl::StrCat(node.gpus));
     w.EndObject();
   }
   w.Key("conditions").BeginArray().BeginObject();
@@ -474,11 +476,14 @@ void AppendPodJson(std::string& out, const ClusterModel& model, const PodInfo& p
     w.Key("requests").BeginObject();
     w.Member("cpu", CpuQuantity(c.cpu_request_millis));
     w.Member("memory", MemoryQuantity(c.memory_request_bytes));
+    // Devices (ClusterModelOptions::node_topology): extended resources have limit = request.
+    if (c.gpus > 0) w.Member(kGpuResourceName, absl::StrCat(c.gpus));
     w.EndObject();
-    if (c.cpu_limit_millis > 0 || c.memory_limit_bytes > 0) {
+    if (c.cpu_limit_millis > 0 || c.memory_limit_bytes > 0 || c.gpus > 0) {
       w.Key("limits").BeginObject();
       if (c.cpu_limit_millis > 0) w.Member("cpu", CpuQuantity(c.cpu_limit_millis));
       if (c.memory_limit_bytes > 0) w.Member("memory", MemoryQuantity(c.memory_limit_bytes));
+      if (c.gpus > 0) w.Member(kGpuResourceName, absl::StrCat(c.gpus));
       w.EndObject();
     }
     w.EndObject();
@@ -522,7 +527,8 @@ void AppendPodJson(std::string& out, const ClusterModel& model, const PodInfo& p
     w.EndObject();
   }
   w.EndArray();
-  w.Member("qosClass", "Burstable");
+  // Requests are always set, so a pod is Burstable unless its limits equal them.
+  w.Member("qosClass", IsGuaranteed(pod) ? "Guaranteed" : "Burstable");
   w.EndObject();  // status
   w.EndObject();
   out += w.str();

@@ -29,6 +29,7 @@
 #include "kubestat/sim/request_info.h"
 #include "kubestat/sim/users.h"
 #include "limit_ranges.h"
+#include "podresources_server.h"
 #include "prometheus/registry.h"
 #include "sim_hash.h"
 #include "sim_strings.h"
@@ -330,6 +331,22 @@ absl::Status SimulatorOptions::Validate() const {
   for (const auto& [node, fault] : faults) {
     if (node.empty()) return absl::InvalidArgumentError("--faults: empty node name");
   }
+  if (!podresources_dir.empty()) {
+    // The longest socket path: <dir>/node-NNNN/kubelet.sock, node names being "node-%04d".
+    const size_t digits = std::max<size_t>(4, std::to_string(std::max(model.nodes - 1, 0)).size());
+    const size_t longest = podresources_dir.size() + std::string_view("/node-").size() + digits +
+                           std::string_view("/kubelet.sock").size();
+    if (longest > 107) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--podresources-dir: \"", podresources_dir, "\" makes socket paths of ",
+                       longest, " bytes; a unix socket path holds at most 107"));
+    }
+  } else if (!podresources_faults.empty()) {
+    return absl::InvalidArgumentError("--podresources-faults needs --podresources-dir");
+  }
+  if (podresources_slow_delay <= Duration::zero()) {
+    return absl::InvalidArgumentError("--podresources-slow-delay must be positive");
+  }
   return absl::OkStatus();
 }
 
@@ -340,6 +357,8 @@ struct Simulator::State {
   const Clock& clock;
   std::optional<ClusterModel> model;
   FaultTable faults;
+  PodResourcesFaultTable podresources_faults;
+  std::unique_ptr<PodResourcesSockets> podresources;  // with options.podresources_dir
   std::string apiserver_url;
   std::vector<std::string> kubelet_hosts;
   std::vector<int> kubelet_ports;
@@ -679,6 +698,9 @@ struct Simulator::State {
           return ReplyError(ApiError::MethodNotAllowed("", "pods", req.method));
         }
         return DeletePod(parts[3], parts[5]);
+      }
+      if (parts.size() >= 3 && (parts[2] == "podresources-faults" || parts[2] == "podresources")) {
+        return PodResourcesControl(req, parts);
       }
       return Faults(req, parts);
     }
@@ -1154,6 +1176,52 @@ struct Simulator::State {
     return ReplyError(ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
   }
 
+  // /sim/v1/podresources-faults[/{node}] and /sim/v1/podresources/{node}/restart.
+  Response PodResourcesControl(const Request& req, const std::vector<std::string>& parts) {
+    if (!podresources) {
+      return ReplyError(ApiError(404, StatusReason::kNotFound,
+                                 "the simulator serves no podresources sockets "
+                                 "(--podresources-dir is not set)"));
+    }
+    if (parts[2] == "podresources-faults" && parts.size() == 3 && req.method == "GET") {
+      JsonWriter w;
+      w.BeginObject();
+      for (const auto& [node, fault] : podresources_faults.All()) {
+        w.Member(node, PodResourcesFaultName(fault));
+      }
+      w.EndObject();
+      return Reply(200, w.Take(), kJson);
+    }
+    const bool set = parts[2] == "podresources-faults" && parts.size() == 4 &&
+                     (req.method == "PUT" || req.method == "POST");
+    const bool restart = parts[2] == "podresources" && parts.size() == 5 && parts[4] == "restart" &&
+                         req.method == "POST";
+    if (!set && !restart) {
+      return ReplyError(ApiError(404, StatusReason::kNotFound, kNotFoundMessage));
+    }
+    const std::string node = parts[3];
+    const int index = model->NodeIndex(node);
+    if (index < 0) return ReplyError(ApiError::NotFound("", "nodes", node));
+    if (restart) {
+      if (absl::Status st = podresources->Restart(index); !st.ok()) {
+        return ReplyError(ApiError::InternalError(std::string(st.message())));
+      }
+      return Reply(200, absl::StrCat("{\"restarted\":\"", node, "\"}"), kJson);
+    }
+    absl::StatusOr<PodResourcesFault> fault =
+        ParsePodResourcesFault(std::string(req.body).substr(0, 256));
+    if (!fault.ok()) {
+      return ReplyError(ApiError::BadRequest(std::string(fault.status().message())));
+    }
+    podresources_faults.Set(node, *fault);
+    if (absl::Status st = podresources->Apply(index); !st.ok()) {
+      return ReplyError(ApiError::InternalError(std::string(st.message())));
+    }
+    return Reply(
+        200, absl::StrCat("{\"", node, "\":\"", std::string(PodResourcesFaultName(*fault)), "\"}"),
+        kJson);
+  }
+
   // Deletes the pod `name` listed now in `ns`: its watchers get DELETED for it, then ADDED
   // for its replacement, and the kubelet reports the replacement from now on. The answer
   // is the deleted pod, as kube-apiserver answers a deletion without grace period.
@@ -1293,6 +1361,8 @@ absl::Status Simulator::Start() {
   State& s = *state_;
   if (s.started) return absl::FailedPreconditionError("Start() called twice");
   if (absl::Status st = s.options.Validate(); !st.ok()) return st;
+  // The pods ask for what the podresources sockets report.
+  if (!s.options.podresources_dir.empty()) s.options.model.node_topology = true;
   absl::StatusOr<ClusterModel> model = ClusterModel::Create(s.options.model);
   if (!model.ok()) return model.status();
   s.model.emplace(*std::move(model));
@@ -1301,6 +1371,13 @@ absl::Status Simulator::Start() {
       return absl::InvalidArgumentError(absl::StrCat("--faults: no node called ", node));
     }
     s.faults.Set(node, fault);
+  }
+  for (const auto& [node, fault] : s.options.podresources_faults) {
+    if (s.model->NodeIndex(node) < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--podresources-faults: no node called ", node));
+    }
+    s.podresources_faults.Set(node, fault);
   }
   const int nodes = s.model->node_count();
   for (int i = 0; i < nodes; ++i) s.kubelet_hosts.push_back(KubeletHostFor(s.options, i));
@@ -1399,6 +1476,12 @@ absl::Status Simulator::Start() {
     return st;
   };
   s.started = true;
+  if (!s.options.podresources_dir.empty()) {
+    s.podresources = std::make_unique<PodResourcesSockets>(
+        s.options.podresources_dir, s.options.podresources_slow_delay, *s.model, s.clock,
+        s.podresources_faults);
+    if (absl::Status status = s.podresources->Start(); !status.ok()) return fail(status);
+  }
   const std::string kubelet_scheme = s.options.tls ? "https" : "http";
   // Every kubelet is one listener of one server (node i on listener i): threads and
   // descriptors do not grow with the nodes, only a listener and its connections do. A held
@@ -1525,6 +1608,7 @@ void Simulator::Stop() {
   // Closes every connection, open streams included, and joins the servers' threads.
   if (s.apiserver) s.apiserver->Stop();
   if (s.kubelet_server) s.kubelet_server->Stop();
+  if (s.podresources) s.podresources->Stop();
   s.RemoveCreatedTlsDir();
 }
 
@@ -1551,5 +1635,17 @@ std::string Simulator::user_kubeconfig_path(const std::string& user) const {
   return it == state_->user_kubeconfigs.end() ? "" : it->second;
 }
 uint64_t Simulator::resource_version() const { return state_->CurrentVersion(); }
+PodResourcesFaultTable& Simulator::podresources_faults() { return state_->podresources_faults; }
+absl::Status Simulator::ApplyPodResourcesFault(int node) {
+  if (!state_->podresources) return absl::FailedPreconditionError("no --podresources-dir");
+  return state_->podresources->Apply(node);
+}
+absl::Status Simulator::RestartPodResources(int node) {
+  if (!state_->podresources) return absl::FailedPreconditionError("no --podresources-dir");
+  return state_->podresources->Restart(node);
+}
+std::string Simulator::podresources_socket(int node) const {
+  return state_->podresources ? state_->podresources->SocketPath(node) : "";
+}
 
 }  // namespace kubestat::sim

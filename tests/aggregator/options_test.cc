@@ -110,5 +110,28 @@ TEST(AggregatorOptionsTest, ComponentOptionsFollowTheFlags) {
   EXPECT_EQ(options.StorageOptions().retention, std::chrono::hours(30));
 }
 
+TEST(AggregatorOptionsTest, NodeAgentsAreOffByDefaultAndTheirFlagsNeedThePort) {
+  AggregatorOptions defaults = Parsed({});
+  EXPECT_EQ(defaults.node_agent_port, 0);
+  EXPECT_EQ(ValidationError({"--node-agent-port=70000"}),
+            "--node-agent-port: 70000 is not a port (0: off)");
+  EXPECT_EQ(ValidationError({"--node-agent-insecure-tls"}).rfind("--node-agent-certificate-", 0),
+            0u);
+  AggregatorOptions options =
+      Parsed({"--node-agent-port=10266", "--node-agent-certificate-authority=/agents.crt",
+              "--kubelet-token-file=/kubelet.token", "--kubelet-timeout=3s"});
+  // The CA file is read when the client is made, not by Validate().
+  ASSERT_TRUE(options.Validate().ok()) << options.Validate();
+  const scrapers::KubeletClientOptions agents = options.NodeAgentClientOptions();
+  EXPECT_EQ(agents.scheme, "https");
+  EXPECT_EQ(agents.ca_file, "/agents.crt");
+  EXPECT_EQ(agents.token_file, "/kubelet.token");  // the kubelets' identity by default
+  EXPECT_EQ(agents.timeout, std::chrono::seconds(3));
+  EXPECT_EQ(Parsed({"--node-agent-port=1", "--node-agent-token-file=/sa.token"})
+                .NodeAgentClientOptions()
+                .token_file,
+            "/sa.token");
+}
+
 }  // namespace
 }  // namespace kubestat::aggregator

@@ -115,7 +115,7 @@ std::optional<HttpReply> HttpGetReply(int port, const std::string& path_and_quer
 
 std::optional<HttpReply> HttpsGetReply(
     int port, const std::string& path_and_query, const std::string& bearer_token,
-    const std::vector<std::pair<std::string, std::string>>& headers) {
+    const std::vector<std::pair<std::string, std::string>>& headers, const std::string& host) {
   // curl in a process of its own: an in-process HTTPS client would leave OpenSSL state that
   // LeakSanitizer cannot attribute (libcrypto has no frame pointers) in the sanitizer runs.
   static const std::optional<std::string> curl = FindOnPath("curl");
@@ -133,7 +133,7 @@ std::optional<HttpReply> HttpsGetReply(
   }
   args.push_back("--header");
   args.push_back("@" + (dir / "headers").string());
-  args.push_back("https://127.0.0.1:" + std::to_string(port) + path_and_query);
+  args.push_back("https://" + host + ":" + std::to_string(port) + path_and_query);
   const RunResult run = Run(*curl, args, dir / "curl.log", std::chrono::seconds(10));
   std::optional<HttpReply> reply;
   const int code = std::atoi(run.output.c_str());

@@ -18,8 +18,10 @@ namespace kubestat::testing {
 
 // The simulated cluster's users for the tests that run its fake kube-apiserver with
 // --users-file: an admin (system:masters), the aggregator's service account (list and watch
-// nodes, pods and limitranges, create token and access reviews) and alice, who may read the metrics
-// of pods in namespace shop only; every authenticated user may read discovery.
+// nodes, pods and limitranges, create token and access reviews, read the node agents'
+// /podresources), the node agents' service account (create token and access reviews) and
+// alice, who may read the metrics of pods in namespace shop only; every authenticated user may
+// read discovery.
 inline constexpr char kSimUsersYaml[] = R"(users:
 - name: admin
   token: admin-token
@@ -27,6 +29,9 @@ inline constexpr char kSimUsersYaml[] = R"(users:
 - name: kubestat-aggregator
   token: aggregator-token
   groups: [kubestat:aggregators]
+- name: kubestat-node-agent
+  token: node-agent-token
+  groups: [kubestat:node-agents]
 - name: alice
   token: alice-token
   groups: [shop-team]
@@ -36,6 +41,9 @@ rules:
   apiGroups: [""]
   resources: [nodes, pods, limitranges]
 - groups: [kubestat:aggregators]
+  verbs: [get]
+  nonResourceURLs: [/podresources]
+- groups: [kubestat:aggregators, kubestat:node-agents]
   verbs: [create]
   apiGroups: [authentication.k8s.io, authorization.k8s.io]
   resources: [tokenreviews, subjectaccessreviews]
@@ -126,13 +134,14 @@ struct HttpReply {
 };
 std::optional<HttpReply> HttpGetReply(int port, const std::string& path_and_query);
 
-// GET https://127.0.0.1:port/path (the serving certificate is not verified: these tests
+// GET https://<host>:port/path (the serving certificate is not verified: these tests
 // check access, and clients that verify it, kubectl and Prometheus, check the rest), with
 // "Authorization: Bearer <bearer_token>" when one is given and the extra headers. The
 // status code and body, std::nullopt when no answer came.
 std::optional<HttpReply> HttpsGetReply(
     int port, const std::string& path_and_query, const std::string& bearer_token = "",
-    const std::vector<std::pair<std::string, std::string>>& headers = {});
+    const std::vector<std::pair<std::string, std::string>>& headers = {},
+    const std::string& host = "127.0.0.1");
 
 }  // namespace kubestat::testing
 

@@ -25,6 +25,31 @@ TEST(ProtoTest, ObjectsSurviveTheRoundTrip) {
   EXPECT_EQ(*pod_back, pod);
 }
 
+TEST(ProtoTest, TopologySurvivesTheRoundTrip) {
+  NodeMetrics node = MakeNode("node-1", {}, BaseTime(), 500);
+  node.allocatable =
+      ResourceSet{{1, 2, 3},
+                  {{"memory", uint64_t{8} << 30, {0}}, {"hugepages-2Mi", 1 << 30, {}}},
+                  {{"nvidia.com/gpu", {"GPU-a", "GPU-b"}, {0, 1}}}};
+  node.pod_resources = PodResourcesStatus{"AllocatableUnsupported", "older kubelet",
+                                          BaseTime() + std::chrono::milliseconds(5)};
+  absl::StatusOr<NodeMetrics> back = FromProto(ToProto(node));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, node);
+  PodMetrics pod = MakePod("shop", "db-0", "node-1", {}, BaseTime(), 70, 2);
+  pod.containers[0].exclusive = ResourceSet{{2, 3}, {{"memory", 1 << 30, {0}}}, {}};
+  pod.exclusive.cpu_ids = {4};
+  const v1::PodMetrics proto = ToProto(pod);
+  EXPECT_TRUE(proto.containers(0).has_exclusive());
+  EXPECT_FALSE(proto.containers(1).has_exclusive());  // the shared pool: nothing sent
+  absl::StatusOr<PodMetrics> pod_back = FromProto(proto);
+  ASSERT_TRUE(pod_back.ok()) << pod_back.status();
+  EXPECT_EQ(*pod_back, pod);
+  // Without a node agent nothing of it is sent.
+  EXPECT_FALSE(ToProto(MakeNode("n", {}, BaseTime(), 1)).has_allocatable());
+  EXPECT_FALSE(ToProto(MakeNode("n", {}, BaseTime(), 1)).has_pod_resources());
+}
+
 TEST(ProtoTest, WindowsCarryNamesUnitsAndTheLargerCount) {
   NodeMetrics node = MakeNode("n", {}, BaseTime(), 100);
   node.machine.memory[0].count = 9;

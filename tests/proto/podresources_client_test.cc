@@ -54,6 +54,21 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
     return grpc::Status::OK;
   }
 
+  // The pod of list_response with the asked name and namespace; as the kubelet, a plain
+  // error (UNKNOWN) for another.
+  grpc::Status Get(grpc::ServerContext* context, const v1::GetPodResourcesRequest* request,
+                   v1::GetPodResourcesResponse* response) override {
+    if (grpc::Status held = Hold(context); !held.ok()) return held;
+    for (const v1::PodResources& pod : list_response.pod_resources()) {
+      if (pod.name() == request->pod_name() && pod.namespace_() == request->pod_namespace()) {
+        *response->mutable_pod_resources() = pod;
+        return grpc::Status::OK;
+      }
+    }
+    return grpc::Status(grpc::StatusCode::UNKNOWN, "pod " + request->pod_name() + " in namespace " +
+                                                       request->pod_namespace() + " not found");
+  }
+
   // Lets stalled calls finish (the fixture calls it before shutting the server down).
   void Release() {
     if (!released_.HasBeenNotified()) released_.Notify();
@@ -410,6 +425,37 @@ TEST_F(PodResourcesClientTest, OtherServerErrorsKeepTheirCode) {
   EXPECT_EQ(allocatable.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(allocatable.status().message(), HasSubstr("GetAllocatableResources"));
   EXPECT_EQ(client->stats().failures, 1u);
+  EXPECT_EQ(client->stats().unimplemented, 1u);
+}
+
+TEST_F(PodResourcesClientTest, GetReturnsOnePodAndNotFoundForAnother) {
+  fake_.list_response = ThreePods();
+  StartFakeKubelet();
+  std::unique_ptr<PodResourcesClient> client = NewClient();
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<PodResources> db = client->Get("shop", "db-0");
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(db->name, "db-0");
+  ASSERT_EQ(db->containers.size(), 2u);
+  EXPECT_THAT(db->containers[0].cpu_ids, ElementsAre(2, 3, 10, 11));
+  absl::StatusOr<PodResources> missing = client->Get("shop", "db-9");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("pod db-9 in namespace shop not found"));
+  EXPECT_EQ(client->stats().calls, 2u);
+  EXPECT_EQ(client->stats().unimplemented, 0u);
+}
+
+TEST_F(PodResourcesClientTest, MethodSwitchedOffByAFeatureGateIsUnimplemented) {
+  // A kubelet 1.21-1.22 with KubeletPodResourcesGetAllocatable off answers a plain error.
+  fake_.error =
+      grpc::Status(grpc::StatusCode::UNKNOWN, "PodResources API GetAllocatableResources disabled");
+  StartFakeKubelet();
+  std::unique_ptr<PodResourcesClient> client = NewClient();
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<AllocatableResources> allocatable = client->GetAllocatableResources();
+  EXPECT_EQ(allocatable.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(allocatable.status().message(), HasSubstr("feature gate"));
+  EXPECT_EQ(client->stats().unimplemented, 1u);
 }
 
 TEST_F(PodResourcesClientTest, ConcurrentCallsFromSeveralThreadsAllSucceed) {

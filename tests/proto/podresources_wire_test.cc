@@ -13,6 +13,8 @@
 #include "kubestat/podresources/client.h"
 #include "podresources/v1/api.grpc.pb.h"
 #include "podresources/v1/api.pb.h"
+#include "support/fixtures.h"
+#include "support/podresources_wire_facts.h"
 
 namespace kubestat::podresources {
 namespace {
@@ -222,6 +224,36 @@ TEST(PodResourcesWireTest, ServiceAndMethodNamesMatchTheKubelet) {
                                  "/v1.PodResourcesLister/Get"));
   EXPECT_EQ(v1::NUMANode::descriptor()->FindFieldByNumber(1)->json_name(), "ID");
   EXPECT_EQ(v1::ContainerResources::descriptor()->FindFieldByNumber(3)->json_name(), "cpuIds");
+}
+
+// proto/podresources/v1/api.proto against the fixture, read in place: every message and
+// field it states, with the same number, name, type and cardinality, and nothing more.
+TEST(PodResourcesWireTest, ProtoMatchesTheFixturesFieldForField) {
+  KUBESTAT_REQUIRE_FIXTURES();
+  const testing::WireFacts facts =
+      testing::ParseWireFacts(testing::ReadFixture("podresources-v1-wire.md"));
+  ASSERT_GE(facts.size(), 14u) << "the fixture's messages were not read";
+  const google::protobuf::FileDescriptor* file = v1::ListPodResourcesRequest::descriptor()->file();
+  for (const auto& [message, fields] : facts) {
+    const google::protobuf::Descriptor* d = file->FindMessageTypeByName(message);
+    ASSERT_NE(d, nullptr) << "api.proto has no message " << message;
+    EXPECT_EQ(d->field_count(), static_cast<int>(fields.size())) << message;
+    for (const testing::WireFieldFact& fact : fields) {
+      const google::protobuf::FieldDescriptor* f = d->FindFieldByNumber(fact.number);
+      ASSERT_NE(f, nullptr) << message << " has no field " << fact.number;
+      EXPECT_EQ(f->name(), fact.name) << message << "." << fact.number;
+      EXPECT_EQ(f->is_repeated(), fact.repeated) << message << "." << fact.name;
+      EXPECT_EQ(f->has_optional_keyword(), fact.optional) << message << "." << fact.name;
+      if (fact.IsMessage()) {
+        ASSERT_NE(f->message_type(), nullptr) << message << "." << fact.name;
+        EXPECT_EQ(f->message_type()->name(), fact.type) << message << "." << fact.name;
+      } else {
+        EXPECT_EQ(std::string(f->type_name()), fact.type) << message << "." << fact.name;
+      }
+    }
+  }
+  // The service's methods, as the fixture's table names them.
+  EXPECT_NE(file->FindServiceByName("PodResourcesLister")->FindMethodByName("Get"), nullptr);
 }
 
 TEST(PodResourcesWireTest, DecodersRejectMalformedBytes) {

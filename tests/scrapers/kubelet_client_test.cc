@@ -166,6 +166,21 @@ TEST(KubeletClientTest, ResourceEndpointFetchesMetricsResourceAndUsesTargetNodeN
   EXPECT_EQ(kubelet.paths(), std::vector<std::string>{"/metrics/resource"});
 }
 
+TEST(KubeletClientTest, FetchPathGetsAnotherPathOfTheNodeWithTheSameClient) {
+  std::string accept;
+  FakeKubelet agent([&accept](http_request request) {
+    accept = request.headers().has("Accept") ? request.headers()["Accept"] : "";
+    request.reply(status_codes::OK, std::string("{}"), "application/json");
+  });
+  auto client = MakeClient(PlainOptions());
+  absl::StatusOr<KubeletResponse> response =
+      client->FetchPath(agent.Target(), "/podresources", "application/json");
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->body, "{}");
+  EXPECT_EQ(agent.paths(), std::vector<std::string>{"/podresources"});
+  EXPECT_EQ(accept, "application/json");
+}
+
 TEST(KubeletClientTest, SendsBearerTokenAndRereadsTheFileWhenItChanges) {
   TempDir dir;
   std::string token_file = dir.Write("token", "first-token\n");

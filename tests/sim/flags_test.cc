@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace kubestat::sim {
 namespace {
 
@@ -74,7 +77,11 @@ TEST(SimulatorFlagsTest, ErrorsNameTheFlag) {
                                              {"--metrics-backend-ca-file=/x"},
                                              {"--kubeconfig-user=alice"},
                                              {"--kubeconfig-dir=/tmp/x"},
-                                             {"--pod-lifetime=1m"}}) {
+                                             {"--pod-lifetime=1m"},
+                                             {"--podresources-faults=node-0001=explode"},
+                                             {"--podresources-faults=node-0001=absent"},
+                                             {"--podresources-slow-delay=0s"},
+                                             {"--podresources-dir=/" + std::string(100, 'd')}}) {
     absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags(args);
     ASSERT_FALSE(f.ok()) << args[0];
     EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument) << args[0];
@@ -124,6 +131,9 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
                            "--kubeconfig-dir string",
                            "--tick duration",
                            "--watch-history int64",
+                           "--podresources-dir string",
+                           "--podresources-faults string",
+                           "--podresources-slow-delay duration",
                            "--help"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
@@ -137,7 +147,7 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
        at = help.find("(default ", at + 1)) {
     ++defaults;
   }
-  EXPECT_EQ(flags, 29u);
+  EXPECT_EQ(flags, 32u);
   EXPECT_EQ(defaults, flags);
   for (const char* shown :
        {"(default 50)", "(default 30)", "(default \"steady:4,diurnal:3,spiky:2,leaky:1\")",
@@ -149,6 +159,35 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
   absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags({"--nodes=x", "--help"});
   ASSERT_TRUE(f.ok());
   EXPECT_TRUE(f->help);
+}
+
+TEST(SimulatorFlagsTest, ParsesThePodResourcesFlags) {
+  absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags(
+      {"--podresources-dir=/run/sim", "--podresources-faults=node-0001=absent,node-0002=no-get",
+       "--podresources-slow-delay=3s"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->options.podresources_dir, "/run/sim");
+  EXPECT_EQ(f->options.podresources_faults.at("node-0001"), PodResourcesFault::kAbsent);
+  EXPECT_EQ(f->options.podresources_faults.at("node-0002"), PodResourcesFault::kNoGet);
+  EXPECT_EQ(f->options.podresources_slow_delay, std::chrono::seconds(3));
+  // Off by default.
+  absl::StatusOr<SimulatorFlags> defaults = ParseSimulatorFlags({});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(defaults->options.podresources_dir.empty());
+  EXPECT_FALSE(defaults->options.model.node_topology);
+}
+
+TEST(FaultsTest, ParsesAndRejectsPodResourcesFaultNames) {
+  EXPECT_EQ(*ParsePodResourcesFault(" no-allocatable\n"), PodResourcesFault::kNoAllocatable);
+  EXPECT_EQ(*ParsePodResourcesFault("slow"), PodResourcesFault::kSlow);
+  EXPECT_EQ(PodResourcesFaultName(PodResourcesFault::kNoGet), "no-get");
+  EXPECT_FALSE(ParsePodResourcesFault("timeout").ok());
+  EXPECT_FALSE(ParsePodResourcesFaultList("node-0001").ok());
+  PodResourcesFaultTable table;
+  table.Set("node-0001", PodResourcesFault::kAbsent);
+  EXPECT_EQ(table.Get("node-0001"), PodResourcesFault::kAbsent);
+  table.Set("node-0001", PodResourcesFault::kNone);
+  EXPECT_TRUE(table.All().empty());
 }
 
 TEST(FaultsTest, ParsesAndRejectsFaultNames) {

@@ -225,5 +225,48 @@ TEST(RenderObjectsTest, NodeAndPodHaveTheFieldsClientsRead) {
   EXPECT_EQ(std::string_view(e["type"].get_string()), "ADDED");
 }
 
+// With node_topology, the objects say what the podresources sockets report: the node's
+// GPUs, Guaranteed pinned pods, and GPU requests equal to their limits.
+TEST(RenderObjectsTest, TopologyShowsInNodesAndPods) {
+  ClusterModelOptions o;
+  o.nodes = 2;
+  o.pods_per_node = 30;
+  o.node_topology = true;
+  const ClusterModel m = *ClusterModel::Create(o);
+  std::string node_json;
+  AppendNodeJson(node_json, m.node(0), {"127.1.0.1", 10250}, 1);
+  simdjson::dom::parser parser;
+  simdjson::dom::element node;
+  ASSERT_EQ(parser.parse(node_json).get(node), simdjson::SUCCESS);
+  EXPECT_EQ(std::string_view(node["status"]["allocatable"]["nvidia.com/gpu"].get_string()), "4");
+  EXPECT_EQ(std::string_view(node["status"]["capacity"]["nvidia.com/gpu"].get_string()), "4");
+  int guaranteed = 0;
+  int gpus = 0;
+  for (int slot = 0; slot < 30; ++slot) {
+    const PodInfo pod = m.Pod(0, slot, kT0);
+    std::string pod_json;
+    AppendPodJson(pod_json, m, pod, kT0, 1);
+    simdjson::dom::parser pod_parser;
+    simdjson::dom::element p;
+    ASSERT_EQ(pod_parser.parse(pod_json).get(p), simdjson::SUCCESS);
+    const std::string_view qos = p["status"]["qosClass"].get_string();
+    EXPECT_EQ(qos, IsGuaranteed(pod) ? "Guaranteed" : "Burstable") << pod.name;
+    if (qos == "Guaranteed") {
+      ++guaranteed;
+      simdjson::dom::object resources = p["spec"]["containers"].at(0)["resources"];
+      EXPECT_EQ(std::string_view(resources["requests"]["cpu"].get_string()),
+                std::string_view(resources["limits"]["cpu"].get_string()));
+    }
+    if (pod.containers[0].gpus > 0) {
+      ++gpus;
+      simdjson::dom::object resources = p["spec"]["containers"].at(0)["resources"];
+      EXPECT_EQ(std::string_view(resources["requests"]["nvidia.com/gpu"].get_string()), "1");
+      EXPECT_EQ(std::string_view(resources["limits"]["nvidia.com/gpu"].get_string()), "1");
+    }
+  }
+  EXPECT_GT(guaranteed, 0);
+  EXPECT_GT(gpus, 0);
+}
+
 }  // namespace
 }  // namespace kubestat::sim

@@ -82,7 +82,8 @@ ClientStats PodResourcesClient::stats() const {
                      .failures = failures_.load(std::memory_order_relaxed),
                      .rate_limited = rate_limited_.load(std::memory_order_relaxed),
                      .unavailable = unavailable_.load(std::memory_order_relaxed),
-                     .deadline_exceeded = deadline_exceeded_.load(std::memory_order_relaxed)};
+                     .deadline_exceeded = deadline_exceeded_.load(std::memory_order_relaxed),
+                     .unimplemented = unimplemented_.load(std::memory_order_relaxed)};
 }
 
 absl::Status PodResourcesClient::CallFailed(const char* method, int grpc_code,
@@ -99,6 +100,23 @@ absl::Status PodResourcesClient::CallFailed(const char* method, int grpc_code,
       return absl::DeadlineExceededError(absl::StrCat(where, ": no answer within call_timeout ",
                                                       absl::FormatDuration(options_.call_timeout),
                                                       " (", message, ")"));
+    case grpc::StatusCode::UNIMPLEMENTED:
+      unimplemented_.fetch_add(1, std::memory_order_relaxed);
+      return absl::UnimplementedError(
+          absl::StrCat(where, ": the kubelet does not implement ", method, " (", message, ")"));
+    case grpc::StatusCode::UNKNOWN:
+      // The kubelet's plain Go errors: a method switched off by its feature gate
+      // ("PodResources API GetAllocatableResources disabled"), or Get of an unknown pod.
+      if (absl::StrContains(message, "disabled")) {
+        unimplemented_.fetch_add(1, std::memory_order_relaxed);
+        return absl::UnimplementedError(absl::StrCat(where, ": the kubelet has ", method,
+                                                     " switched off by a feature gate (", message,
+                                                     ")"));
+      }
+      if (absl::StrContains(message, "not found")) {
+        return absl::NotFoundError(absl::StrCat(where, ": ", message));
+      }
+      return absl::UnknownError(absl::StrCat(where, ": ", message));
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       if (absl::StrContains(message, kRateLimitMessage)) {
         rate_limited_.fetch_add(1, std::memory_order_relaxed);
@@ -146,14 +164,19 @@ void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<PodResources>> PodResourcesClient::List() {
-  constexpr char kMethod[] = "List";
+absl::Status PodResourcesClient::BeginCall(const char* method) {
   calls_.fetch_add(1, std::memory_order_relaxed);
-  if (absl::Status socket = CheckSocket(options_.socket_path, kMethod); !socket.ok()) {
+  absl::Status socket = CheckSocket(options_.socket_path, method);
+  if (!socket.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     unavailable_.fetch_add(1, std::memory_order_relaxed);
-    return socket;
   }
+  return socket;
+}
+
+absl::StatusOr<std::vector<PodResources>> PodResourcesClient::List() {
+  constexpr char kMethod[] = "List";
+  if (absl::Status started = BeginCall(kMethod); !started.ok()) return started;
   grpc::ClientContext context;
   SetDeadline(context, options_.call_timeout);
   v1::ListPodResourcesResponse response;
@@ -164,12 +187,7 @@ absl::StatusOr<std::vector<PodResources>> PodResourcesClient::List() {
 
 absl::StatusOr<AllocatableResources> PodResourcesClient::GetAllocatableResources() {
   constexpr char kMethod[] = "GetAllocatableResources";
-  calls_.fetch_add(1, std::memory_order_relaxed);
-  if (absl::Status socket = CheckSocket(options_.socket_path, kMethod); !socket.ok()) {
-    failures_.fetch_add(1, std::memory_order_relaxed);
-    unavailable_.fetch_add(1, std::memory_order_relaxed);
-    return socket;
-  }
+  if (absl::Status started = BeginCall(kMethod); !started.ok()) return started;
   grpc::ClientContext context;
   SetDeadline(context, options_.call_timeout);
   v1::AllocatableResourcesResponse response;
@@ -177,6 +195,21 @@ absl::StatusOr<AllocatableResources> PodResourcesClient::GetAllocatableResources
       rpc_->stub->GetAllocatableResources(&context, v1::AllocatableResourcesRequest(), &response);
   if (!status.ok()) return CallFailed(kMethod, status.error_code(), status.error_message());
   return FromProto(response);
+}
+
+absl::StatusOr<PodResources> PodResourcesClient::Get(std::string_view namespace_name,
+                                                     std::string_view name) {
+  constexpr char kMethod[] = "Get";
+  if (absl::Status started = BeginCall(kMethod); !started.ok()) return started;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.call_timeout);
+  v1::GetPodResourcesRequest request;
+  request.set_pod_name(std::string(name));
+  request.set_pod_namespace(std::string(namespace_name));
+  v1::GetPodResourcesResponse response;
+  grpc::Status status = rpc_->stub->Get(&context, request, &response);
+  if (!status.ok()) return CallFailed(kMethod, status.error_code(), status.error_message());
+  return FromProto(response.pod_resources());
 }
 
 }  // namespace kubestat::podresources

@@ -78,26 +78,28 @@ std::vector<DynamicResource> ConvertDynamic(
 
 }  // namespace
 
+PodResources FromProto(const v1::PodResources& p) {
+  PodResources pod{.name = p.name(),
+                   .namespace_name = p.namespace_(),
+                   .containers = {},
+                   .cpu_ids = CpuIds(p.cpu_ids()),
+                   .memory = ConvertMemory(p.memory())};
+  pod.containers.reserve(p.containers_size());
+  for (const v1::ContainerResources& c : p.containers()) {
+    pod.containers.push_back(
+        ContainerResources{.name = c.name(),
+                           .devices = ConvertDevices(c.devices()),
+                           .cpu_ids = CpuIds(c.cpu_ids()),
+                           .memory = ConvertMemory(c.memory()),
+                           .dynamic_resources = ConvertDynamic(c.dynamic_resources())});
+  }
+  return pod;
+}
+
 std::vector<PodResources> FromProto(const v1::ListPodResourcesResponse& response) {
   std::vector<PodResources> pods;
   pods.reserve(response.pod_resources_size());
-  for (const v1::PodResources& p : response.pod_resources()) {
-    PodResources pod{.name = p.name(),
-                     .namespace_name = p.namespace_(),
-                     .containers = {},
-                     .cpu_ids = CpuIds(p.cpu_ids()),
-                     .memory = ConvertMemory(p.memory())};
-    pod.containers.reserve(p.containers_size());
-    for (const v1::ContainerResources& c : p.containers()) {
-      pod.containers.push_back(
-          ContainerResources{.name = c.name(),
-                             .devices = ConvertDevices(c.devices()),
-                             .cpu_ids = CpuIds(c.cpu_ids()),
-                             .memory = ConvertMemory(c.memory()),
-                             .dynamic_resources = ConvertDynamic(c.dynamic_resources())});
-    }
-    pods.push_back(std::move(pod));
-  }
+  for (const v1::PodResources& p : response.pod_resources()) pods.push_back(FromProto(p));
   return pods;
 }
 
@@ -125,6 +127,16 @@ absl::StatusOr<AllocatableResources> DecodeAllocatableResponse(std::string_view 
         "podresources: ", bytes.size(), " bytes are not a valid v1.AllocatableResourcesResponse"));
   }
   return FromProto(response);
+}
+
+absl::StatusOr<PodResources> DecodeGetResponse(std::string_view bytes) {
+  v1::GetPodResourcesResponse response;
+  if (!FitsParser(bytes) ||
+      !response.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "podresources: ", bytes.size(), " bytes are not a valid v1.GetPodResourcesResponse"));
+  }
+  return FromProto(response.pod_resources());
 }
 
 }  // namespace kubestat::podresources

@@ -12,6 +12,7 @@ namespace kubestat::podresources {
 
 std::vector<PodResources> FromProto(const v1::ListPodResourcesResponse& response);
 AllocatableResources FromProto(const v1::AllocatableResourcesResponse& response);
+PodResources FromProto(const v1::PodResources& pod);
 
 }  // namespace kubestat::podresources
 

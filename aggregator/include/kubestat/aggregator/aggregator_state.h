@@ -4,6 +4,9 @@
 // Nodes and pods are those the engine holds series for. Labels (and a pod's node) come from
 // a LabelProvider, which discovery implements; an object the provider does not know (yet)
 // is still listed, with empty labels, and a pod's node is then the node that reported it.
+// With a TopologyProvider (the nodes' agents), node views carry allocatable and the status
+// of that knowledge, and pod views their containers' (and the pod's) exclusive resources,
+// looked up on the node that reported the pod.
 // Ready() is true once the ingestor's rebuild is done and the provider has synced.
 //
 // Ownership: borrows the Ingestor and the LabelProvider, which must outlive it.
@@ -20,6 +23,7 @@
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/limits/limit_range.h"
+#include "kubestat/metrics_api/node_resources.h"
 
 namespace kubestat::aggregator {
 
@@ -43,10 +47,32 @@ class LabelProvider {
                                            std::string_view name) const = 0;
 };
 
+// ---- Topology from the nodes' agents (podresources; node_agent.h) ----
+
+// What a node's agent told of the node.
+struct NodeTopology {
+  std::optional<metrics_api::ResourceSet> allocatable;  // std::nullopt: not known
+  metrics_api::PodResourcesStatus status;
+};
+
+// Allocatable and exclusive assignments by node. Implementations must be thread-safe.
+class TopologyProvider {
+ public:
+  virtual ~TopologyProvider() = default;
+  // std::nullopt when no agent answer or failure is known for the node.
+  virtual std::optional<NodeTopology> Node(std::string_view node) const = 0;
+  // The pod's assignments as its node's agent reported them; std::nullopt when not known.
+  virtual std::optional<metrics_api::PodAssignment> Pod(std::string_view node,
+                                                        std::string_view namespace_name,
+                                                        std::string_view name) const = 0;
+};
+
 class AggregatorState final : public MetricsSource {
  public:
-  AggregatorState(const Ingestor* ingestor, const LabelProvider* labels)
-      : ingestor_(ingestor), labels_(labels) {}
+  // `topology` may be null (no agents are scraped): the views then carry none.
+  AggregatorState(const Ingestor* ingestor, const LabelProvider* labels,
+                  const TopologyProvider* topology = nullptr)
+      : ingestor_(ingestor), labels_(labels), topology_(topology) {}
 
   bool Ready() const override;
   std::vector<NodeView> ListNodes() const override;
@@ -65,6 +91,7 @@ class AggregatorState final : public MetricsSource {
 
   const Ingestor* ingestor_;
   const LabelProvider* labels_;
+  const TopologyProvider* topology_;
 };
 
 }  // namespace kubestat::aggregator

@@ -127,6 +127,20 @@ struct AggregatorOptions {
   std::string grpc_tls_cert_file;
   std::string grpc_tls_private_key_file;
 
+  // ---- Node agents (kubestat-node-agent: allocatable and exclusive assignments) ----
+  // Port of the node agent beside each kubelet, at the kubelet's node address; it is
+  // scraped in the node's scrape task, after the kubelet, with --kubelet-timeout as its
+  // deadline. 0: no agent is scraped. Default: 0
+  int64_t node_agent_port = 0;
+  // CA file for the agents' serving certificates; empty: the system roots. Default: ""
+  std::string node_agent_ca;
+  // INSECURE: do not verify the agents' serving certificates. Default: false
+  bool node_agent_insecure_tls = false;
+  // Bearer token file presented to the agents (the aggregator's service account), re-read
+  // when it changes; empty: --kubelet-token-file's, and in a cluster without --kubeconfig
+  // the service account token. Default: ""
+  std::string node_agent_token_file;
+
   // Binds every field above to its flag.
   void RegisterFlags(FlagSet& flags);
   // Checks every field; InvalidArgument naming the flag.
@@ -137,6 +151,8 @@ struct AggregatorOptions {
   // The components' options as these flags set them (after a successful Validate()).
   scrapers::KubeletAddressOptions AddressOptions() const;
   scrapers::KubeletClientOptions ClientOptions() const;
+  // The agents' client: https, --node-agent-*, the kubelet timeout and response cap.
+  scrapers::KubeletClientOptions NodeAgentClientOptions() const;
   scrapers::SchedulerOptions SchedulingOptions() const;
   aggregator::IngestOptions IngestionOptions() const;
   storage::StoreOptions StorageOptions() const;

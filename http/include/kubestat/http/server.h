@@ -227,6 +227,8 @@ struct Response {
 
 // The Status of `error` as a Response (code, JSON body).
 Response ErrorResponse(const ApiError& error, std::string_view route = "other");
+// A plain-text Response (health answers): `code`, "text/plain; charset=utf-8", `body`.
+Response TextResponse(int code, std::string body, std::string_view route);
 
 // Called for every accepted request, concurrently; must not throw (an exception becomes a
 // 500 Status and is logged).

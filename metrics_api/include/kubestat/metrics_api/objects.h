@@ -61,6 +61,58 @@ struct DeclaredResources {
   friend bool operator==(const DeclaredResources&, const DeclaredResources&) = default;
 };
 
+// ---- Topology: allocatable and exclusive assignments (the kubelet's podresources API,
+// read on each node by kubestat-node-agent; node_resources.h) ----
+
+// A block of memory of one type on some NUMA nodes (memory manager).
+struct NumaMemory {
+  std::string memory_type{};  // a resource name: "memory", "hugepages-2Mi", ...
+  uint64_t size_bytes = 0;
+  std::vector<int64_t> numa_nodes{};  // empty: not known
+
+  friend bool operator==(const NumaMemory&, const NumaMemory&) = default;
+};
+
+// Devices of one resource (device plugins), with their NUMA affinity.
+struct DeviceSet {
+  std::string resource_name{};  // "nvidia.com/gpu"
+  std::vector<std::string> device_ids{};
+  std::vector<int64_t> numa_nodes{};  // empty: not known
+
+  friend bool operator==(const DeviceSet&, const DeviceSet&) = default;
+};
+
+// Logical cpus, memory blocks and devices: what a node can hand out (GetAllocatableResources),
+// or what a container or pod was given exclusively (List).
+struct ResourceSet {
+  std::vector<int64_t> cpu_ids{};  // the kernel's logical cpu numbers
+  std::vector<NumaMemory> memory{};
+  std::vector<DeviceSet> devices{};
+
+  bool empty() const { return cpu_ids.empty() && memory.empty() && devices.empty(); }
+  // Bytes of memory blocks of type "memory" (hugepages are other resources).
+  uint64_t MemoryBytes() const;
+  // Devices by resource name.
+  std::map<std::string, int64_t> DeviceCounts() const;
+
+  friend bool operator==(const ResourceSet&, const ResourceSet&) = default;
+};
+
+// How complete a node's podresources data is, as the aggregator last heard from the node's
+// agent.
+struct PodResourcesStatus {
+  // "Complete": List and GetAllocatableResources answered. "AllocatableUnsupported": the
+  // kubelet lacks GetAllocatableResources (older than 1.21, or its feature gate is off);
+  // assignments are still known. "Partial": one of them failed otherwise (message).
+  // "Unavailable": the agent could not read the kubelet at all (no socket, ...). "Stale":
+  // the aggregator could not read the agent; what it answered before is kept.
+  std::string state{};
+  std::string message{};
+  Timestamp time{};  // when the agent last read the kubelet
+
+  friend bool operator==(const PodResourcesStatus&, const PodResourcesStatus&) = default;
+};
+
 // A pod's container, or a node's system container (kubelet, runtime, pods, misc).
 struct ContainerMetrics {
   std::string name;
@@ -68,6 +120,9 @@ struct ContainerMetrics {
   // A pod's container: its requests and limits as the pod spec declares them.
   DeclaredResources requests = {};
   DeclaredResources limits = {};
+  // What the container was given exclusively (pods only; empty: the shared pool, or not
+  // known).
+  ResourceSet exclusive{};
 
   friend bool operator==(const ContainerMetrics&, const ContainerMetrics&) = default;
 };
@@ -80,6 +135,10 @@ struct NodeMetrics {
   std::string resource_version;
   ResourceWindows machine;  // the whole node
   std::vector<ContainerMetrics> system_containers;
+  // From the node's agent (podresources): what the node can allocate (std::nullopt: not
+  // known), and how complete that knowledge is (std::nullopt: no agent is scraped).
+  std::optional<ResourceSet> allocatable{};
+  std::optional<PodResourcesStatus> pod_resources{};
 
   friend bool operator==(const NodeMetrics&, const NodeMetrics&) = default;
 };
@@ -92,6 +151,8 @@ struct PodMetrics {
   std::string resource_version;  // as NodeMetrics::resource_version
   ResourceWindows pod;           // the pod's own series: at each scrape the sum of its containers
   std::vector<ContainerMetrics> containers;
+  // Pod-level exclusive resources (podresources of the newest kubelets); empty: none known.
+  ResourceSet exclusive{};
 
   friend bool operator==(const PodMetrics&, const PodMetrics&) = default;
 };

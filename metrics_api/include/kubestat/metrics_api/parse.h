@@ -6,7 +6,8 @@
 //   become that resource's Statistics for the window, with the window's endtime and count
 //   (the JSON keeps one of each per window, so a resource whose own endtime or count
 //   differed from the window's reads back with the window's). Times are whole seconds as
-//   written.
+//   written. The topology render.h writes is read from allocatableTopology, podResources and
+//   each "exclusive" (allocatable and utilization are derived from them).
 // - metrics.k8s.io/v1 and v1beta1: usage becomes one window of length `window` ending at
 //   `timestamp`, holding one sample (count 1, every statistic the usage). Pods read this
 //   way have no `pod` windows.

@@ -10,7 +10,8 @@
 //
 // FromProto is the inverse up to what a v1::Window keeps: each resource's Statistics take
 // the window's endtime and the resource's own sample_count. Negative values are
-// InvalidArgument naming the field.
+// InvalidArgument naming the field. The topology (allocatable, podResources, exclusive
+// resources) is carried both ways unchanged (times at nanoseconds).
 //
 // Pure functions and immutable values; thread-safe.
 #ifndef KUBESTAT_METRICS_API_PROTO_H_

@@ -21,6 +21,18 @@
 //   count the larger of their sample counts (cpu, a rate, has one sample fewer than memory
 //   after a series starts).
 //
+//   Topology, from the node's agent (node_resources.h), where known:
+//   NodeMetrics  "allocatable": {cpu, memory, <hugepages-*>, <device resource>: count}, as a
+//                Node's status.allocatable, from the cpus, "memory" blocks and devices of
+//                "allocatableTopology": <ResourceSet> (cpuIds, memory, devices, with NUMA
+//                nodes); "utilization": {"<len>": {mean, 95th, max: {cpu, memory}}}, each
+//                machine window's statistic over the allocatable cpu (nanocores / (cpus ×
+//                1e9)) and memory (bytes / allocatable "memory"), a ratio to 4 decimals;
+//                "podResources": {state, message, time} (objects.h PodResourcesStatus).
+//   containers   "exclusive": <ResourceSet> of a container (and of a pod, at its top level)
+//                given exclusive cpus, NUMA memory or devices.
+//   None of these appear in metrics.k8s.io, whose objects keep their standard shape.
+//
 // metrics.k8s.io/v1 and metrics.k8s.io/v1beta1 (what metrics-server serves, for kubectl top
 // and the HPA; the two versions hold the same objects, only apiVersion differs):
 //   NodeMetrics {kind, apiVersion, metadata{name, creationTimestamp, labels}, timestamp,

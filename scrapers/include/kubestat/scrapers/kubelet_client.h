@@ -89,6 +89,12 @@ class KubeletClient {
 
   // GETs the configured endpoint of `target`.
   [[nodiscard]] absl::StatusOr<KubeletResponse> Fetch(const ScrapeTarget& target);
+  // GETs `path_and_query` of `target` (another server beside the kubelet, such as the node
+  // agent), asking for `accept`, with the same TLS, token, deadline, cap and failure
+  // reasons.
+  [[nodiscard]] absl::StatusOr<KubeletResponse> FetchPath(const ScrapeTarget& target,
+                                                          const std::string& path_and_query,
+                                                          std::string_view accept);
 
   // The path and query for the configured endpoint.
   std::string PathAndQuery() const;

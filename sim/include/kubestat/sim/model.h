@@ -91,6 +91,16 @@ struct ClusterModelOptions {
   // Default: 2026-01-01T00:00:00Z
   Timestamp cluster_start = Timestamp(std::chrono::seconds(1767225600));
 
+  // ---- Node topology (what the kubelet's podresources API reports; topology.h) ----
+  // When true, every node has 2 NUMA nodes and kNodeGpus GPUs ("nvidia.com/gpu", half on
+  // each NUMA node); the pods of the data-tier apps (ledger, indexer) are Guaranteed, every
+  // container with cpu and memory limits equal to its requests, the first one with whole
+  // cpus (its peak rounded up), so that the static CPU and memory managers pin them; and the
+  // first container of each batch-tier pod (etl, spark-worker) asks for one GPU while the
+  // node has one left (in slot order). Slots keep their app across generations, so these
+  // requests never change on a node. When false, nothing of this exists. Default: false
+  bool node_topology = false;
+
   [[nodiscard]] absl::Status Validate() const;
 };
 
@@ -115,6 +125,8 @@ struct ContainerSpec {
   int64_t cpu_limit_millis = 0;  // 0: no limit
   int64_t memory_request_bytes = 0;
   int64_t memory_limit_bytes = 0;  // 0: no limit
+  // GPUs ("nvidia.com/gpu") requested, with a limit of the same count (node_topology only).
+  int64_t gpus = 0;
 };
 
 // The identity of the pod in a slot at some instant.
@@ -131,6 +143,10 @@ struct PodInfo {
   std::vector<ContainerSpec> containers;
 };
 
+// The pod's QoS class is Guaranteed: every container has cpu and memory limits equal to its
+// non-zero requests (else it is Burstable: requests are always set).
+bool IsGuaranteed(const PodInfo& pod);
+
 struct NodeInfo {
   int index = 0;
   std::string name;  // "node-0000"
@@ -141,7 +157,13 @@ struct NodeInfo {
   int64_t cpu_allocatable_millis = 0;
   int64_t memory_allocatable_bytes = 0;
   std::vector<std::pair<std::string, std::string>> labels;  // sorted by key
+  // GPUs ("nvidia.com/gpu") in capacity and allocatable; 0 without node_topology.
+  int64_t gpus = 0;
 };
+
+// With ClusterModelOptions::node_topology: GPUs per node, and the resource name they go by.
+inline constexpr int64_t kNodeGpus = 4;
+inline constexpr std::string_view kGpuResourceName = "nvidia.com/gpu";
 
 enum class SystemContainer { kKubelet = 0, kRuntime = 1, kPods = 2 };
 inline constexpr std::array<std::string_view, 3> kSystemContainerNames = {"kubelet", "runtime",

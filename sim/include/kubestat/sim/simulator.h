@@ -44,6 +44,12 @@
 // Content-Encoding: gzip bodies pass unchanged) pass through; bodies stream, up to 256 MiB.
 // A backend that cannot be reached gives 503 Status ServiceUnavailable.
 //
+// With podresources_dir, each node also serves the kubelet's podresources v1 API on a unix
+// socket (podresources_server.h), with its own faults (faults.h): set by
+// PUT /sim/v1/podresources-faults/{node} (body: the fault's name), listed by
+// GET /sim/v1/podresources-faults, and POST /sim/v1/podresources/{node}/restart replaces a
+// node's socket as a restarted kubelet does (404 without podresources_dir).
+//
 // Lifetime: construct, Start() once, Stop() (or destroy). The clock must outlive the
 // Simulator. Accessors are valid after a successful Start(). Thread-safe. Tokens are never
 // logged.
@@ -128,6 +134,18 @@ struct SimulatorOptions {
   // time. Default: true
   bool default_limit_ranges = true;
 
+  // ---- The kubelets' podresources API (read by kubestat-node-agent) ----
+  // When not empty, node i serves the kubelet's podresources v1 API (List,
+  // GetAllocatableResources, Get) on the unix socket <dir>/<node name>/kubelet.sock
+  // (PodResourcesSocket()), with the topology and assignments of topology.h; Start() then
+  // turns model.node_topology on, so that pods ask for what the API reports. The path of a
+  // socket must fit in 107 bytes. Default: "" (no sockets)
+  std::string podresources_dir;
+  // Initial faults of the podresources sockets by node name (faults.h). Default: none
+  std::map<std::string, PodResourcesFault> podresources_faults;
+  // How long a node with the "slow" podresources fault holds each answer. Default: 10s
+  Duration podresources_slow_delay = std::chrono::seconds(10);
+
   [[nodiscard]] absl::Status Validate() const;
 };
 
@@ -181,6 +199,16 @@ class Simulator {
   // The resourceVersion the node and pod lists currently report: InitialResourceVersion()
   // of the clock's time at Start(), plus one per watch event since.
   uint64_t resource_version() const;
+
+  // ---- podresources (with podresources_dir) ----
+  // The faults of the podresources sockets; after Set(), call ApplyPodResourcesFault().
+  PodResourcesFaultTable& podresources_faults();
+  // Makes node's socket match its fault (removed when "absent", served otherwise).
+  [[nodiscard]] absl::Status ApplyPodResourcesFault(int node);
+  // Replaces node's socket by a new one, as a restarted kubelet does.
+  [[nodiscard]] absl::Status RestartPodResources(int node);
+  // <podresources_dir>/<node name>/kubelet.sock; "" without podresources_dir.
+  std::string podresources_socket(int node) const;
 
  private:
   struct State;

@@ -3,8 +3,8 @@
 // The kubelet serves gRPC in plaintext on a unix socket, by default
 // /var/lib/kubelet/pod-resources/kubelet.sock. PodResourcesClient calls List (every pod with
 // the exclusive CPUs, devices, memory blocks and DRA resources assigned to it and its
-// containers) and GetAllocatableResources (what the node can hand out), and returns plain
-// C++ values; no protobuf type appears in this header.
+// containers), GetAllocatableResources (what the node can hand out) and Get (one pod), and
+// returns plain C++ values; no protobuf type appears in this header.
 //
 // Units: CPU ids are the kernel's logical CPU numbers; memory sizes are bytes; NUMA nodes
 // are the kernel's NUMA node ids.
@@ -16,6 +16,11 @@
 //   response exceeded ClientOptions::max_receive_message_bytes (the message names the
 //   option).
 // - kDeadlineExceeded: no answer within ClientOptions::call_timeout.
+// - kUnimplemented: the kubelet does not have the method (GetAllocatableResources before
+//   1.21, Get before 1.27: UNIMPLEMENTED), or has it switched off by a feature gate (the
+//   kubelet then answers UNKNOWN "PodResources API ... disabled"); the message says which.
+// - kNotFound: Get of a pod the kubelet does not run (it answers UNKNOWN "pod <name> in
+//   namespace <ns> not found").
 // - kInvalidArgument: Validate() rejected the options, or DecodeListResponse() got bytes
 //   that are not a ListPodResourcesResponse.
 // - any other gRPC status, carried over with its code.
@@ -123,11 +128,12 @@ struct ClientOptions {
 
 // Counts of calls and failures since the client was created.
 struct ClientStats {
-  uint64_t calls = 0;              // List and GetAllocatableResources calls started
+  uint64_t calls = 0;              // List, GetAllocatableResources and Get calls started
   uint64_t failures = 0;           // calls that returned an error (every kind below included)
   uint64_t rate_limited = 0;       // failures because the kubelet's rate limit rejected the call
   uint64_t unavailable = 0;        // failures because no kubelet answered on the socket
   uint64_t deadline_exceeded = 0;  // failures because call_timeout passed
+  uint64_t unimplemented = 0;      // failures because the kubelet lacks the method
 };
 
 class PodResourcesClient {
@@ -147,6 +153,10 @@ class PodResourcesClient {
   // What the node can allocate.
   [[nodiscard]] absl::StatusOr<AllocatableResources> GetAllocatableResources();
 
+  // One pod (kubelet 1.27+).
+  [[nodiscard]] absl::StatusOr<PodResources> Get(std::string_view namespace_name,
+                                                 std::string_view name);
+
   ClientStats stats() const;
   const ClientOptions& options() const { return options_; }
 
@@ -154,6 +164,9 @@ class PodResourcesClient {
   struct Rpc;  // gRPC channel and stub
   PodResourcesClient(ClientOptions options, std::unique_ptr<Rpc> rpc);
 
+  // Counts a call to `method` and checks that the socket exists (Unavailable, counted as a
+  // failure, when it does not).
+  absl::Status BeginCall(const char* method);
   // Turns a failed call into the status described at the top of this header and counts it.
   absl::Status CallFailed(const char* method, int grpc_code, const std::string& message);
 
@@ -164,6 +177,7 @@ class PodResourcesClient {
   std::atomic<uint64_t> rate_limited_{0};
   std::atomic<uint64_t> unavailable_{0};
   std::atomic<uint64_t> deadline_exceeded_{0};
+  std::atomic<uint64_t> unimplemented_{0};
 };
 
 // Decoders of serialized responses (the bytes of a gRPC message body), apart from the
@@ -173,6 +187,7 @@ class PodResourcesClient {
 [[nodiscard]] absl::StatusOr<std::vector<PodResources>> DecodeListResponse(std::string_view bytes);
 [[nodiscard]] absl::StatusOr<AllocatableResources> DecodeAllocatableResponse(
     std::string_view bytes);
+[[nodiscard]] absl::StatusOr<PodResources> DecodeGetResponse(std::string_view bytes);
 
 }  // namespace kubestat::podresources
 
