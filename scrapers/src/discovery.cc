@@ -219,8 +219,8 @@ void Discovery::ReplaceNodes(std::vector<NodeInfo> nodes) {
     std::lock_guard<std::mutex> lock(mu_);
     changes = Diff(nodes_, std::move(nodes), [](const NodeInfo& n) { return n.name; });
   }
-  for (const auto& [type, node] : changes) {
-    Emit([&](ClusterListener& l) { l.OnNodeChange(type, node); });
+  for (const auto& change : changes) {
+    Emit([&](ClusterListener& l) { l.OnNodeChange(change.first, change.second); });
   }
 }
 
@@ -230,8 +230,8 @@ void Discovery::ReplacePods(std::vector<PodInfo> pods) {
     std::lock_guard<std::mutex> lock(mu_);
     changes = Diff(pods_, std::move(pods), [](const PodInfo& p) { return p.Key(); });
   }
-  for (const auto& [type, pod] : changes) {
-    Emit([&](ClusterListener& l) { l.OnPodChange(type, pod); });
+  for (const auto& change : changes) {
+    Emit([&](ClusterListener& l) { l.OnPodChange(change.first, change.second); });
   }
 }
 
@@ -242,8 +242,8 @@ void Discovery::ReplaceLimitRanges(std::vector<LimitRangeInfo> limit_ranges) {
     changes = Diff(limit_ranges_, std::move(limit_ranges),
                    [](const LimitRangeInfo& lr) { return lr.Key(); });
   }
-  for (const auto& [type, limit_range] : changes) {
-    Emit([&](ClusterListener& l) { l.OnLimitRangeChange(type, limit_range); });
+  for (const auto& change : changes) {
+    Emit([&](ClusterListener& l) { l.OnLimitRangeChange(change.first, change.second); });
   }
 }
 
