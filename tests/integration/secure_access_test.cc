@@ -77,7 +77,9 @@ class SecureAccessTest : public ::testing::Test {
             "--kubeconfig=" + aggregator_kubeconfig, "--kubelet-scheme=http",
             "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
             "--metric-resolution=2s", "--kubelet-timeout=1s", "--listen-address=127.0.0.1",
-            "--secure-port=" + std::to_string(port_),
+            // These tests count every pod across pages: none may drop out of metrics.k8s.io
+            // for a late round (the default bound is three resolutions, 6 s here).
+            "--metrics-max-age=10m", "--secure-port=" + std::to_string(port_),
             "--cert-dir=" + (root / "aggregator-certs").string(),
             "--requestheader-client-ca-file=" + (root / "sim-tls" / "front-proxy-ca.crt").string(),
             "--requestheader-allowed-names=front-proxy-client",
