@@ -121,11 +121,11 @@ class Reactor final : public grpc::ServerGenericBidiReactor {
       state_->Hold(node_, this, std::move(answer));
       return;
     }
-    Send(std::move(answer));
+    Send(answer);
   }
 
   // Sends the answer and ends the call; called once.
-  void Send(Answer answer) {
+  void Send(const Answer& answer) {
     if (!answer.status.ok()) {
       Finish(answer.status);
       return;
@@ -254,7 +254,7 @@ void PodResourcesSockets::State::TimerLoop() {
     }
     if (!due.empty()) {
       lock.unlock();
-      for (Held& h : due) h.reactor->Send(std::move(h.answer));
+      for (Held& h : due) h.reactor->Send(h.answer);
       lock.lock();
       continue;
     }
