@@ -4,6 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "kubestat/metrics_api/query.h"
+
 namespace kubestat::aggregator {
 
 std::vector<metrics_api::Statistics> ToApiStatistics(const std::vector<WindowStats>& windows) {
@@ -56,6 +58,7 @@ std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
   for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
     snapshot->pods_by_node[pod->node_name].push_back(pod);
   }
+  snapshot->newest_usage = metrics_api::NewestUsage(snapshot->nodes);
   return snapshot;
 }
 

@@ -269,6 +269,11 @@ RestResponse GzipJsonResponse(std::string body) {
 
 }  // namespace
 
+Timestamp FreshSince(Timestamp newest_usage, Timestamp now, Duration max_age) {
+  const Timestamp reference = std::clamp(newest_usage, now - max_age, now);
+  return reference - max_age;
+}
+
 void CompressResponse(const ResponseCompression& compression, bool accepts_gzip,
                       RestResponse* response) {
   if (!compression.enabled || !accepts_gzip || !response->content_encoding.empty() ||
@@ -504,7 +509,9 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
     return response;
   }
   const RenderContext ctx{api, clock_.Now(), indent};
-  if (metrics_max_age_ > Duration::zero()) query->fresh_since = ctx.now - metrics_max_age_;
+  if (metrics_max_age_ > Duration::zero() && metrics_api::IsMetricsK8sIo(api)) {
+    query->fresh_since = FreshSince(source_.Snapshot()->newest_usage, ctx.now, metrics_max_age_);
+  }
   // A whole metrics/v1alpha1 list depends on the snapshot alone, so its gzip form is kept.
   const bool whole_list_gzip = api == GroupVersion::kV1alpha1 && indent == 0 &&
                                metrics->collection && query->SelectsAll() && request.accepts_gzip &&

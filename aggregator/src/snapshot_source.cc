@@ -4,6 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "kubestat/metrics_api/query.h"
+
 namespace kubestat::aggregator {
 namespace {
 
@@ -222,6 +224,7 @@ void SnapshotSource::PublishParts(bool complete) {
     }
   }
   EndRead(read);
+  snapshot->newest_usage = metrics_api::NewestUsage(snapshot->nodes);
   ++stats_.publishes;
   removals_unpublished_ = false;
   replaced = std::move(current_);

@@ -222,4 +222,13 @@ bool Fresh(GroupVersion gv, const PodMetrics& pod, Timestamp fresh_since) {
          internal::PodUsageTimestamp(pod) >= fresh_since;
 }
 
+Timestamp NewestUsage(std::span<const std::shared_ptr<const NodeMetrics>> nodes) {
+  Timestamp newest = kZeroTime;
+  for (const std::shared_ptr<const NodeMetrics>& node : nodes) {
+    if (node->machine.HasUsage())
+      newest = std::max(newest, internal::UsageTimestamp(node->machine));
+  }
+  return newest;
+}
+
 }  // namespace kubestat::metrics_api

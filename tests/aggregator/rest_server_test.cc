@@ -738,20 +738,24 @@ namespace kubestat::aggregator {
 namespace {
 
 // metrics.k8s.io leaves out what the last scrapes did not refresh, as metrics-server does;
-// metrics/v1alpha1 keeps every object (its windows say how old they are).
-TEST(RestHandlerFreshnessTest, MetricsK8sIoLeavesOutObjectsOlderThanTheMaxAge) {
-  kubestat::testing::StandardCluster cluster = kubestat::testing::MakeStandardCluster();
-  const Timestamp fresh = EndTime() + seconds(25);
-  for (metrics_api::Statistics* w :
-       {&cluster.nodes[0].machine.cpu[0], &cluster.nodes[0].machine.memory[0]}) {
-    w->endtime = fresh;
-  }
-  for (metrics_api::ContainerMetrics& c : cluster.pods[2].containers)
-    c.windows.cpu[0].endtime = fresh;
+// metrics/v1alpha1 keeps every object (its windows say how old they are). Ages count from the
+// newest sample any node gave, so a late publication hides nothing.
+TEST(RestHandlerFreshnessTest, MetricsK8sIoLeavesOutObjectsOlderThanTheMaxAgeBehindTheNewest) {
   FakeMetricsSource source;
-  source.Set(std::move(cluster.nodes), std::move(cluster.pods));
-  FakeClock clock(EndTime() + seconds(30));
-  const RestHandler handler(source, clock, LivenessCheck{}, ResponseCompression{}, seconds(30));
+  // node-1 and web-1 were last scraped at `newest`, everything else at EndTime().
+  const auto scraped = [&](Timestamp newest) {
+    kubestat::testing::StandardCluster cluster = kubestat::testing::MakeStandardCluster();
+    for (metrics_api::Statistics* w :
+         {&cluster.nodes[0].machine.cpu[0], &cluster.nodes[0].machine.memory[0]}) {
+      w->endtime = newest;
+    }
+    for (metrics_api::ContainerMetrics& c : cluster.pods[2].containers)
+      c.windows.cpu[0].endtime = newest;
+    source.Set(std::move(cluster.nodes), std::move(cluster.pods));
+  };
+  scraped(EndTime() + seconds(20));
+  FakeClock clock(EndTime() + seconds(20));
+  const RestHandler handler(source, clock, LivenessCheck{}, ResponseCompression{}, seconds(20));
   const auto get = [&](std::string_view path) {
     return handler.Handle(RestRequest{"GET", path, ""});
   };
@@ -761,21 +765,27 @@ TEST(RestHandlerFreshnessTest, MetricsK8sIoLeavesOutObjectsOlderThanTheMaxAge) {
       ++n;
     return n;
   };
-  // Exactly the max age: every servable object is there (node-3 has no memory: never).
+  // Exactly the max age behind node-1: every servable object is there (node-3 has no memory:
+  // never).
   EXPECT_EQ(count(get("/apis/metrics.k8s.io/v1beta1/nodes").body, "\"usage\""), 2);
   EXPECT_EQ(count(get("/apis/metrics.k8s.io/v1/pods").body, "\"containers\""), 4);
 
+  // node-1 moves on a second: the others are now older than the max age behind it.
+  scraped(EndTime() + seconds(21));
   clock.Advance(seconds(1));
-  const std::string nodes = get("/apis/metrics.k8s.io/v1beta1/nodes").body;
-  EXPECT_EQ(count(nodes, "\"usage\""), 1) << nodes;
-  EXPECT_THAT(nodes, HasSubstr("\"name\":\"node-1\""));
-  EXPECT_EQ(get("/apis/metrics.k8s.io/v1beta1/nodes/node-1").code, 200);
-  EXPECT_EQ(get("/apis/metrics.k8s.io/v1beta1/nodes/node-2").code, 404);
-  const std::string pods = get("/apis/metrics.k8s.io/v1/pods").body;
-  EXPECT_EQ(count(pods, "\"containers\""), 1) << pods;
-  EXPECT_THAT(pods, HasSubstr("\"name\":\"web-1\""));
-  EXPECT_EQ(get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/web-1").code, 200);
-  EXPECT_EQ(get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/db-0").code, 404);
+  const auto only_the_newest_are_served = [&] {
+    const std::string nodes = get("/apis/metrics.k8s.io/v1beta1/nodes").body;
+    EXPECT_EQ(count(nodes, "\"usage\""), 1) << nodes;
+    EXPECT_THAT(nodes, HasSubstr("\"name\":\"node-1\""));
+    EXPECT_EQ(get("/apis/metrics.k8s.io/v1beta1/nodes/node-1").code, 200);
+    EXPECT_EQ(get("/apis/metrics.k8s.io/v1beta1/nodes/node-2").code, 404);
+    const std::string pods = get("/apis/metrics.k8s.io/v1/pods").body;
+    EXPECT_EQ(count(pods, "\"containers\""), 1) << pods;
+    EXPECT_THAT(pods, HasSubstr("\"name\":\"web-1\""));
+    EXPECT_EQ(get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/web-1").code, 200);
+    EXPECT_EQ(get("/apis/metrics.k8s.io/v1/namespaces/shop/pods/db-0").code, 404);
+  };
+  only_the_newest_are_served();
   // The protobuf form selects alike.
   RestRequest protobuf{"GET", "/apis/metrics.k8s.io/v1beta1/nodes", ""};
   protobuf.accept = "application/vnd.kubernetes.protobuf";
@@ -786,6 +796,38 @@ TEST(RestHandlerFreshnessTest, MetricsK8sIoLeavesOutObjectsOlderThanTheMaxAge) {
   // metrics/v1alpha1 keeps them all.
   EXPECT_EQ(count(get("/apis/metrics/v1alpha1/nodes").body, "\"machine\""), 3);
   EXPECT_EQ(get("/apis/metrics/v1alpha1/nodes/node-2").code, 200);
+
+  // Nothing newer for another 40 s (node-1 is then 40 s old, twice the max age): the
+  // objects are as old as each other as before, so the same ones are served.
+  clock.Advance(seconds(40));
+  only_the_newest_are_served();
+  // One second more and no node has been scraped for over twice the max age: nothing is
+  // served.
+  clock.Advance(seconds(1));
+  EXPECT_EQ(count(get("/apis/metrics.k8s.io/v1beta1/nodes").body, "\"usage\""), 0);
+  EXPECT_EQ(get("/apis/metrics.k8s.io/v1beta1/nodes/node-1").code, 404);
+  EXPECT_EQ(count(get("/apis/metrics.k8s.io/v1/pods").body, "\"containers\""), 0);
+}
+
+// A kubelet whose clock runs ahead does not hide the others: the newest sample counts at most
+// up to now.
+TEST(RestHandlerFreshnessTest, ASampleFromTheFutureCountsAsNow) {
+  kubestat::testing::StandardCluster cluster = kubestat::testing::MakeStandardCluster();
+  for (metrics_api::Statistics* w :
+       {&cluster.nodes[0].machine.cpu[0], &cluster.nodes[0].machine.memory[0]}) {
+    w->endtime = EndTime() + std::chrono::minutes(5);
+  }
+  FakeMetricsSource source;
+  source.Set(std::move(cluster.nodes), std::move(cluster.pods));
+  FakeClock clock(EndTime() + seconds(20));
+  const RestHandler handler(source, clock, LivenessCheck{}, ResponseCompression{}, seconds(20));
+  EXPECT_EQ(handler.Handle(RestRequest{"GET", "/apis/metrics.k8s.io/v1/nodes/node-2", ""}).code,
+            200);
+  EXPECT_EQ(FreshSince(EndTime() + std::chrono::minutes(5), EndTime() + seconds(20), seconds(20)),
+            EndTime());
+  EXPECT_EQ(FreshSince(kZeroTime, EndTime() + seconds(40), seconds(20)), EndTime());
+  EXPECT_EQ(FreshSince(EndTime() + seconds(30), EndTime() + seconds(40), seconds(20)),
+            EndTime() + seconds(10));
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kubestat/aggregator/window_types.h"
+#include "kubestat/core/time.h"
 #include "kubestat/metrics_api/objects.h"
 
 namespace kubestat::aggregator {
@@ -47,6 +48,10 @@ struct MetricsSnapshot {
   std::vector<std::shared_ptr<const PodView>> pods;    // sorted by (namespace, name)
   // The pods of each node (PodView::node_name), in (namespace, name) order.
   std::unordered_map<std::string, std::vector<std::shared_ptr<const PodView>>> pods_by_node;
+  // The newest usage timestamp of its nodes (metrics_api::NewestUsage; kZeroTime when none
+  // has usage): how far the scrapes it shows had got. Ages are counted from it, so objects
+  // are not taken for stale while a publication is late.
+  Timestamp newest_usage = kZeroTime;
 
   // The index range [first, last) of `pods` in `namespace_name` (all pods when empty).
   std::pair<size_t, size_t> NamespaceRange(std::string_view namespace_name) const;

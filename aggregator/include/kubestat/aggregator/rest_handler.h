@@ -130,11 +130,20 @@ struct ResponseCompression {
 void CompressResponse(const ResponseCompression& compression, bool accepts_gzip,
                       RestResponse* response);
 
+// The oldest usage timestamp metrics.k8s.io serves with `max_age`: max_age before the newest
+// usage the snapshot shows (`newest_usage`), so a node whose scrapes fail, and a pod its node
+// no longer reports, leave within max_age of the other nodes' newer samples, while a late
+// publication, which ages every object alike, hides none. The reference is kept within
+// [now - max_age, now]: a kubelet whose clock runs ahead cannot hide the others, and when no
+// node is scraped at all, everything leaves within twice max_age.
+Timestamp FreshSince(Timestamp newest_usage, Timestamp now, Duration max_age);
+
 class RestHandler {
  public:
   // metrics.k8s.io leaves out (lists) and answers NotFound for (gets) the objects whose
-  // newest sample is more than `metrics_max_age` old, as metrics-server drops what its last
-  // scrapes did not refresh; metrics/v1alpha1 serves them. Zero: nothing is left out.
+  // newest sample is more than `metrics_max_age` older than the newest sample of any node
+  // (FreshSince), as metrics-server drops what its last scrapes did not refresh;
+  // metrics/v1alpha1 serves them. Zero: nothing is left out.
   RestHandler(const MetricsSource& source, const Clock& clock, LivenessCheck liveness,
               ResponseCompression compression = {}, Duration metrics_max_age = Duration::zero());
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,6 +128,9 @@ bool Servable(GroupVersion gv, const PodMetrics& pod);
 // metrics.k8s.io, its timestamp is not before `fresh_since`.
 bool Fresh(GroupVersion gv, const NodeMetrics& node, Timestamp fresh_since);
 bool Fresh(GroupVersion gv, const PodMetrics& pod, Timestamp fresh_since);
+// The newest usage timestamp of the servable nodes (kZeroTime when there is none): how far
+// the scrapes a set of objects came from had got.
+Timestamp NewestUsage(std::span<const std::shared_ptr<const NodeMetrics>> nodes);
 
 // One page of a list: indexes into the listed objects, ascending, and the continue token
 // when more may follow ("" at the end).
