@@ -270,6 +270,21 @@ TEST_F(SnapshotSourceTest, ANodeReadAfterItsScrapeShowsAtTheNextPublishAlone) {
   EXPECT_EQ(stats.pods, 6u);
 }
 
+// Ages on metrics.k8s.io count from the newest sample a snapshot shows, kept with it.
+TEST_F(SnapshotSourceTest, ASnapshotKeepsTheNewestUsageOfItsNodes) {
+  EXPECT_EQ(snapshot_.Snapshot()->newest_usage, kZeroTime);
+  snapshot_.Refresh();
+  EXPECT_EQ(snapshot_.Snapshot()->newest_usage, BaseTime());
+  live_.PutNode(MakeNode("node-b", {{"zone", "b"}}, BaseTime() + std::chrono::seconds(10), 2000));
+  snapshot_.RefreshNode("node-b");
+  snapshot_.Publish();
+  EXPECT_EQ(snapshot_.Snapshot()->newest_usage, BaseTime() + std::chrono::seconds(10));
+  // The node that had it is deleted: the newest is the other one's again.
+  snapshot_.RemoveNode("node-b");
+  snapshot_.Publish();
+  EXPECT_EQ(snapshot_.Snapshot()->newest_usage, BaseTime());
+}
+
 TEST_F(SnapshotSourceTest, ANodeTheLiveSourceNoLongerKnowsLeavesWithItsPods) {
   snapshot_.Refresh();
   live_.RemoveNode("node-b");
