@@ -141,7 +141,10 @@ absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view n
   const Duration width = ingestor_.engine_options().rollup_width;
   const Timestamp current = now - Duration(now.time_since_epoch().count() % width.count());
   const Timestamp cut = current - width;
-  for (const auto& [node, series] : by_node) {
+  for (const auto& entry : by_node) {
+    // Named, not a structured binding: clang 14 cannot capture those in a lambda.
+    const storage::NodeId node = entry.first;
+    const auto& series = entry.second;
     absl::Status s =
         store_.ReadHistory(node, now - options_.history, cut - Duration(1),
                            [&](storage::SeriesId id, Timestamp start, std::string_view bytes) {
