@@ -46,6 +46,7 @@
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/series_registry.h"
 #include "kubestat/storage/store.h"
+#include "process_figures.h"
 
 namespace {
 
@@ -57,24 +58,9 @@ using kubestat::aggregator::testing::SyntheticCluster;
 
 const Timestamp kT0 = Timestamp(std::chrono::hours(24 * 20000));
 
-double CpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-double WallSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-long RssKiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return 0;
-}
+using kubestat::bench::CpuSeconds;
+using kubestat::bench::RssKiB;
+using kubestat::bench::WallSeconds;
 
 struct TempDir {
   TempDir() {

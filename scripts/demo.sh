@@ -21,7 +21,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${KUBESTAT_BUILD_DIR:-$root/build}"
 nodes=50
 pods=30
-faults="node-0003=timeout,node-0007=http500"
+faults="-"  # default: node-0003 times out, node-0007 answers 500 (those of them that exist)
 resolution=10s
 timeout=5s
 port=8443
@@ -67,6 +67,11 @@ cmake --build "$build" -j"$(nproc)" --target kubestat-sim kubestat-aggregator ku
   kubestat-bridge kubestat-node-agent
 node_agents=${node_agents:-$nodes}
 ((node_agents <= nodes)) || node_agents=$nodes
+if [[ "$faults" == "-" ]]; then
+  faults=""
+  ((nodes > 3)) && faults="node-0003=timeout"
+  ((nodes > 7)) && faults="$faults,node-0007=http500"
+fi
 if [[ "$podresources_faults" == "-" ]]; then
   podresources_faults=$(printf 'node-%04d=no-allocatable' $((nodes > 5 ? 5 : nodes - 1)))
 fi
@@ -293,6 +298,7 @@ echo "  $kc top node"
 echo "  $kc top pod -A"
 echo "  $kc top pod -n $ns -l app=$app"
 echo "  $kc get --raw /apis/metrics.k8s.io/v1beta1/nodes"
+echo "  $kc get --raw '/apis/metrics/v1alpha1/namespaces/shop/recommendations?pretty=true'   # requests and limits the LimitRange admits"
 echo "  kubectl --kubeconfig=$work/kubeconfigs/viewer.kubeconfig top pod -n shop   # allowed"
 echo "  kubectl --kubeconfig=$work/kubeconfigs/viewer.kubeconfig top node         # Forbidden"
 echo "  curl $ca -H \"$bearer\" 'https://127.0.0.1:$port/apis/metrics/v1alpha1/namespaces/$ns/pods?pretty=true'"

@@ -54,6 +54,8 @@ struct Aggregator::Parts {
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<StoreSelfMetrics> store_metrics;
   std::unique_ptr<DiscoveryLabels> labels;
+  std::unique_ptr<DiscoveryWorkloads> workloads;
+  std::unique_ptr<Recommender> recommender;
   // With --node-agent-port: the agents' answers, the client that reads them.
   std::unique_ptr<NodeResourcesStore> node_resources;
   std::unique_ptr<scrapers::KubeletClient> agent_client;
@@ -222,6 +224,9 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   p->registry = std::make_shared<prometheus::Registry>();
   p->store_metrics = std::make_unique<StoreSelfMetrics>(*p->registry);
   p->labels = std::make_unique<DiscoveryLabels>(p->discovery.get());
+  p->workloads = std::make_unique<DiscoveryWorkloads>(p->discovery.get());
+  p->recommender = std::make_unique<Recommender>(options.RecommendationOptions(), *p->ingestor,
+                                                 *p->store, *p->workloads, clock);
   // Queries read a snapshot of the live state, published after every round and, paced, while
   // a round scrapes.
   p->live_state = std::make_unique<AggregatorState>(p->ingestor.get(), p->labels.get(),
@@ -272,6 +277,7 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
       options.RestOptions(), *p->snapshot, *p->registry, clock, std::move(liveness),
       AccessControl{p->access->authenticator(), p->access->authorizer()});
   p->health->AddChecks(p->rest->health());
+  p->rest->SetRecommender(p->recommender.get());
   if (absl::Status s = p->rest->Start(); !s.ok()) {
     return absl::UnavailableError("--listen-address/--secure-port/--port: " +
                                   std::string(s.message()));

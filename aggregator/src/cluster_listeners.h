@@ -10,10 +10,13 @@
 
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/node_agent.h"
+#include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/log.h"
 #include "kubestat/scrapers/discovery.h"
@@ -36,6 +39,30 @@ class DiscoveryLabels final : public LabelProvider {
     if (!pod) return std::nullopt;
     return PodLabels{Labels(pod->labels.begin(), pod->labels.end()), pod->node_name,
                      std::move(pod->containers)};
+  }
+
+ private:
+  const scrapers::Discovery* discovery_;
+};
+
+// Pods and LimitRanges for the recommendations, from discovery.
+class DiscoveryWorkloads final : public WorkloadSource {
+ public:
+  explicit DiscoveryWorkloads(const scrapers::Discovery* discovery) : discovery_(discovery) {}
+  std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const override {
+    std::vector<scrapers::PodInfo> pods = discovery_->Pods();
+    if (!namespace_name.empty()) {
+      std::erase_if(pods,
+                    [&](const scrapers::PodInfo& p) { return p.namespace_name != namespace_name; });
+    }
+    return pods;
+  }
+  std::vector<limits::LimitRange> LimitRanges(std::string_view namespace_name) const override {
+    std::vector<limits::LimitRange> out;
+    for (scrapers::LimitRangeInfo& lr : discovery_->LimitRanges(namespace_name)) {
+      out.push_back(std::move(lr.limit_range));
+    }
+    return out;
   }
 
  private:

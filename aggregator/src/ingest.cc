@@ -16,6 +16,7 @@
 #include "ingest_sample_cache.h"
 #include "kubestat/aggregator/series_registry.h"
 #include "kubestat/core/time.h"
+#include "kubestat/windows/usage_histogram.h"
 
 namespace kubestat::aggregator {
 
@@ -25,6 +26,7 @@ using scrapers::CpuSample;
 using scrapers::NodeScrape;
 using storage::NodeId;
 using storage::SeriesId;
+using windows::UsageHistogram;
 
 namespace {
 
@@ -106,6 +108,16 @@ std::optional<Timestamp> ScrapeTime(const NodeScrape& scrape) {
     for (const ContainerScrape& c : pod.containers) consider(c);
   }
   return newest;
+}
+
+// The usage histogram of a container series' closed bucket: the right-sizing history,
+// kept longer than the rollups (storage/store.h, 'H').
+void PutUsageHistory(const SeriesKey& key, NodeId node, SeriesId id, Timestamp bucket_start,
+                     std::span<const Sample> samples, storage::ScrapeBatch* batch) {
+  if (key.kind != ObjectKind::kContainer || samples.empty()) return;
+  UsageHistogram histogram;
+  for (const Sample& s : samples) histogram.Add(s.value);
+  batch->PutHistory(node, id, bucket_start, histogram.Serialize());
 }
 
 // A rollup read by Rebuild(): where its bytes are in RebuildScratch::rollup_bytes.
@@ -354,6 +366,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
                 shard.engine->BuildRollup(previous_bucket, bucket);
             if (rollup.ok()) {
               batch.PutRollup(node.id, id, previous_bucket, SerializeRollup(*rollup));
+              PutUsageHistory(key, node.id, id, previous_bucket, bucket, &batch);
               ++rollups;
             }
           }
@@ -737,6 +750,22 @@ std::optional<PodSnapshot> Ingestor::QueryPod(std::string_view namespace_name,
   return std::nullopt;
 }
 
+std::vector<StoredSeries> Ingestor::ContainerSeries(std::string_view namespace_name) const {
+  std::vector<StoredSeries> out;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    for (const auto& entry : shard->nodes) {
+      const NodeState& node = entry.second;
+      for (const auto& [key, state] : node.series) {
+        if (key.kind != ObjectKind::kContainer) continue;
+        if (!namespace_name.empty() && key.pod_namespace != namespace_name) continue;
+        out.push_back({key, node.id, state.id});
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<NodeSnapshot> Ingestor::QueryNodes() const {
   std::vector<NodeSnapshot> nodes;
   for (const auto& shard : shards_) {
@@ -909,7 +938,10 @@ absl::Status NodeHistoryWriter::Append(Timestamp time,
     } else if (open.start < bucket_start) {
       // This sample closes the bucket of the series' previous sample, as in IngestAt.
       absl::StatusOr<BucketRollup> rollup = engine_->BuildRollup(open.start, open.samples);
-      if (rollup.ok()) batch->PutRollup(node_id_, open.id, open.start, SerializeRollup(*rollup));
+      if (rollup.ok()) {
+        batch->PutRollup(node_id_, open.id, open.start, SerializeRollup(*rollup));
+        PutUsageHistory(keys_[i], node_id_, open.id, open.start, open.samples, batch);
+      }
       open.samples.clear();
       open.start = bucket_start;
     }

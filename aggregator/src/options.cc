@@ -97,6 +97,16 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
   flags.AddDuration("retention", &retention,
                     "how long samples and rollups are kept: a day plus a margin (at least the "
                     "longest window)");
+  flags.AddDuration("recommendation-history", &recommendation_history,
+                    "how far back recommendations read usage; each container's hourly usage "
+                    "histograms are kept on disk as long");
+  flags.AddDouble("recommend-cpu-percentile", &recommend.cpu_percentile,
+                  "percentile of a container's cpu usage over the history that its recommended "
+                  "cpu request covers, in (0, 100]");
+  flags.AddDouble("recommend-cpu-margin", &recommend.cpu_margin,
+                  "fraction added to the cpu statistics (request percentile, limit max)");
+  flags.AddDouble("recommend-memory-margin", &recommend.memory_margin,
+                  "fraction added to the memory peak (memory request and limit)");
   flags.AddBool("storage-fsync", &storage_fsync,
                 "fsync every write batch (survives power loss); without it the write-ahead log "
                 "still survives a killed process");
@@ -208,6 +218,7 @@ absl::Status AggregatorOptions::Validate() const {
         absl::StrCat("--retention: must be at least the longest window (",
                      FormatDuration(ingest.engine.windows.back()), ")"));
   }
+  if (absl::Status s = RecommendationOptions().Validate(); !s.ok()) return s;
   return Prefixed("--storage-dir/--retention", StorageOptions().Validate());
 }
 
@@ -271,11 +282,19 @@ storage::StoreOptions AggregatorOptions::StorageOptions() const {
   storage::StoreOptions options;
   options.dir = storage_dir;
   options.retention = retention;
+  options.history_retention = recommendation_history;
   options.sync = storage_fsync;
   if (absl::StatusOr<Quantity> q = Quantity::Parse(storage_min_free); q.ok() && q->Value().ok()) {
     options.min_free_bytes = static_cast<uint64_t>(std::max<int64_t>(0, *q->Value()));
   }
   options.block_cache_bytes = static_cast<size_t>(storage_cache_mib) << 20;
+  return options;
+}
+
+RecommenderOptions AggregatorOptions::RecommendationOptions() const {
+  RecommenderOptions options;
+  options.recommend = recommend;
+  options.history = recommendation_history;
   return options;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/gzip.h"
 #include "kubestat/core/log.h"
@@ -401,6 +402,76 @@ RestResponse RestHandler::Handle(const RestRequest& request) const {
   return response;
 }
 
+std::optional<RestResponse> RestHandler::HandleRecommendations(
+    const RestRequest& request, std::vector<std::string>& rest) const {
+  std::string namespace_name;
+  std::string name;
+  std::string_view route;
+  if (rest.size() == 1 && rest[0] == "recommendations") {
+    route = "/apis/metrics/v1alpha1/recommendations";
+  } else if ((rest.size() == 3 || rest.size() == 4) && rest[0] == "namespaces" &&
+             !rest[1].empty() && rest[2] == "recommendations") {
+    namespace_name = rest[1];
+    route = "/apis/metrics/v1alpha1/namespaces/{namespace}/recommendations";
+    if (rest.size() == 4) {
+      if (rest[3].empty()) return std::nullopt;
+      name = rest[3];
+      route = "/apis/metrics/v1alpha1/namespaces/{namespace}/recommendations/{name}";
+    }
+  } else {
+    return std::nullopt;
+  }
+  const QueryParams params = ParseQueryString(request.query);
+  const int indent = PrettyRequested(params) ? 2 : 0;
+  const auto answer = [&](RestResponse response) {
+    response.route = route;
+    return response;
+  };
+  const auto error = [&](const ApiError& e) { return answer(ErrorResponse(e, indent)); };
+  if (request.method != "GET") {
+    return error(ApiError::MethodNotAllowed(kGroupMetrics, "recommendations",
+                                            VerbOf(request.method, name.empty())));
+  }
+  if (!source_.Ready()) {
+    return error(ApiError::ServiceUnavailable(
+        "recommendations are not available yet: the aggregator is starting (store rebuild or "
+        "discovery sync in progress)"));
+  }
+  RecommendationFilter filter;
+  for (const auto& [key, value] : params) {
+    if (key == "labelSelector") {
+      absl::StatusOr<LabelSelector> selector = LabelSelector::Parse(value);
+      if (!selector.ok()) {
+        return error(ApiError::BadRequest(std::string(selector.status().message())));
+      }
+      filter.pods = *std::move(selector);
+    } else if (key == "minConfidence") {
+      double parsed = 0;
+      if (!absl::SimpleAtod(value, &parsed) || !(parsed >= 0 && parsed <= 1)) {
+        return error(ApiError::BadRequest(
+            absl::StrCat("minConfidence: \"", value, "\" is not a number in [0, 1]")));
+      }
+      filter.min_confidence = parsed;
+    }
+  }
+  const auto not_found = [&](const absl::Status& s) {
+    if (absl::IsNotFound(s)) {
+      return error(name.empty() ? ApiError::NotFound("", "namespaces", namespace_name)
+                                : ApiError::NotFound(kGroupMetrics, "recommendations", name));
+    }
+    return error(ApiError::InternalError(std::string(s.message())));
+  };
+  if (!name.empty()) {
+    absl::StatusOr<limits::Recommendation> one = recommender_->Get(namespace_name, name);
+    if (!one.ok()) return not_found(one.status());
+    return answer(JsonResponse(limits::RenderRecommendation(*one, indent)));
+  }
+  absl::StatusOr<std::vector<limits::Recommendation>> list =
+      recommender_->List(namespace_name, filter);
+  if (!list.ok()) return not_found(list.status());
+  return answer(JsonResponse(limits::RenderRecommendationList(*list, indent)));
+}
+
 RestResponse RestHandler::Dispatch(const RestRequest& request,
                                    std::string_view* matched_route) const {
   std::vector<std::string> segments = SplitPath(request.path);
@@ -466,12 +537,20 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   api = *version;
   const ApiRoutes& routes = RoutesOf(api);
   if (segments.size() == 3) {
-    return document(routes.resource_list,
-                    [api](int indent) { return RenderApiResourceList(api, indent); });
+    const bool recommendations = api == GroupVersion::kV1alpha1 && recommender_ != nullptr;
+    return document(routes.resource_list, [api, recommendations](int indent) {
+      return RenderApiResourceList(api, indent, metrics_api::kReadVerbs, recommendations);
+    });
   }
 
   std::vector<std::string> rest(std::make_move_iterator(segments.begin() + 3),
                                 std::make_move_iterator(segments.end()));
+  if (api == GroupVersion::kV1alpha1 && recommender_ != nullptr) {
+    if (std::optional<RestResponse> answer = HandleRecommendations(request, rest)) {
+      *matched_route = answer->route;
+      return *std::move(answer);
+    }
+  }
   std::optional<MetricsRequest> metrics = RouteMetrics(api, rest);
   if (!metrics) return NotFoundPath();
   *matched_route = metrics->route;

@@ -92,6 +92,7 @@ class RestServer::Impl {
 
   RestHandler::Prepared Prepare() { return handler_.Prepare(); }
   http::HealthChecks& health() { return handler_.health(); }
+  void SetRecommender(const Recommender* recommender) { handler_.SetRecommender(recommender); }
   const http::Server* secure() const { return secure_.get(); }
   const http::Server* insecure() const { return insecure_.get(); }
 
@@ -135,6 +136,9 @@ absl::Status RestServer::Start() { return impl_->Start(); }
 void RestServer::Stop() { impl_->Stop(); }
 RestHandler::Prepared RestServer::Prepare() { return impl_->Prepare(); }
 http::HealthChecks& RestServer::health() { return impl_->health(); }
+void RestServer::SetRecommender(const Recommender* recommender) {
+  impl_->SetRecommender(recommender);
+}
 int RestServer::port() const { return impl_->secure() ? impl_->secure()->port() : 0; }
 std::string RestServer::BaseUrl() const {
   return impl_->secure() ? impl_->secure()->BaseUrl() : "";

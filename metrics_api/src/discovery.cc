@@ -31,13 +31,13 @@ void WriteGroup(JsonWriter& w, GroupVersion gv, bool with_type) {
   w.EndObject();
 }
 
-void WriteResource(JsonWriter& w, Resource resource, bool namespaced,
+void WriteResource(JsonWriter& w, std::string_view name, std::string_view kind, bool namespaced,
                    std::span<const std::string_view> verbs) {
   w.BeginObject();
-  w.Key("name").String(ResourceName(resource));
+  w.Key("name").String(name);
   w.Key("singularName").String("");
   w.Key("namespaced").Bool(namespaced);
-  w.Key("kind").String(KindName(resource));
+  w.Key("kind").String(kind);
   w.Key("verbs").BeginArray();
   for (std::string_view verb : verbs) w.String(verb);
   w.EndArray();
@@ -47,15 +47,20 @@ void WriteResource(JsonWriter& w, Resource resource, bool namespaced,
 }  // namespace
 
 std::string RenderApiResourceList(GroupVersion gv, int indent,
-                                  std::span<const std::string_view> verbs) {
+                                  std::span<const std::string_view> verbs, bool recommendations) {
   JsonWriter w(indent);
   w.BeginObject();
   w.Key("kind").String("APIResourceList");
   w.Key("apiVersion").String("v1");
   w.Key("groupVersion").String(ApiVersion(gv));
   w.Key("resources").BeginArray();
-  WriteResource(w, Resource::kNodes, /*namespaced=*/false, verbs);
-  WriteResource(w, Resource::kPods, /*namespaced=*/true, verbs);
+  WriteResource(w, ResourceName(Resource::kNodes), KindName(Resource::kNodes),
+                /*namespaced=*/false, verbs);
+  WriteResource(w, ResourceName(Resource::kPods), KindName(Resource::kPods), /*namespaced=*/true,
+                verbs);
+  if (recommendations) {
+    WriteResource(w, "recommendations", "Recommendation", /*namespaced=*/true, kReadVerbs);
+  }
   w.EndArray();
   w.EndObject();
   return w.Take();

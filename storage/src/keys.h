@@ -17,6 +17,7 @@ inline constexpr char kSeriesTag = 'D';
 inline constexpr char kRetiredTag = 'X';
 inline constexpr char kBlobTag = 'B';
 inline constexpr char kRollupTag = 'R';
+inline constexpr char kHistoryTag = 'H';
 inline constexpr char kMetaTag = 'M';
 
 inline constexpr int64_t kPartitionNanos = int64_t{3600} * 1000 * 1000 * 1000;
@@ -89,6 +90,19 @@ inline std::string RollupPrefix(int64_t hour, NodeId node) {
   std::string k(1, kRollupTag);
   PutI64(&k, hour);
   PutU32(&k, node);
+  return k;
+}
+// Rollups ('R') and usage histograms ('H') share one layout under their own tags.
+inline std::string BucketPrefix(char tag, int64_t hour, NodeId node) {
+  std::string k(1, tag);
+  PutI64(&k, hour);
+  PutU32(&k, node);
+  return k;
+}
+inline std::string BucketKey(char tag, NodeId node, int64_t bucket_start, SeriesId series) {
+  std::string k = BucketPrefix(tag, HourOf(bucket_start), node);
+  PutI64(&k, bucket_start);
+  PutU64(&k, series);
   return k;
 }
 inline std::string RollupKey(NodeId node, int64_t bucket_start, SeriesId series) {

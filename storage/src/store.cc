@@ -194,6 +194,10 @@ absl::Status StoreOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("retention: ", Describe(retention), " is below the minimum of 1h"));
   }
+  if (history_retention < std::chrono::hours(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "history_retention: ", Describe(history_retention), " is below the minimum of 1h"));
+  }
   if (block_cache_bytes < (size_t{1} << 20)) {
     return absl::InvalidArgumentError("block_cache_bytes: must be at least 1 MiB");
   }
@@ -239,6 +243,12 @@ void ScrapeBatch::PutScrape(NodeId node, Timestamp time, std::span<const SeriesV
 void ScrapeBatch::PutRollup(NodeId node, SeriesId series, Timestamp bucket_start,
                             std::string_view bytes) {
   batch_->Put(keys::RollupKey(node, keys::Nanos(bucket_start), series), ToSlice(bytes));
+}
+
+void ScrapeBatch::PutHistory(NodeId node, SeriesId series, Timestamp bucket_start,
+                             std::string_view bytes) {
+  batch_->Put(keys::BucketKey(keys::kHistoryTag, node, keys::Nanos(bucket_start), series),
+              ToSlice(bytes));
 }
 
 bool ScrapeBatch::empty() const { return batch_->Count() == 0; }
@@ -562,6 +572,16 @@ absl::StatusOr<std::vector<SeriesValue>> Store::GetScrape(NodeId node, Timestamp
 
 absl::Status Store::ReadRollups(NodeId node, Timestamp after, Timestamp through,
                                 const RollupVisitor& visit) const {
+  return ReadBuckets(keys::kRollupTag, node, after, through, visit);
+}
+
+absl::Status Store::ReadHistory(NodeId node, Timestamp after, Timestamp through,
+                                const RollupVisitor& visit) const {
+  return ReadBuckets(keys::kHistoryTag, node, after, through, visit);
+}
+
+absl::Status Store::ReadBuckets(char tag, NodeId node, Timestamp after, Timestamp through,
+                                const RollupVisitor& visit) const {
   const int64_t hi = keys::Nanos(through);
   if (keys::Nanos(after) >= hi) return absl::OkStatus();
   const int64_t lo = keys::Nanos(after) + 1;
@@ -570,15 +590,15 @@ absl::Status Store::ReadRollups(NodeId node, Timestamp after, Timestamp through,
   int64_t hour = keys::HourOf(lo);
   bool first = true;
   while (hour <= last_hour) {
-    std::string prefix = keys::RollupPrefix(hour, node);
+    std::string prefix = keys::BucketPrefix(tag, hour, node);
     std::string target = prefix;
     if (first) keys::PutI64(&target, lo);
     first = false;
     it->Seek(target);
-    if (!it->Valid() || it->key()[0] != keys::kRollupTag) break;
+    if (!it->Valid() || it->key()[0] != tag) break;
     if (it->key().size() != keys::kRollupKeySize) {
       counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-      return absl::DataLossError("store: malformed rollup key");
+      return absl::DataLossError(absl::StrCat("store: malformed ", std::string(1, tag), " key"));
     }
     const int64_t key_hour = keys::GetI64(ToView(it->key()).substr(1));
     if (key_hour > hour) {
@@ -595,7 +615,8 @@ absl::Status Store::ReadRollups(NodeId node, Timestamp after, Timestamp through,
   }
   if (!it->status().ok()) {
     counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return ReadError("reading rollups", it->status());
+    return ReadError(tag == keys::kRollupTag ? "reading rollups" : "reading usage history",
+                     it->status());
   }
   return absl::OkStatus();
 }
@@ -631,13 +652,20 @@ absl::Status Store::ApplyRetention(Timestamp now) {
     }
     if (!it->status().ok()) return fail("scanning retired series", it->status());
   }
-  for (char tag : {keys::kBlobTag, keys::kRollupTag}) {
-    forget.DeleteRange(std::string(1, tag), keys::PartitionStart(tag, cutoff_hour));
+  // Usage histograms have a retention of their own (the right-sizing history).
+  const int64_t history_cutoff_hour =
+      keys::HourOf(keys::Nanos(now) - options_.history_retention.count());
+  const auto cutoff_of = [&](char tag) {
+    return tag == keys::kHistoryTag ? history_cutoff_hour : cutoff_hour;
+  };
+  constexpr char kTags[] = {keys::kBlobTag, keys::kRollupTag, keys::kHistoryTag};
+  for (char tag : kTags) {
+    forget.DeleteRange(std::string(1, tag), keys::PartitionStart(tag, cutoff_of(tag)));
   }
   if (rocksdb::Status s = db_->Write(w, &forget); !s.ok()) return fail("deleting", s);
-  for (char tag : {keys::kBlobTag, keys::kRollupTag}) {
+  for (char tag : kTags) {
     const std::string begin(1, tag);
-    const std::string end = keys::PartitionStart(tag, cutoff_hour);
+    const std::string end = keys::PartitionStart(tag, cutoff_of(tag));
     const rocksdb::Slice b(begin), e(end);
     if (rocksdb::Status s =
             rocksdb::DeleteFilesInRange(db_.get(), db_->DefaultColumnFamily(), &b, &e);

@@ -222,6 +222,58 @@ TEST(StoreTest, RetentionForgetsRetiredSeriesOnlyOnceTheirDataIsGone) {
   EXPECT_EQ(store->Stats().series_forgotten, 1u);
 }
 
+std::vector<std::string> HistoryOf(const Store& store, NodeId node) {
+  std::vector<std::string> out;
+  absl::Status s = store.ReadHistory(node, Timestamp::min(), Timestamp::max(),
+                                     [&](SeriesId id, Timestamp start, std::string_view bytes) {
+                                       out.push_back(std::to_string(id) + "@" +
+                                                     std::to_string((start - kT0) / hours(1)) +
+                                                     "h:" + std::string(bytes));
+                                     });
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+// The usage histograms outlive the samples and rollups (26h), survive a restart, and go once
+// their hour is older than the history retention (8 days); the clock is the `now` given.
+TEST(StoreTest, UsageHistoryOutlivesSamplesUntilItsOwnRetention) {
+  testing::TempDir dir;
+  StoreOptions options;
+  options.dir = dir.File("db");
+  options.retention = hours(26);
+  options.history_retention = hours(24 * 8);
+  {
+    auto store = Store::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ScrapeBatch batch;
+    batch.AddNode(1, "n");
+    batch.AddSeries(5, 1, "k");
+    batch.PutScrape(1, kT0, std::vector<SeriesValue>{{5, 1}});
+    batch.PutRollup(1, 5, kT0, "rollup");
+    batch.PutHistory(1, 5, kT0, "h0");
+    batch.PutHistory(1, 5, kT0 + hours(1), "h1");
+    batch.PutHistory(2, 5, kT0, "other node");
+    ASSERT_TRUE((*store)->Write(batch).ok());
+    ASSERT_TRUE((*store)->ApplyRetention(kT0 + hours(30)).ok());
+    EXPECT_TRUE(ReadAll(**store, 1, Timestamp::min(), Timestamp::max()).empty());
+    size_t rollups = 0;
+    ASSERT_TRUE((*store)
+                    ->ReadRollups(1, Timestamp::min(), Timestamp::max(),
+                                  [&](SeriesId, Timestamp, std::string_view) { ++rollups; })
+                    .ok());
+    EXPECT_EQ(rollups, 0u);
+    EXPECT_THAT(HistoryOf(**store, 1), ElementsAre("5@0h:h0", "5@1h:h1"));
+  }
+  auto store = Store::Open(options);  // a restart: the history is on disk
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_THAT(HistoryOf(**store, 1), ElementsAre("5@0h:h0", "5@1h:h1"));
+  ASSERT_TRUE((*store)->ApplyRetention(kT0 + hours(24 * 8 + 1)).ok());
+  EXPECT_THAT(HistoryOf(**store, 1), ElementsAre("5@1h:h1"));
+  ASSERT_TRUE((*store)->ApplyRetention(kT0 + hours(24 * 8 + 2)).ok());
+  EXPECT_TRUE(HistoryOf(**store, 1).empty());
+  EXPECT_TRUE(HistoryOf(**store, 2).empty());
+}
+
 // Three simulated days of scrapes of 4 nodes every 30s, retention applied as hours pass:
 // the database stops growing after the first day.
 TEST(StoreTest, RetentionKeepsTheDiskFlatOverThreeDays) {

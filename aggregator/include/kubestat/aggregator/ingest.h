@@ -113,6 +113,13 @@ struct NodeObjectsSnapshot {
   std::vector<PodSnapshot> pods;  // by (namespace, name)
 };
 
+// A live container series and the store's names for it (to read its history).
+struct StoredSeries {
+  SeriesKey key;
+  storage::NodeId node = 0;
+  storage::SeriesId id = 0;
+};
+
 class Ingestor {
  public:
   // `store` must outlive the ingestor. `clock` measures the rebuild duration.
@@ -157,6 +164,9 @@ class Ingestor {
   // Every pod's snapshot (only those of `namespace_name` when it is non-empty), by
   // (namespace, name). A pod reported by two nodes at once appears once per node.
   std::vector<PodSnapshot> QueryPods(std::string_view namespace_name) const;
+  // Every live container series that has a stored sample (only those of `namespace_name`
+  // when it is non-empty), in key order per node.
+  std::vector<StoredSeries> ContainerSeries(std::string_view namespace_name) const;
   // Every series of every node, in key order per node, nodes by name (tests, dumps).
   std::vector<SeriesWindows> QueryAll() const;
 

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/rest_server.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/kube/serving_options.h"
@@ -102,6 +103,12 @@ struct AggregatorOptions {
   std::string storage_dir;
   // How long samples and rollups are kept; at least the longest window. Default: 26h
   Duration retention = std::chrono::hours(26);
+  // Right-sizing: how far back recommendations read usage; the store keeps each container's
+  // hourly usage histograms as long (--recommendation-history). Default: 192h (8 days)
+  Duration recommendation_history = std::chrono::hours(192);
+  // The statistics of the recommendations (--recommend-cpu-percentile, --recommend-cpu-margin,
+  // --recommend-memory-margin; see limits/recommend.h). Default: 95, 0.15, 0.15
+  limits::RecommendOptions recommend;
   // fsync every write batch. Default: false
   bool storage_fsync = false;
   // Store writes pause while the volume has less free space than this (a quantity: 256Mi,
@@ -156,6 +163,7 @@ struct AggregatorOptions {
   scrapers::SchedulerOptions SchedulingOptions() const;
   aggregator::IngestOptions IngestionOptions() const;
   storage::StoreOptions StorageOptions() const;
+  RecommenderOptions RecommendationOptions() const;
   RestServerOptions RestOptions() const;
 };
 

@@ -15,6 +15,15 @@
 //   /apis/{group}/{version}/pods                           PodMetricsList, all namespaces
 //   /apis/{group}/{version}/namespaces/{namespace}/pods        PodMetricsList of one namespace
 //   /apis/{group}/{version}/namespaces/{namespace}/pods/{pod}  PodMetrics
+//   /apis/metrics/v1alpha1/recommendations                         RecommendationList, every
+//                                       namespace (with a Recommender; see recommender.h)
+//   /apis/metrics/v1alpha1/namespaces/{namespace}/recommendations   RecommendationList of one
+//                                       namespace; 404 for a namespace without pods
+//   /apis/metrics/v1alpha1/namespaces/{namespace}/recommendations/{name}  Recommendation
+//       Lists take `pretty`, `labelSelector` (workloads with a pod whose labels match) and
+//       `minConfidence` (a number in [0, 1]: recommendations whose lowest confidence is at
+//       least that); a bad value is 400 BadRequest. Authorized as the resource
+//       `recommendations` of group `metrics` in the namespace (get, list).
 //   /healthz   200 "ok"
 //   /livez     the livez checks (http/health_checks.h: 200 "ok", or 500 listing them, with
 //              the reasons under ?verbose): ping, and scrape-rounds, failing when the last
@@ -71,6 +80,7 @@
 #include <vector>
 
 #include "kubestat/aggregator/metrics_source.h"
+#include "kubestat/aggregator/recommender.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/time.h"
 #include "kubestat/http/health_checks.h"
@@ -150,6 +160,10 @@ class RestHandler {
   // Never throws: an exception from the source or rendering becomes a 500 Status.
   RestResponse Handle(const RestRequest& request) const;
 
+  // Serves the recommendations from `recommender` (not owned; must outlive the handler);
+  // without one they are 404. Call before serving.
+  void SetRecommender(const Recommender* recommender) { recommender_ = recommender; }
+
   // The checks /livez and /readyz answer with; add more before serving.
   http::HealthChecks& health() { return health_; }
   const http::HealthChecks& health() const { return health_; }
@@ -169,6 +183,9 @@ class RestHandler {
   static constexpr Duration kPrepareIfAskedWithin = std::chrono::minutes(1);
 
  private:
+  // The recommendations routes (`rest` is the path after /apis/metrics/v1alpha1).
+  std::optional<RestResponse> HandleRecommendations(const RestRequest& request,
+                                                    std::vector<std::string>& rest) const;
   // Sets *matched_route as soon as the path matched a metric route (for errors thrown later).
   RestResponse Dispatch(const RestRequest& request, std::string_view* matched_route) const;
 
@@ -196,6 +213,7 @@ class RestHandler {
 
   const MetricsSource& source_;
   const Clock& clock_;
+  const Recommender* recommender_ = nullptr;
   LivenessCheck liveness_;
   ResponseCompression compression_;
   Duration metrics_max_age_;

@@ -94,6 +94,10 @@ class RestServer {
   // RestHandler::Prepare); call it after each publish. Any thread.
   RestHandler::Prepared Prepare();
 
+  // Serves metrics/v1alpha1 recommendations from `recommender` (RestHandler::SetRecommender);
+  // call before Start().
+  void SetRecommender(const Recommender* recommender);
+
   // The checks behind /livez and /readyz (RestHandler::health(), counted in the registry);
   // add the owner's checks before Start().
   http::HealthChecks& health();

@@ -18,9 +18,11 @@ inline constexpr std::string_view kReadVerbs[] = {"get", "list"};
 
 // APIResourceList of one group-version: nodes (NodeMetrics, cluster-scoped) and pods
 // (PodMetrics, namespaced), with `verbs` (get and list by default; a server that also takes
-// writes and watches names them).
+// writes and watches names them). With `recommendations` (the aggregator's metrics/v1alpha1)
+// also recommendations (Recommendation, namespaced, get and list).
 std::string RenderApiResourceList(GroupVersion gv, int indent,
-                                  std::span<const std::string_view> verbs = kReadVerbs);
+                                  std::span<const std::string_view> verbs = kReadVerbs,
+                                  bool recommendations = false);
 // APIGroup of the group of `gv` with its GroupVersions(), in that order, the first one
 // preferred (for metrics.k8s.io: v1 then v1beta1, v1 preferred, whichever of them `gv` is).
 std::string RenderApiGroup(GroupVersion gv, int indent);

@@ -10,6 +10,14 @@
 //   'X' series_id:u64                                      -> retirement time
 //   'B' hour:i64 node_id:u32 time:i64                      -> scrape blob
 //   'R' hour:i64 node_id:u32 bucket_start:i64 series_id:u64 -> rollup bytes
+//   'H' hour:i64 node_id:u32 bucket_start:i64 series_id:u64 -> usage histogram bytes
+//
+// The usage histograms ('H') are the right-sizing history: one compact histogram per
+// container series and rollup bucket (windows/usage_histogram.h, some tens of bytes), kept
+// for `history_retention` (a week and more) while samples and rollups are kept a day. They
+// are read on demand (ReadHistory), never held in memory, so a week of history costs disk,
+// not RAM. The histograms of a retired series outlive its dictionary entry (removed with
+// its samples): nothing reads them after that, and retention drops them with their hour.
 //
 // Samples are stored as one blob per node scrape (scrape_blob.h: every series value of that
 // scrape, id deltas and values as varints), not as one key per (series, time). The window
@@ -79,6 +87,9 @@ struct StoreOptions {
   // How long samples and rollups are kept: a day plus a margin. At least 1h.
   // Default: 26h
   Duration retention = std::chrono::hours(26);
+  // How long usage histograms ('H') are kept: the right-sizing history. At least 1h.
+  // Default: 8 days (192h)
+  Duration history_retention = std::chrono::hours(192);
   // fsync every batch (survives power loss) instead of relying on the WAL in the page
   // cache (survives a process crash). Default: false
   bool sync = false;
@@ -149,6 +160,8 @@ class ScrapeBatch {
   void PutScrape(NodeId node, Timestamp time, std::span<const SeriesValue> values);
   // The serialized rollup of one series' bucket starting at `bucket_start`.
   void PutRollup(NodeId node, SeriesId series, Timestamp bucket_start, std::string_view bytes);
+  // The serialized usage histogram of one series' bucket starting at `bucket_start`.
+  void PutHistory(NodeId node, SeriesId series, Timestamp bucket_start, std::string_view bytes);
 
   bool empty() const;
   size_t ByteSize() const;  // bytes of the underlying WriteBatch
@@ -207,8 +220,13 @@ class Store {
   // then series id.
   [[nodiscard]] absl::Status ReadRollups(NodeId node, Timestamp after, Timestamp through,
                                          const RollupVisitor& visit) const;
+  // Every usage histogram of `node`'s series with after < bucket_start <= through, in the
+  // same order; one seek per hour spanned.
+  [[nodiscard]] absl::Status ReadHistory(NodeId node, Timestamp after, Timestamp through,
+                                         const RollupVisitor& visit) const;
 
-  // Removes every blob and rollup whose hour ended at or before now - retention, and the
+  // Removes every blob and rollup whose hour ended at or before now - retention, every usage
+  // histogram whose hour ended at or before now - history_retention, and the
   // dictionary entries of series retired before then; compacts the removed range so the
   // space is returned. Cheap when nothing expired (idempotent per hour).
   [[nodiscard]] absl::Status ApplyRetention(Timestamp now);
@@ -231,6 +249,9 @@ class Store {
   // stopped writes (if any) has been resumed from.
   absl::Status ReadyToWrite();
   absl::Status LoadIdCounters();
+  // ReadRollups and ReadHistory: the records under `tag`.
+  absl::Status ReadBuckets(char tag, NodeId node, Timestamp after, Timestamp through,
+                           const RollupVisitor& visit) const;
 
   StoreOptions options_;
   std::unique_ptr<rocksdb::DB> db_;

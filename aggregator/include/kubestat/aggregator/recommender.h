@@ -1,0 +1,103 @@
+// Recommender: the metrics/v1alpha1 Recommendation objects, computed on demand from the
+// store's usage history and discovery's pods and LimitRanges.
+//
+// What it does. The pods discovery lists are grouped by workload (limits/workload.h); each
+// container of a workload gets one Recommendation (limits/recommendation.h) from the samples
+// of that container in every pod of the workload that kubestat holds series for:
+//   - closed rollup buckets older than the previous one: the usage histograms the store keeps
+//     for `history` (storage/store.h, 'H'), read per node, one seek per hour;
+//   - the previous and the current bucket: the samples themselves (store blobs), since a
+//     bucket's histogram is written only when the series' next sample closes it.
+// Merging the hourly histograms gives the percentile of every sample of the history, within
+// the histogram's 5% (usage_histogram.h); the max is exact. Nothing is kept between calls:
+// a week of history costs disk and a read per request, not memory.
+//
+// Limitations. Only pods discovery lists now contribute: the history of a pod that was
+// replaced (a rolled Deployment's old pods) is not joined to its successors; a StatefulSet
+// pod that keeps its name keeps its series only while kubestat sees it continuously.
+//
+// Errors: NotFound for a namespace without pods (List with a namespace, Get) or an unknown
+// name; a store read error as it came.
+// Ownership: borrows the ingestor, the store, the workload source and the clock.
+// Thread-safety: const methods, safe from any thread when the borrowed parts are.
+#ifndef KUBESTAT_AGGREGATOR_RECOMMENDER_H_
+#define KUBESTAT_AGGREGATOR_RECOMMENDER_H_
+
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/core/label_selector.h"
+#include "kubestat/limits/recommendation.h"
+#include "kubestat/scrapers/cluster_objects.h"
+#include "kubestat/storage/store.h"
+
+namespace kubestat::aggregator {
+
+struct RecommenderOptions {
+  // --recommend-cpu-percentile, --recommend-cpu-margin, --recommend-memory-margin.
+  // Default: RecommendOptions{} (95, 0.15, 0.15)
+  limits::RecommendOptions recommend;
+  // How far back usage is read (--recommendation-history; the store keeps the usage
+  // histograms as long). Default: 192h (8 days)
+  Duration history = std::chrono::hours(192);
+
+  // InvalidArgument naming the flag.
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// Pods and LimitRanges as discovery knows them. Implementations must be thread-safe.
+class WorkloadSource {
+ public:
+  virtual ~WorkloadSource() = default;
+  // The pods of `namespace_name` (every pod when empty).
+  virtual std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const = 0;
+  // The LimitRanges of a namespace.
+  virtual std::vector<limits::LimitRange> LimitRanges(std::string_view namespace_name) const = 0;
+};
+
+// What to list.
+struct RecommendationFilter {
+  // Only workloads with a pod whose labels match. Default: everything
+  LabelSelector pods;
+  // Only recommendations whose lowest confidence is at least this, in [0, 1]. Default: 0
+  double min_confidence = 0;
+};
+
+// What one computation read, for benchmarks and logs.
+struct RecommenderCost {
+  uint64_t history_records = 0;  // usage histograms read
+  uint64_t history_bytes = 0;    // their bytes (values)
+  uint64_t sample_blobs = 0;     // scrape blobs read for the newest buckets
+};
+
+class Recommender {
+ public:
+  Recommender(RecommenderOptions options, const Ingestor& ingestor, const storage::Store& store,
+              const WorkloadSource& workloads, const Clock& clock);
+
+  const RecommenderOptions& options() const { return options_; }
+
+  // The recommendations of a namespace (all namespaces when empty), sorted by (namespace,
+  // name). NotFound when `namespace_name` is given and has no pod.
+  [[nodiscard]] absl::StatusOr<std::vector<limits::Recommendation>> List(
+      std::string_view namespace_name, const RecommendationFilter& filter = {},
+      RecommenderCost* cost = nullptr) const;
+  // One recommendation by name ("deployment.web.app"); NotFound when there is none.
+  [[nodiscard]] absl::StatusOr<limits::Recommendation> Get(std::string_view namespace_name,
+                                                           std::string_view name) const;
+
+ private:
+  RecommenderOptions options_;
+  const Ingestor& ingestor_;
+  const storage::Store& store_;
+  const WorkloadSource& workloads_;
+  const Clock& clock_;
+};
+
+}  // namespace kubestat::aggregator
+
+#endif  // KUBESTAT_AGGREGATOR_RECOMMENDER_H_
