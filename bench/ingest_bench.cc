@@ -7,7 +7,8 @@
 //
 // 1. CPU per node scrape (samples, store batch, window update) for a 30-pod and a 110-pod
 //    node (2 containers each), measured after 70 minutes of history so the 1h window's
-//    expiry reads from the store are included.
+//    expiry reads from the store are included; once with the previous scrape's shape reused
+//    (the steady state) and once through the general path (a scrape whose pods changed).
 // 2. A full day (25 h) for N (--day_nodes) nodes x 30 pods x 2 containers at one scrape per
 //    S seconds through the pipeline: memory per node (engine accounting and RSS growth),
 //    disk per node-day, then a rebuild of those windows from the store (time per node),
@@ -83,17 +84,22 @@ std::unique_ptr<kubestat::storage::Store> OpenStore(const std::string& dir) {
   return std::move(*store);
 }
 
-std::unique_ptr<Ingestor> NewIngestor(kubestat::storage::Store* store, kubestat::Clock* clock) {
-  auto ingestor = Ingestor::Create(IngestOptions{}, store, clock);
+std::unique_ptr<Ingestor> NewIngestor(kubestat::storage::Store* store, kubestat::Clock* clock,
+                                      bool reuse_layout = true) {
+  IngestOptions options;
+  options.reuse_layout = reuse_layout;
+  auto ingestor = Ingestor::Create(options, store, clock);
   if (!ingestor.ok() || !(*ingestor)->Rebuild().ok()) exit(1);
   return std::move(*ingestor);
 }
 
-void ScrapeCost(size_t pods) {
+// With `reuse_layout` false every scrape takes the general path (keys built, sorted and
+// looked up), as a scrape whose pods changed does.
+void ScrapeCost(size_t pods, bool reuse_layout) {
   TempDir dir;
   auto store = OpenStore(dir.path + "/db");
   kubestat::FakeClock clock;
-  auto ingestor = NewIngestor(store.get(), &clock);
+  auto ingestor = NewIngestor(store.get(), &clock, reuse_layout);
   SyntheticCluster cluster(1, pods, 2, 1);
   const Duration step = std::chrono::seconds(10);
   Timestamp t = kT0;
@@ -108,8 +114,8 @@ void ScrapeCost(size_t pods) {
     if (!ingestor->Ingest(s).ok()) exit(1);
   }
   const double cpu = (CpuSeconds() - cpu0) / static_cast<double>(scrapes.size());
-  printf("ingest cpu per node scrape, %zu pods x 2 containers (%zu series): %.3f ms\n", pods,
-         2 + 6 + pods * 6, cpu * 1e3);
+  printf("ingest cpu per node scrape, %zu pods x 2 containers (%zu series)%s: %.3f ms\n", pods,
+         2 + 6 + pods * 6, reuse_layout ? "" : ", general path", cpu * 1e3);
 }
 
 void Day(size_t nodes, int step_s) {
@@ -523,8 +529,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (scrape_cost) {
-    ScrapeCost(30);
-    ScrapeCost(110);
+    for (bool reuse : {true, false}) {
+      ScrapeCost(30, reuse);
+      ScrapeCost(110, reuse);
+    }
   }
   if (day_nodes > 0) Day(day_nodes, day_step);
   if (rebuild_nodes > 0) {

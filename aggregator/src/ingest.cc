@@ -1,6 +1,7 @@
 #include "kubestat/aggregator/ingest.h"
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -137,6 +138,64 @@ struct RebuildScratch {
 
 }  // namespace
 
+// The shape of a node's last scrape, so that the next one with the same objects in the
+// same order (the common case: a kubelet reports the same pods scrape after scrape) is
+// ingested without building, sorting or looking up series keys. Two series per object
+// (cpu, then memory), objects in ForEachObject's order. Built after a scrape that skipped
+// nothing; dropped whenever the node's series change outside IngestAt (DeletePod).
+// While a node has one, its cpu counters live here (`counters`), not in NodeState::counters.
+struct ScrapeLayout {
+  std::vector<ObjectKind> kinds;       // per object
+  std::vector<const SeriesKey*> keys;  // per series: into NodeState::series or `own_keys`
+  std::vector<SeriesState*> states;    // per series: null until it has a stored sample
+  std::vector<std::optional<CpuCounter>> counters;  // per object (unused for pods)
+  std::vector<uint32_t> order;                      // series indices in key order
+  std::deque<SeriesKey> own_keys;                   // keys of series without a stored sample
+  size_t system_containers = 0;
+  size_t pods = 0;
+
+  // Whether `scrape` has exactly these objects, in this order.
+  bool Matches(const NodeScrape& scrape) const {
+    if (scrape.system_containers.size() != system_containers || scrape.pods.size() != pods) {
+      return false;
+    }
+    size_t object = 1;
+    for (const ContainerScrape& c : scrape.system_containers) {
+      if (keys[2 * object]->container != c.name) return false;
+      ++object;
+    }
+    for (const scrapers::PodScrape& pod : scrape.pods) {
+      for (const ContainerScrape& c : pod.containers) {
+        if (object >= kinds.size() || kinds[object] != ObjectKind::kContainer) return false;
+        const SeriesKey& key = *keys[2 * object];
+        if (key.container != c.name || key.pod != pod.name ||
+            key.pod_namespace != pod.namespace_name) {
+          return false;
+        }
+        ++object;
+      }
+      if (object >= kinds.size() || kinds[object] != ObjectKind::kPod) return false;
+      const SeriesKey& key = *keys[2 * object];
+      if (key.pod != pod.name || key.pod_namespace != pod.namespace_name) return false;
+      ++object;
+    }
+    return object == kinds.size();
+  }
+
+  size_t HeapBytes() const {
+    size_t bytes = kinds.capacity() * sizeof(ObjectKind) +
+                   keys.capacity() * sizeof(const SeriesKey*) +
+                   states.capacity() * sizeof(SeriesState*) +
+                   counters.capacity() * sizeof(std::optional<CpuCounter>) +
+                   order.capacity() * sizeof(uint32_t);
+    for (const SeriesKey& key : own_keys) {
+      bytes += sizeof(SeriesKey) + key.node.capacity() + key.pod_namespace.capacity() +
+               key.pod.capacity() + key.container.capacity();
+    }
+    return bytes;
+  }
+};
+
 struct NodeState {
   NodeId id = 0;
   bool persisted = false;  // the node's dictionary entry is in the store
@@ -145,7 +204,8 @@ struct NodeState {
   std::map<SeriesKey, SeriesState> series;  // live series with at least one stored sample
   std::unordered_map<SeriesKey, CpuCounter, SeriesKeyHash> counters;  // by cpu key
   std::set<PodName> pods;                                             // pods in the last scrape
-  std::set<PodName> deleted_pods;  // deleted by DeletePod, ignored until they disappear
+  std::set<PodName> deleted_pods;        // deleted by DeletePod, ignored until they disappear
+  std::unique_ptr<ScrapeLayout> layout;  // of the last scrape, when it can be reused
 };
 
 struct Ingestor::Shard {
@@ -164,6 +224,7 @@ struct Ingestor::Counters {
   std::atomic<uint64_t> series_retired{0};
   std::atomic<uint64_t> rollups_written{0};
   std::atomic<uint64_t> counter_resets{0};
+  std::atomic<uint64_t> layout_reuses{0};
   std::atomic<uint64_t> rebuilt_series{0};
   std::atomic<uint64_t> rebuild_errors{0};
   std::atomic<int64_t> rebuild_nanos{0};
@@ -229,6 +290,117 @@ absl::Status Ingestor::Ingest(const NodeScrape& scrape) {
   return IngestAt(scrape, *time);
 }
 
+namespace {
+
+// The objects of a scrape as IngestAt reads them: the node, its system containers, then
+// each pod's containers followed by the pod itself (whose readings are their sums). Calls
+// `visit(object)` in that order with the scrape entry (null for a pod's own object) and
+// the names; returns false when an entry is skipped (an empty or repeated name, a pod
+// deleted by DeletePod): such a scrape has no reusable layout.
+template <typename Visit>
+bool ForEachObject(const NodeScrape& scrape, const std::set<PodName>& deleted_pods,
+                   std::set<PodName>* present, Visit&& visit) {
+  bool clean = true;
+  visit(ObjectKind::kNode, nullptr, std::string_view(), std::string_view(), std::string_view(),
+        static_cast<const ContainerScrape*>(nullptr));
+  std::set<std::string_view> seen_system;
+  for (const ContainerScrape& c : scrape.system_containers) {
+    if (c.name.empty() || !seen_system.insert(c.name).second) {
+      clean = false;
+      continue;
+    }
+    visit(ObjectKind::kSystemContainer, nullptr, std::string_view(), std::string_view(),
+          std::string_view(c.name), &c);
+  }
+  for (const scrapers::PodScrape& pod : scrape.pods) {
+    if (pod.name.empty() || pod.namespace_name.empty()) {
+      clean = false;
+      continue;
+    }
+    PodName pod_name{pod.namespace_name, pod.name};
+    if (!present->insert(pod_name).second || deleted_pods.contains(pod_name)) {
+      clean = false;  // a duplicate (the first one counts), or deleted
+      continue;
+    }
+    std::set<std::string_view> seen;
+    for (const ContainerScrape& c : pod.containers) {
+      if (c.name.empty() || !seen.insert(c.name).second) {
+        clean = false;
+        continue;
+      }
+      visit(ObjectKind::kContainer, &pod, std::string_view(pod.namespace_name),
+            std::string_view(pod.name), std::string_view(c.name), &c);
+    }
+    visit(ObjectKind::kPod, &pod, std::string_view(pod.namespace_name), std::string_view(pod.name),
+          std::string_view(), static_cast<const ContainerScrape*>(nullptr));
+  }
+  return clean;
+}
+
+}  // namespace
+
+namespace {
+
+// Moves a layout's cpu counters back into the node's map and drops the layout (before the
+// node's series change other than through the layout).
+void DropLayout(NodeState& node) {
+  if (!node.layout) return;
+  const ScrapeLayout& layout = *node.layout;
+  for (size_t object = 0; object < layout.kinds.size(); ++object) {
+    if (layout.counters[object]) {
+      node.counters.insert_or_assign(*layout.keys[2 * object], *layout.counters[object]);
+    }
+  }
+  node.layout.reset();
+}
+
+// Builds the layout of `scrape` (which skipped nothing) after it was ingested; takes the
+// node's cpu counters into it.
+void BuildLayout(const NodeScrape& scrape, NodeState& node) {
+  auto layout = std::make_unique<ScrapeLayout>();
+  layout->system_containers = scrape.system_containers.size();
+  layout->pods = scrape.pods.size();
+  const std::string& name = scrape.node_name;
+  auto add = [&](SeriesKey key) {
+    auto it = node.series.find(key);
+    if (it != node.series.end()) {
+      layout->keys.push_back(&it->first);
+      layout->states.push_back(&it->second);
+    } else {
+      layout->keys.push_back(&layout->own_keys.emplace_back(std::move(key)));
+      layout->states.push_back(nullptr);
+    }
+  };
+  std::set<PodName> present;
+  ForEachObject(
+      scrape, node.deleted_pods, &present,
+      [&](ObjectKind kind, const scrapers::PodScrape*, std::string_view ns, std::string_view pod,
+          std::string_view container, const ContainerScrape*) {
+        layout->kinds.push_back(kind);
+        SeriesKey cpu{
+            name, kind, std::string(ns), std::string(pod), std::string(container), Resource::kCpu};
+        SeriesKey memory = cpu;
+        memory.resource = Resource::kMemory;
+        if (kind == ObjectKind::kPod) {
+          layout->counters.emplace_back();
+        } else {
+          auto counter = node.counters.find(cpu);
+          layout->counters.push_back(
+              counter == node.counters.end() ? std::nullopt : std::optional(counter->second));
+        }
+        add(std::move(cpu));
+        add(std::move(memory));
+      });
+  layout->order.resize(layout->keys.size());
+  for (uint32_t i = 0; i < layout->order.size(); ++i) layout->order[i] = i;
+  std::sort(layout->order.begin(), layout->order.end(),
+            [&](uint32_t a, uint32_t b) { return *layout->keys[a] < *layout->keys[b]; });
+  node.counters.clear();
+  node.layout = std::move(layout);
+}
+
+}  // namespace
+
 absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
   if (!ready()) {
     counters_->scrapes_rejected.fetch_add(1, std::memory_order_relaxed);
@@ -254,82 +426,142 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
           " is not after its previous scrape at ", FormatRfc3339Nano(node.last_scrape)));
     }
     const std::string& name = scrape.node_name;
+    const bool same_layout = options_.reuse_layout && node.layout && node.deleted_pods.empty() &&
+                             node.layout->Matches(scrape);
+    if (!same_layout) DropLayout(node);
 
-    // 1. Samples of this step, and the objects present.
-    std::vector<std::pair<SeriesKey, uint64_t>> samples;
-    std::vector<SeriesKey> alive;
-    std::unordered_map<SeriesKey, CpuCounter, SeriesKeyHash> next_counters;
-    uint64_t resets = 0;
-    // Adds an object's readings; returns its cpu rate and memory for pod sums.
-    auto add_object = [&](SeriesKey cpu_key, SeriesKey memory_key,
-                          const std::optional<CpuSample>& cpu,
-                          const std::optional<scrapers::MemorySample>& memory,
-                          const std::optional<Timestamp>& start)
-        -> std::pair<std::optional<uint64_t>, std::optional<uint64_t>> {
-      auto previous = node.counters.find(cpu_key);
-      std::optional<CpuCounter> next;
-      bool reset = false;
-      std::optional<uint64_t> rate =
-          CpuRate(previous == node.counters.end() ? nullptr : &previous->second, cpu, start, at,
-                  &next, &reset);
-      if (reset) ++resets;
-      if (next) next_counters.insert_or_assign(cpu_key, *next);
-      std::optional<uint64_t> bytes;
-      if (memory && memory->working_set_bytes) bytes = *memory->working_set_bytes;
-      if (rate) samples.emplace_back(cpu_key, *rate);
-      if (bytes) samples.emplace_back(memory_key, *bytes);
-      alive.push_back(std::move(cpu_key));
-      alive.push_back(std::move(memory_key));
-      return {rate, bytes};
+    // 1. Samples of this step, in key order: the series (its key, and its state when it has a
+    // stored sample) and the value.
+    struct Pending {
+      const SeriesKey* key;
+      SeriesState* state;
+      uint64_t value;
+      uint32_t layout_index;  // with a layout
     };
-    add_object(SeriesKey::Node(name, Resource::kCpu), SeriesKey::Node(name, Resource::kMemory),
-               scrape.cpu, scrape.memory, scrape.start_time);
-    std::set<std::string_view> seen_system;
-    for (const ContainerScrape& c : scrape.system_containers) {
-      if (c.name.empty() || !seen_system.insert(c.name).second) continue;
-      add_object(SeriesKey::SystemContainer(name, c.name, Resource::kCpu),
-                 SeriesKey::SystemContainer(name, c.name, Resource::kMemory), c.cpu, c.memory,
-                 c.start_time);
-    }
+    std::vector<Pending> samples;
+    std::vector<SeriesKey> retired;
     std::set<PodName> present;
-    for (const scrapers::PodScrape& pod : scrape.pods) {
-      if (pod.name.empty() || pod.namespace_name.empty()) continue;
-      PodName pod_name{pod.namespace_name, pod.name};
-      if (!present.insert(pod_name).second) continue;  // a duplicate: the first one counts
-      if (node.deleted_pods.contains(pod_name)) continue;
-      std::optional<uint64_t> cpu_sum = 0, memory_sum = 0;
-      std::set<std::string_view> seen;
-      for (const ContainerScrape& c : pod.containers) {
-        if (c.name.empty() || !seen.insert(c.name).second) continue;
-        auto [rate, bytes] = add_object(
-            SeriesKey::Container(name, pod.namespace_name, pod.name, c.name, Resource::kCpu),
-            SeriesKey::Container(name, pod.namespace_name, pod.name, c.name, Resource::kMemory),
-            c.cpu, c.memory, c.start_time);
-        cpu_sum = cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
-        memory_sum =
-            memory_sum && bytes ? std::optional(SaturatingAdd(*memory_sum, *bytes)) : std::nullopt;
+    bool clean = false;
+    uint64_t resets = 0;
+    // The cpu counters after this step: in the layout's order with one, by key without.
+    std::vector<std::optional<CpuCounter>> next_layout_counters;
+    std::unordered_map<SeriesKey, CpuCounter, SeriesKeyHash> next_counters;
+    // Without a layout: the keys of this step (samples point into them).
+    std::vector<SeriesKey> owned;
+    if (same_layout) {
+      const ScrapeLayout& layout = *node.layout;
+      const size_t objects = layout.kinds.size();
+      std::vector<std::optional<uint64_t>> values(2 * objects);
+      next_layout_counters.resize(objects);
+      auto add = [&](size_t object, const std::optional<CpuSample>& cpu,
+                     const std::optional<scrapers::MemorySample>& memory,
+                     const std::optional<Timestamp>& start) {
+        const std::optional<CpuCounter>& previous = layout.counters[object];
+        bool reset = false;
+        values[2 * object] = CpuRate(previous ? &*previous : nullptr, cpu, start, at,
+                                     &next_layout_counters[object], &reset);
+        if (reset) ++resets;
+        if (memory && memory->working_set_bytes)
+          values[2 * object + 1] = *memory->working_set_bytes;
+      };
+      add(0, scrape.cpu, scrape.memory, scrape.start_time);
+      size_t object = 1;
+      for (const ContainerScrape& c : scrape.system_containers) {
+        add(object++, c.cpu, c.memory, c.start_time);
       }
-      SeriesKey pod_cpu = SeriesKey::Pod(name, pod.namespace_name, pod.name, Resource::kCpu);
-      SeriesKey pod_memory = SeriesKey::Pod(name, pod.namespace_name, pod.name, Resource::kMemory);
-      if (!seen.empty() && cpu_sum) samples.emplace_back(pod_cpu, *cpu_sum);
-      if (!seen.empty() && memory_sum) samples.emplace_back(pod_memory, *memory_sum);
-      alive.push_back(std::move(pod_cpu));
-      alive.push_back(std::move(pod_memory));
+      for (const scrapers::PodScrape& pod : scrape.pods) {
+        std::optional<uint64_t> cpu_sum = 0, memory_sum = 0;
+        for (const ContainerScrape& c : pod.containers) {
+          add(object, c.cpu, c.memory, c.start_time);
+          const std::optional<uint64_t>& rate = values[2 * object];
+          const std::optional<uint64_t>& bytes = values[2 * object + 1];
+          cpu_sum = cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
+          memory_sum = memory_sum && bytes ? std::optional(SaturatingAdd(*memory_sum, *bytes))
+                                           : std::nullopt;
+          ++object;
+        }
+        if (!pod.containers.empty()) {
+          values[2 * object] = cpu_sum;
+          values[2 * object + 1] = memory_sum;
+        }
+        ++object;
+      }
+      samples.reserve(values.size());
+      for (uint32_t i : layout.order) {
+        if (values[i]) samples.push_back({layout.keys[i], layout.states[i], *values[i], i});
+      }
+    } else {
+      std::vector<SeriesKey> alive;
+      std::vector<std::pair<size_t, uint64_t>> found;  // index into `owned`, value
+      clean = ForEachObject(
+          scrape, node.deleted_pods, &present,
+          [&, cpu_sum = std::optional<uint64_t>(0), memory_sum = std::optional<uint64_t>(0),
+           containers = size_t{0}](ObjectKind kind, const scrapers::PodScrape*, std::string_view ns,
+                                   std::string_view pod, std::string_view container,
+                                   const ContainerScrape* c) mutable {
+            SeriesKey cpu_key{
+                name,          kind, std::string(ns), std::string(pod), std::string(container),
+                Resource::kCpu};
+            SeriesKey memory_key = cpu_key;
+            memory_key.resource = Resource::kMemory;
+            std::optional<uint64_t> rate, bytes;
+            if (kind == ObjectKind::kPod) {
+              if (containers > 0) {
+                rate = cpu_sum;
+                bytes = memory_sum;
+              }
+              cpu_sum = 0;
+              memory_sum = 0;
+              containers = 0;
+            } else {
+              const std::optional<CpuSample>& cpu = c ? c->cpu : scrape.cpu;
+              const std::optional<scrapers::MemorySample>& memory = c ? c->memory : scrape.memory;
+              const std::optional<Timestamp>& start = c ? c->start_time : scrape.start_time;
+              auto previous = node.counters.find(cpu_key);
+              std::optional<CpuCounter> next;
+              bool reset = false;
+              rate = CpuRate(previous == node.counters.end() ? nullptr : &previous->second, cpu,
+                             start, at, &next, &reset);
+              if (reset) ++resets;
+              if (next) next_counters.insert_or_assign(cpu_key, *next);
+              if (memory && memory->working_set_bytes) bytes = *memory->working_set_bytes;
+              if (kind == ObjectKind::kContainer) {
+                ++containers;
+                cpu_sum =
+                    cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
+                memory_sum = memory_sum && bytes ? std::optional(SaturatingAdd(*memory_sum, *bytes))
+                                                 : std::nullopt;
+              }
+            }
+            if (rate) {
+              found.emplace_back(owned.size(), *rate);
+              owned.push_back(cpu_key);
+            }
+            if (bytes) {
+              found.emplace_back(owned.size(), *bytes);
+              owned.push_back(memory_key);
+            }
+            alive.push_back(std::move(cpu_key));
+            alive.push_back(std::move(memory_key));
+          });
+      std::sort(alive.begin(), alive.end());
+      std::sort(found.begin(), found.end(),
+                [&](const auto& a, const auto& b) { return owned[a.first] < owned[b.first]; });
+      for (const auto& [key, state] : node.series) {
+        if (!std::binary_search(alive.begin(), alive.end(), key)) retired.push_back(key);
+      }
+      samples.reserve(found.size());
+      for (const auto& [index, value] : found) {
+        auto it = node.series.find(owned[index]);
+        samples.push_back(
+            {&owned[index], it == node.series.end() ? nullptr : &it->second, value, 0});
+      }
     }
-    std::sort(alive.begin(), alive.end());
-    std::sort(samples.begin(), samples.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
 
     // 2. The batch: node entry, new series, retirements, closed rollups, the blob.
     storage::ScrapeBatch batch;
     if (!node.persisted) batch.AddNode(node.id, name);
-    std::vector<SeriesKey> retired;
-    for (const auto& [key, state] : node.series) {
-      if (!std::binary_search(alive.begin(), alive.end(), key)) {
-        batch.RetireSeries(state.id, at);
-        retired.push_back(key);
-      }
-    }
+    for (const SeriesKey& key : retired) batch.RetireSeries(node.series.at(key).id, at);
     auto lookup = [&node](const SeriesKey& key) -> std::optional<SeriesId> {
       auto it = node.series.find(key);
       if (it == node.series.end()) return std::nullopt;
@@ -338,20 +570,20 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
     IngestSampleCache cache(store_, node.id, lookup);
     std::vector<storage::SeriesValue> values;
     values.reserve(samples.size());
-    std::vector<std::pair<SeriesKey, SeriesId>> created;
+    std::vector<std::pair<size_t, SeriesId>> created;  // index into samples, id
     uint64_t rollups = 0;
     const Duration width = options_.engine.rollup_width;
     std::vector<Sample> bucket;
-    for (const auto& [key, value] : samples) {
-      auto it = node.series.find(key);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const Pending& sample = samples[i];
       SeriesId id = 0;
-      if (it == node.series.end()) {
+      if (sample.state == nullptr) {
         id = store_->AllocateSeriesId();
-        batch.AddSeries(id, node.id, EncodeSeriesKey(key));
-        created.emplace_back(key, id);
+        batch.AddSeries(id, node.id, EncodeSeriesKey(*sample.key));
+        created.emplace_back(i, id);
       } else {
-        id = it->second.id;
-        const Timestamp previous_bucket = shard.engine->RollupBucketStart(it->second.newest);
+        id = sample.state->id;
+        const Timestamp previous_bucket = shard.engine->RollupBucketStart(sample.state->newest);
         if (previous_bucket < shard.engine->RollupBucketStart(at)) {
           // This sample closes the bucket of the series' previous sample.
           bucket.clear();
@@ -366,13 +598,13 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
                 shard.engine->BuildRollup(previous_bucket, bucket);
             if (rollup.ok()) {
               batch.PutRollup(node.id, id, previous_bucket, SerializeRollup(*rollup));
-              PutUsageHistory(key, node.id, id, previous_bucket, bucket, &batch);
+              PutUsageHistory(*sample.key, node.id, id, previous_bucket, bucket, &batch);
               ++rollups;
             }
           }
         }
       }
-      values.push_back({id, value});
+      values.push_back({id, sample.value});
     }
     batch.PutScrape(node.id, at, values);
     if (absl::Status s = store_->Write(batch); !s.ok()) {
@@ -384,23 +616,38 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
     node.persisted = true;
     node.has_scrape = true;
     node.last_scrape = at;
-    node.counters = std::move(next_counters);
     for (const SeriesKey& key : retired) {
       node.series.erase(key);
       shard.engine->DeleteSeries(key);
     }
-    for (auto& [key, id] : created) node.series.emplace(key, SeriesState{id, at});
-    for (const auto& [key, value] : samples) node.series[key].newest = at;
-    for (auto it = node.deleted_pods.begin(); it != node.deleted_pods.end();) {
-      it = present.contains(*it) ? std::next(it) : node.deleted_pods.erase(it);
+    for (const auto& [index, id] : created) {
+      Pending& sample = samples[index];
+      auto it = node.series.emplace(*sample.key, SeriesState{id, at}).first;
+      sample.state = &it->second;
+      sample.key = &it->first;  // `owned` or the layout's own key may go; the map's stays
+      if (same_layout) {
+        node.layout->keys[sample.layout_index] = &it->first;
+        node.layout->states[sample.layout_index] = &it->second;
+      }
     }
-    for (const PodName& p : node.deleted_pods) present.erase(p);
-    node.pods = std::move(present);
+    for (Pending& sample : samples) sample.state->newest = at;
+    if (same_layout) {
+      node.layout->counters = std::move(next_layout_counters);
+    } else {
+      node.counters = std::move(next_counters);
+      for (auto it = node.deleted_pods.begin(); it != node.deleted_pods.end();) {
+        it = present.contains(*it) ? std::next(it) : node.deleted_pods.erase(it);
+      }
+      for (const PodName& p : node.deleted_pods) present.erase(p);
+      node.pods = std::move(present);
+    }
     uint64_t engine_errors = 0;
-    for (const auto& [key, value] : samples) {
-      if (!shard.engine->Ingest(key, at, value, cache).ok()) ++engine_errors;
+    for (const Pending& sample : samples) {
+      if (!shard.engine->Ingest(*sample.key, at, sample.value, cache).ok()) ++engine_errors;
     }
+    if (!same_layout && clean && options_.reuse_layout) BuildLayout(scrape, node);
     counters_->scrapes.fetch_add(1, std::memory_order_relaxed);
+    if (same_layout) counters_->layout_reuses.fetch_add(1, std::memory_order_relaxed);
     counters_->samples.fetch_add(samples.size(), std::memory_order_relaxed);
     counters_->series_created.fetch_add(created.size(), std::memory_order_relaxed);
     counters_->series_retired.fetch_add(retired.size(), std::memory_order_relaxed);
@@ -429,6 +676,7 @@ absl::StatusOr<bool> Ingestor::DeletePod(std::string_view namespace_name, std::s
   auto remove_from = [&](Shard& shard, const std::string& node_name,
                          NodeState& state) -> absl::Status {
     if (!state.pods.contains(pod_name)) return absl::OkStatus();
+    DropLayout(state);
     storage::ScrapeBatch batch;
     std::vector<SeriesKey> keys;
     for (const auto& [key, series] : state.series) {
@@ -837,6 +1085,7 @@ IngestStats Ingestor::Stats() const {
   s.series_retired = counters_->series_retired.load();
   s.rollups_written = counters_->rollups_written.load();
   s.counter_resets = counters_->counter_resets.load();
+  s.layout_reuses = counters_->layout_reuses.load();
   s.rebuilt_series = counters_->rebuilt_series.load();
   s.rebuild_errors = counters_->rebuild_errors.load();
   s.rebuild_seconds = static_cast<double>(counters_->rebuild_nanos.load()) / 1e9;
@@ -866,6 +1115,7 @@ size_t Ingestor::MemoryBytes() const {
       for (const PodName& p : node.pods) {
         bytes += kTreeNode + sizeof(PodName) + heap(p.first) + heap(p.second);
       }
+      if (node.layout) bytes += sizeof(ScrapeLayout) + node.layout->HeapBytes();
     }
   }
   return bytes;

@@ -26,6 +26,9 @@ class StoreSelfMetrics::Impl {
             Counter(registry, "kubestat_series_retired_total", "Series of objects that left")),
         counter_resets_(Counter(registry, "kubestat_cpu_segment_restarts_total",
                                 "Cumulative cpu counters that went backwards or restarted")),
+        layout_reuses_(Counter(registry, "kubestat_ingest_layout_reuses_total",
+                               "Scrapes ingested through the shape of the node's previous "
+                               "scrape (same objects in the same order)")),
         batches_(Counter(registry, "kubestat_store_batches_total", "RocksDB write batches")),
         batch_errors_(
             Counter(registry, "kubestat_store_batch_errors_total", "Failed RocksDB write batches")),
@@ -111,6 +114,7 @@ class StoreSelfMetrics::Impl {
     Advance(series_created_, ingest.series_created, last_.series_created);
     Advance(series_retired_, ingest.series_retired, last_.series_retired);
     Advance(counter_resets_, ingest.counter_resets, last_.counter_resets);
+    Advance(layout_reuses_, ingest.layout_reuses, last_.layout_reuses);
     Advance(batches_, store.batches, last_store_.batches);
     Advance(batch_errors_, store.batch_errors, last_store_.batch_errors);
     Advance(written_bytes_, store.bytes_written, last_store_.bytes_written);
@@ -158,6 +162,7 @@ class StoreSelfMetrics::Impl {
   prometheus::Counter& series_created_;
   prometheus::Counter& series_retired_;
   prometheus::Counter& counter_resets_;
+  prometheus::Counter& layout_reuses_;
   prometheus::Counter& batches_;
   prometheus::Counter& batch_errors_;
   prometheus::Counter& written_bytes_;

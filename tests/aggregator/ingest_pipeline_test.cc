@@ -742,3 +742,165 @@ TEST_F(IngestTest, AggregatorStateReadsOneNodeAsItsListsDo) {
 
 }  // namespace
 }  // namespace kubestat::aggregator
+
+namespace kubestat::aggregator {
+namespace {
+
+// Two ingestors, each on its own store, one reusing the previous scrape's shape and one
+// always taking the general path.
+class IngestLayoutTest : public ::testing::Test {
+ protected:
+  struct Side {
+    ::kubestat::testing::TempDir dir;
+    std::unique_ptr<storage::Store> store;
+    std::unique_ptr<Ingestor> ingestor;
+  };
+
+  static void Open(Side* side, bool reuse_layout, FakeClock* clock) {
+    storage::StoreOptions store_options;
+    store_options.dir = side->dir.File("db");
+    store_options.block_cache_bytes = 4 << 20;
+    store_options.write_buffer_bytes = 4 << 20;
+    auto store = storage::Store::Open(store_options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    side->store = std::move(*store);
+    IngestOptions options;
+    options.shards = 2;
+    options.reuse_layout = reuse_layout;
+    auto ingestor = Ingestor::Create(options, side->store.get(), clock);
+    ASSERT_TRUE(ingestor.ok()) << ingestor.status();
+    ASSERT_TRUE((*ingestor)->Rebuild().ok());
+    side->ingestor = std::move(*ingestor);
+  }
+
+  FakeClock clock_;
+  Side reused_, general_;
+};
+
+// Scrapes that mostly keep their shape, with every change a kubelet makes now and then: a
+// pod added, removed or moved in the order, a container added or restarted, a counter reset,
+// a missing reading, a cached reading, a repeated or nameless entry, a deleted pod. The
+// windows, the counters and what the store rebuilds are the same with and without the
+// reused shape, and the shape is reused for most scrapes.
+TEST_F(IngestLayoutTest, TheReusedShapeGivesWhatTheGeneralPathGives) {
+  Open(&reused_, true, &clock_);
+  Open(&general_, false, &clock_);
+  std::mt19937_64 rng(20261126);
+  struct Container {
+    std::string name;
+    uint64_t cpu = 0;
+    Timestamp start = Timestamp(std::chrono::hours(1));
+  };
+  struct Pod {
+    std::string namespace_name, name;
+    std::vector<Container> containers;
+  };
+  std::vector<Pod> pods;
+  int next_pod = 0;
+  auto new_pod = [&] {
+    Pod pod{next_pod % 3 ? "shop" : "default", "pod-" + std::to_string(next_pod), {}};
+    ++next_pod;
+    for (size_t c = 0; c < 1 + rng() % 3; ++c) pod.containers.push_back({"c" + std::to_string(c)});
+    return pod;
+  };
+  for (int i = 0; i < 6; ++i) pods.push_back(new_pod());
+  uint64_t node_cpu = 0;
+  const Duration step = seconds(20);
+  size_t changed = 0;
+  for (int i = 0; i < 500; ++i) {
+    const Timestamp t = kT0 + step * i;
+    const uint64_t roll = rng() % 100;
+    bool duplicate = false, nameless = false, missing = false, cached = false;
+    std::optional<size_t> leaving;
+    if (roll < 3) {
+      pods.push_back(new_pod());
+    } else if (roll < 6 && pods.size() > 1) {
+      pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(rng() % pods.size()));
+    } else if (roll < 8 && pods.size() > 1) {
+      std::swap(pods.front(), pods.back());
+    } else if (roll < 10) {
+      Pod& pod = pods[rng() % pods.size()];
+      pod.containers.push_back({"c" + std::to_string(pod.containers.size())});
+    } else if (roll < 12) {
+      Container& c = pods[rng() % pods.size()].containers[0];
+      c.start += seconds(1);  // restarted
+      c.cpu = 0;
+    } else if (roll < 13) {
+      pods[rng() % pods.size()].containers[0].cpu /= 2;  // a counter going backwards
+    } else if (roll < 15) {
+      missing = true;
+    } else if (roll < 16) {
+      cached = true;
+    } else if (roll < 17) {
+      duplicate = true;
+    } else if (roll < 18) {
+      nameless = true;
+    } else if (roll < 20 && pods.size() > 1) {
+      // Deleted: the kubelet still reports it once, then no more.
+      const size_t victim = rng() % pods.size();
+      const Pod& pod = pods[victim];
+      ASSERT_EQ(*reused_.ingestor->DeletePod(pod.namespace_name, pod.name, "n1"),
+                *general_.ingestor->DeletePod(pod.namespace_name, pod.name, "n1"));
+      leaving = victim;
+    }
+    if (roll < 20) ++changed;
+    scrapers::NodeScrape s;
+    s.node_name = "n1";
+    s.start_time = Timestamp(std::chrono::hours(1));
+    node_cpu += 1'000'000'000 + rng() % 1'000'000;
+    s.cpu = scrapers::CpuSample{t, node_cpu, std::nullopt};
+    s.memory = scrapers::MemorySample{t, uint64_t{8} << 30};
+    s.system_containers.push_back(MakeContainer("kubelet", t, node_cpu / 10, 200 << 20));
+    for (Pod& pod : pods) {
+      scrapers::PodScrape p;
+      p.namespace_name = pod.namespace_name;
+      p.name = pod.name;
+      for (Container& c : pod.containers) {
+        if (!cached) c.cpu += 10'000'000 + rng() % 100'000'000;
+        const Timestamp when = cached ? t - step : t;
+        scrapers::ContainerScrape scraped =
+            MakeContainer(c.name, when, c.cpu, (100 << 20) + rng() % (1 << 20), c.start);
+        if (missing && &c == &pod.containers.front()) scraped.cpu.reset();
+        p.containers.push_back(std::move(scraped));
+      }
+      s.pods.push_back(std::move(p));
+    }
+    if (duplicate) s.pods.push_back(s.pods.front());
+    if (nameless) s.pods.push_back(scrapers::PodScrape{});
+    ASSERT_TRUE(reused_.ingestor->IngestAt(s, t).ok());
+    ASSERT_TRUE(general_.ingestor->IngestAt(s, t).ok());
+    if (leaving) pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(*leaving));
+    if (i % 25 == 0) {
+      ASSERT_EQ(reused_.ingestor->QueryAll(), general_.ingestor->QueryAll()) << "scrape " << i;
+    }
+  }
+  EXPECT_EQ(reused_.ingestor->QueryAll(), general_.ingestor->QueryAll());
+  EXPECT_EQ(reused_.ingestor->ListPods(), general_.ingestor->ListPods());
+  const IngestStats a = reused_.ingestor->Stats(), b = general_.ingestor->Stats();
+  EXPECT_EQ(a.samples, b.samples);
+  EXPECT_EQ(a.series_created, b.series_created);
+  EXPECT_EQ(a.series_retired, b.series_retired);
+  EXPECT_EQ(a.rollups_written, b.rollups_written);
+  EXPECT_EQ(a.counter_resets, b.counter_resets);
+  EXPECT_GT(a.counter_resets, 0u);
+  EXPECT_GT(a.series_retired, 0u);
+  EXPECT_GT(a.rollups_written, 0u);
+  EXPECT_EQ(b.layout_reuses, 0u);
+  // Every scrape that keeps the shape of the one before reuses it; a change costs at most
+  // the scrape that makes it and the one after.
+  EXPECT_GE(a.layout_reuses, 500u - 3 * changed - 1) << changed << " changes";
+  // What each store holds rebuilds the same windows.
+  const std::vector<SeriesWindows> live = general_.ingestor->QueryAll();
+  reused_.ingestor.reset();
+  general_.ingestor.reset();
+  for (Side* side : {&reused_, &general_}) {
+    IngestOptions options;
+    auto rebuilt = Ingestor::Create(options, side->store.get(), &clock_);
+    ASSERT_TRUE(rebuilt.ok());
+    ASSERT_TRUE((*rebuilt)->Rebuild().ok());
+    EXPECT_EQ((*rebuilt)->QueryAll(), live);
+  }
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator

@@ -68,6 +68,11 @@ struct IngestOptions {
   size_t rebuild_threads = 2;
   // Apply the store's retention when a scrape enters a new hour. Default: true
   bool apply_retention = true;
+  // Ingest a scrape whose objects (system containers, pods, containers, in order) are
+  // those of the node's previous scrape through the shape kept from that one, without
+  // building, sorting or looking up series keys. The result is the same either way (false:
+  // every scrape takes the general path; tests compare the two). Default: true
+  bool reuse_layout = true;
 
   // InvalidArgument naming the field.
   [[nodiscard]] absl::Status Validate() const;
@@ -84,6 +89,7 @@ struct IngestStats {
   uint64_t series_retired = 0;
   uint64_t rollups_written = 0;
   uint64_t counter_resets = 0;  // cpu counters that went backwards or restarted
+  uint64_t layout_reuses = 0;   // scrapes ingested through the previous scrape's shape
   uint64_t rebuilt_series = 0;  // series restored by Rebuild()
   uint64_t rebuild_errors = 0;  // series that could not be restored
   double rebuild_seconds = 0;   // duration of the last Rebuild()
