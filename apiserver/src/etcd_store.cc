@@ -200,21 +200,31 @@ class EtcdStore::Impl {
     return result;
   }
 
-  absl::StatusOr<std::optional<StoredObject>> Get(const ObjectKey& key) const {
+  // A GET reads kExact as kNotOlderThan (object_store.h): the range answers at etcd's newest
+  // revision, checked against the one asked.
+  absl::StatusOr<std::optional<StoredObject>> Get(const ObjectKey& key,
+                                                  const ReadVersion& version) const {
     etcdserverpb::RangeRequest request;
     request.set_key(etcd::KeyOf(options_.prefix, key));
     absl::StatusOr<etcdserverpb::RangeResponse> response = connection_->Range(request);
     if (!response.ok()) return response.status();
+    if (version.match == ReadVersion::Match::kNotOlderThan ||
+        version.match == ReadVersion::Match::kExact) {
+      const auto revision = static_cast<uint64_t>(response->header().revision());
+      if (revision < version.revision) return TooLargeResourceVersion(version.revision, revision);
+    }
     if (response->kvs_size() == 0) return std::nullopt;
     absl::StatusOr<StoredObject> object = etcd::Decode(options_.prefix, response->kvs(0));
     if (!object.ok()) return object.status();
     return *std::move(object);
   }
 
-  absl::StatusOr<ListResult> List(ObjectKind kind, std::string_view namespace_name) const {
+  absl::StatusOr<ListResult> List(ObjectKind kind, std::string_view namespace_name,
+                                  const ReadVersion& version) const {
     const std::string key_prefix = kind == ObjectKind::kPod && !namespace_name.empty()
                                        ? etcd::NamespacePrefix(options_.prefix, namespace_name)
                                        : etcd::KindPrefix(options_.prefix, kind);
+    const bool exact = version.match == ReadVersion::Match::kExact;
     ListResult result;
     absl::Status status = ReadRange(
         key_prefix,
@@ -226,8 +236,13 @@ class EtcdStore::Impl {
             KLOG(WARNING) << "etcd list: skipping " << object.status().message();
           }
         },
-        &result.revision);
+        &result.revision, exact ? version.revision : 0);
+    if (exact && status.code() == absl::StatusCode::kOutOfRange &&
+        absl::StrContains(status.message(), "future revision")) {
+      return TooLargeResourceVersion(version.revision, connection_->revision());
+    }
     if (!status.ok()) return status;
+    if (absl::Status s = CheckReadRevision(version, result.revision); !s.ok()) return s;
     // etcd orders keys by bytes; "a-b/" sorts before "a/", but ObjectKey order puts the
     // namespace "a" first.
     std::sort(result.items.begin(), result.items.end(),
@@ -395,14 +410,14 @@ class EtcdStore::Impl {
     return absl::AbortedError("etcd: the batch conflicted with a concurrent write; try again");
   }
 
-  // Reads every key under `key_prefix`, list_page_size keys per call, all at the revision of
-  // the first page (stored in *revision when not null).
+  // Reads every key under `key_prefix`, list_page_size keys per call, all at revision `at`, or
+  // (0) at the revision of the first page (stored in *revision when not null).
   absl::Status ReadRange(const std::string& key_prefix,
                          const std::function<void(const mvccpb::KeyValue&)>& each,
-                         uint64_t* revision) const {
+                         uint64_t* revision, uint64_t at_revision = 0) const {
     const std::string end = etcd::PrefixEnd(key_prefix);
     std::string from = key_prefix;
-    int64_t at = 0;
+    auto at = static_cast<int64_t>(at_revision);
     while (true) {
       etcdserverpb::RangeRequest request;
       request.set_key(from);
@@ -411,10 +426,8 @@ class EtcdStore::Impl {
       request.set_revision(at);
       absl::StatusOr<etcdserverpb::RangeResponse> response = connection_->Range(request);
       if (!response.ok()) return response.status();
-      if (at == 0) {
-        at = response->header().revision();
-        if (revision != nullptr) *revision = static_cast<uint64_t>(at);
-      }
+      if (at == 0) at = response->header().revision();
+      if (revision != nullptr) *revision = static_cast<uint64_t>(at);
       for (const mvccpb::KeyValue& kv : response->kvs()) each(kv);
       if (!response->more() || response->kvs_size() == 0) return absl::OkStatus();
       from = response->kvs(response->kvs_size() - 1).key() + '\0';
@@ -507,10 +520,18 @@ absl::StatusOr<WriteResult> EtcdStore::Apply(const std::vector<WriteOp>& ops) {
   return impl_->Apply(ops);
 }
 absl::StatusOr<std::optional<StoredObject>> EtcdStore::Get(const ObjectKey& key) const {
-  return impl_->Get(key);
+  return impl_->Get(key, ReadVersion{});
 }
 absl::StatusOr<ListResult> EtcdStore::List(ObjectKind kind, std::string_view namespace_name) const {
-  return impl_->List(kind, namespace_name);
+  return impl_->List(kind, namespace_name, ReadVersion{});
+}
+absl::StatusOr<std::optional<StoredObject>> EtcdStore::GetAt(const ObjectKey& key,
+                                                             const ReadVersion& version) const {
+  return impl_->Get(key, version);
+}
+absl::StatusOr<ListResult> EtcdStore::ListAt(ObjectKind kind, std::string_view namespace_name,
+                                             const ReadVersion& version) const {
+  return impl_->List(kind, namespace_name, version);
 }
 absl::StatusOr<std::unique_ptr<Subscription>> EtcdStore::Watch(ObjectKind kind, uint64_t after,
                                                                WatchCallback callback) {

@@ -232,6 +232,55 @@ TEST_F(ApiServerTest, PutCreatesThenReplacesAndEveryGroupVersionReadsIt) {
   EXPECT_EQ(Send("GET", "/apis/metrics.k8s.io/v1/nodes/node-9").code, 404);
 }
 
+TEST_F(ApiServerTest, ListsAndGetsReadResourceVersionAsKubeApiserverDoes) {
+  const std::string nodes = "/apis/metrics/v1alpha1/nodes";
+  ASSERT_EQ(Send("PUT", nodes + "/node-1", NodeJson(cluster_.nodes[0])).code, 201);
+  ASSERT_EQ(Send("PUT", nodes + "/node-1", NodeJson(cluster_.nodes[0])).code, 200);
+  for (const std::string_view query :
+       {"resourceVersion=0", "resourceVersion=2", "resourceVersion=1",
+        "resourceVersion=2&resourceVersionMatch=NotOlderThan",
+        "resourceVersion=2&resourceVersionMatch=Exact"}) {
+    http::ClientResponse list = Send("GET", nodes + "?" + std::string(query));
+    EXPECT_EQ(list.code, 200) << query << ": " << list.body;
+    EXPECT_THAT(list.body, HasSubstr(R"("metadata":{"resourceVersion":"2"},"items":[)")) << query;
+  }
+  for (const std::string_view query : {"resourceVersion=0", "resourceVersion=2"}) {
+    EXPECT_EQ(Send("GET", nodes + "/node-1?" + std::string(query)).code, 200) << query;
+  }
+  // A revision not reached: 504 Timeout, as kube-apiserver's "Too large resource version".
+  for (const std::string& path : {nodes + "?resourceVersion=9", nodes + "/node-1?resourceVersion=9",
+                                  nodes + "?resourceVersion=9&resourceVersionMatch=Exact"}) {
+    http::ClientResponse late = Send("GET", path);
+    EXPECT_EQ(late.code, 504) << path;
+    EXPECT_THAT(late.body, HasSubstr(R"("reason":"Timeout")")) << path;
+    EXPECT_THAT(late.body, HasSubstr("Too large resource version: 9, current: 2")) << path;
+    EXPECT_THAT(late.body, HasSubstr("ResourceVersionTooLarge")) << path;
+  }
+  // An exact revision the memory store no longer holds: 410 Expired.
+  http::ClientResponse old = Send("GET", nodes + "?resourceVersion=1&resourceVersionMatch=Exact");
+  EXPECT_EQ(old.code, 410) << old.body;
+  EXPECT_THAT(old.body, HasSubstr(R"("reason":"Expired")"));
+  // Values kube-apiserver refuses: 400 naming the parameter.
+  const std::pair<std::string, std::string> refused[] = {
+      {nodes + "?resourceVersion=abc", "resourceVersion: must be a decimal revision"},
+      {nodes + "?resourceVersion=-1", "resourceVersion: must be a decimal revision"},
+      {nodes + "/node-1?resourceVersion=x", "resourceVersion: must be a decimal revision"},
+      {nodes + "?resourceVersionMatch=Exact", "resourceVersionMatch: forbidden unless"},
+      {nodes + "?resourceVersion=1&resourceVersionMatch=Newest",
+       "resourceVersionMatch: must be NotOlderThan or Exact"},
+      {nodes + "?resourceVersion=0&resourceVersionMatch=Exact",
+       R"(resourceVersionMatch: \"Exact\" is forbidden for resourceVersion \"0\")"},
+      {nodes + "/node-1?resourceVersion=1&resourceVersionMatch=NotOlderThan",
+       "resourceVersionMatch: only lists take it"},
+  };
+  for (const auto& [path, message] : refused) {
+    http::ClientResponse bad = Send("GET", path);
+    EXPECT_EQ(bad.code, 400) << path;
+    EXPECT_THAT(bad.body, HasSubstr(R"("reason":"BadRequest")")) << path;
+    EXPECT_THAT(bad.body, HasSubstr(message)) << path << ": " << bad.body;
+  }
+}
+
 TEST_F(ApiServerTest, PostConflictsDeleteRemovesAndMetricsK8sIoIsReadOnly) {
   const std::string pods = "/apis/metrics/v1alpha1/namespaces/shop/pods";
   const std::string pod =

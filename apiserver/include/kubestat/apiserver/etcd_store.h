@@ -10,7 +10,10 @@
 //
 // Revisions: resource_version is the etcd revision of the write (mod_revision); lists, gets
 // and WriteResult carry the revision etcd answered at. etcd's revision counts every write to
-// the cluster, including other prefixes: revisions are increasing, not consecutive.
+// the cluster, including other prefixes: revisions are increasing, not consecutive. GetAt
+// checks the revision its range read answered at; ListAt with kExact reads the range at that
+// revision (etcd keeps it until compacted: then OutOfRange, a future one is
+// TooLargeResourceVersion).
 //
 // Apply: one etcd Txn per batch, so a batch is one revision, all or nothing. The ops are
 // checked as MemoryStore checks them (InvalidArgument, same messages), then folded per key:
@@ -139,6 +142,10 @@ class EtcdStore final : public ObjectStore {
       const ObjectKey& key) const override;
   [[nodiscard]] absl::StatusOr<ListResult> List(ObjectKind kind,
                                                 std::string_view namespace_name) const override;
+  [[nodiscard]] absl::StatusOr<std::optional<StoredObject>> GetAt(
+      const ObjectKey& key, const ReadVersion& version) const override;
+  [[nodiscard]] absl::StatusOr<ListResult> ListAt(ObjectKind kind, std::string_view namespace_name,
+                                                  const ReadVersion& version) const override;
   // One count_only range read: no object is read or decoded.
   [[nodiscard]] absl::StatusOr<size_t> Count(ObjectKind kind) const override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> Watch(
