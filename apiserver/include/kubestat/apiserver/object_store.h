@@ -4,7 +4,8 @@
 // Revisions: the store keeps one revision counter for all objects. Every successful Apply()
 // (a batch of writes, applied all or nothing) moves it up by exactly one, and every object
 // that batch wrote or deleted carries that revision as its resource_version, as etcd's
-// mod_revision does. resourceVersion in the API is this number in decimal.
+// mod_revision does. (EtcdStore commits a batch of puts and deletes-if-present larger than
+// etcd's --max-txn-ops in several steps, each its own revision: etcd_store.h.) resourceVersion in the API is this number in decimal.
 //
 // Watches: Watch(kind, after, callback) delivers every event of that kind with a revision
 // above `after`, in revision order (events of one batch in the batch's order): first the
