@@ -966,11 +966,7 @@ class ApiServer::Impl {
       return Counted(operation, http::ErrorResponse(*error));
     }
     const WriteOp& op = std::get<WriteOp>(read);
-    bool existed = false;
-    if (type == WriteOp::Type::kPut) {
-      absl::StatusOr<std::optional<StoredObject>> before = store_.Get(op.key);
-      existed = before.ok() && before->has_value();
-    }
+    // One store call: the write tells whether it made the key (201) or replaced it (200).
     absl::StatusOr<WriteResult> result = Timed("apply", [&] { return store_.Apply({op}); });
     if (!result.ok()) {
       if (result.status().code() == absl::StatusCode::kAlreadyExists) {
@@ -981,8 +977,8 @@ class ApiServer::Impl {
       return Counted(operation, http::ErrorResponse(ApiError::FromStatus(result.status())));
     }
     const RenderContext ctx{GroupVersion::kV1alpha1, clock_.Now(), 0};
-    return Counted(operation,
-                   Json(existed ? 200 : 201, RenderStored(result->objects.front(), ctx), t.route));
+    return Counted(operation, Json(result->created.front() ? 201 : 200,
+                                   RenderStored(result->objects.front(), ctx), t.route));
   }
 
   http::Response Delete(const Target& t) {

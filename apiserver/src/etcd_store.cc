@@ -151,7 +151,7 @@ class EtcdStore::Impl {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (absl::Status status = CheckWriteOp(i, ops[i]); !status.ok()) return status;
     }
-    if (ops.empty()) return WriteResult{Revision(), {}};
+    if (ops.empty()) return WriteResult{Revision(), {}, {}};
 
     // One entry per key, in the order the batch first names it.
     std::vector<KeyOps> keys;
@@ -215,11 +215,14 @@ class EtcdStore::Impl {
     WriteResult result;
     result.revision = key_revision.back();
     result.objects.reserve(ops.size());
+    result.created.assign(ops.size(), false);
     for (size_t i = 0; i < ops.size(); ++i) {
       std::optional<StoredObject>& object = current[key_of_op[i]];
       StoredObject stored;
       stored.key = ops[i].key;
       if (ops[i].type == WriteOp::Type::kPut || ops[i].type == WriteOp::Type::kCreate) {
+        // The Txn's put returned the key's previous value (prev_kv): no read before it.
+        result.created[i] = !object.has_value();
         stored.node = ops[i].node;
         stored.pod = ops[i].pod;
         object = stored;

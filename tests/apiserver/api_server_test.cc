@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,7 @@ class EndableStore final : public ObjectStore {
     return store_.Apply(ops);
   }
   absl::StatusOr<std::optional<StoredObject>> Get(const ObjectKey& key) const override {
+    ++gets;
     return store_.Get(key);
   }
   absl::StatusOr<ListResult> List(ObjectKind kind, std::string_view ns) const override {
@@ -115,6 +117,8 @@ class EndableStore final : public ObjectStore {
     }
     for (const WatchEndCallback& end : ends) end(why);
   }
+
+  mutable std::atomic<int> gets = 0;  // Get calls
 
  private:
   MemoryStore store_;
@@ -219,6 +223,7 @@ TEST_F(ApiServerTest, PutCreatesThenReplacesAndEveryGroupVersionReadsIt) {
   http::ClientResponse replaced = Send("PUT", path, NodeJson(cluster_.nodes[0]));
   EXPECT_EQ(replaced.code, 200) << replaced.body;
   EXPECT_THAT(replaced.body, HasSubstr(R"("resourceVersion":"2")"));
+  EXPECT_EQ(store_.gets.load(), 0) << "a PUT is one write, without a read first";
   http::ClientResponse alpha = Send("GET", path);
   ASSERT_EQ(alpha.code, 200);
   absl::StatusOr<metrics_api::Parsed<metrics_api::NodeMetrics>> back =

@@ -423,6 +423,18 @@ TYPED_TEST_P(StoreContractTest, AnExactListIsTheStateAtThatRevisionOrExpired) {
   ExpectTooLarge(store.ListAt(ObjectKind::kNode, "", {Match::kExact, beyond}).status(), beyond);
 }
 
+TYPED_TEST_P(StoreContractTest, PutsAndCreatesTellWhetherTheyMadeTheirKey) {
+  ObjectStore& store = *this->store_;
+  absl::StatusOr<WriteResult> first = store.Apply({PutNode("node-1"), CreatePod("shop", "web-1")});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(first->created, ::testing::ElementsAre(true, true));
+  absl::StatusOr<WriteResult> second = store.Apply(
+      {PutNode("node-1", 200), PutNode("node-2"), Delete(NodeKey("node-1")), PutNode("node-1"),
+       Delete(NodeKey("node-3"), WriteOp::Type::kDeleteIfPresent), PutPod("shop", "web-1")});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_THAT(second->created, ::testing::ElementsAre(false, true, false, true, false, false));
+}
+
 TYPED_TEST_P(StoreContractTest, CountIsTheNumberOfObjectsOfEachKind) {
   ObjectStore& store = *this->store_;
   auto count = [&](ObjectKind kind) {
@@ -768,7 +780,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     WatchesStartedWhileWritersRaceSeeEveryLaterEventExactlyOnce,
     WatchWithoutACallbackIsInvalidArgument, ExpireDeletesTheObjectsNobodyRefreshedInOneRevision,
     ReadsNotOlderThanAReachedRevisionSeeItAndABeyondOneIsTooLarge,
-    AnExactListIsTheStateAtThatRevisionOrExpired);
+    AnExactListIsTheStateAtThatRevisionOrExpired, PutsAndCreatesTellWhetherTheyMadeTheirKey);
 
 }  // namespace kubestat::apiserver::testing
 

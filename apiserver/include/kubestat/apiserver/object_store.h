@@ -5,7 +5,8 @@
 // (a batch of writes, applied all or nothing) moves it up by exactly one, and every object
 // that batch wrote or deleted carries that revision as its resource_version, as etcd's
 // mod_revision does. (EtcdStore commits a batch of puts and deletes-if-present larger than
-// etcd's --max-txn-ops in several steps, each its own revision: etcd_store.h.) resourceVersion in the API is this number in decimal.
+// etcd's --max-txn-ops in several steps, each its own revision: etcd_store.h.) resourceVersion in
+// the API is this number in decimal.
 //
 // Watches: Watch(kind, after, callback) delivers every event of that kind with a revision
 // above `after`, in revision order (events of one batch in the batch's order): first the
@@ -115,6 +116,10 @@ struct WriteResult {
   // One per op, in order: the object as stored, or as deleted; empty (no node, no pod) for
   // a kDeleteIfPresent of an absent key.
   std::vector<StoredObject> objects;
+  // One per op, in order: whether a kPut or kCreate made its key (absent before the op, as
+  // the earlier ops of the batch left it), so a create-or-replace answers 201 or 200 without
+  // a read first; false for deletes.
+  std::vector<bool> created;
 };
 
 // Which state a read may answer with: kube-apiserver's resourceVersion and
