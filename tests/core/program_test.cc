@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,32 @@ TEST(RunServerTest, ARunningServerStopsOnSigtermAndExitsZeroOrOneWithItsFailure)
             1);
   EXPECT_EQ(stops, 2);
   EXPECT_THAT(err, HasSubstr("kubestat-test: the store failed"));
+}
+
+// Parts as a server's T::Create makes them.
+struct FakeParts {
+  int* starts;
+  int* stops;
+  void Start() { ++*starts; }
+  void Stop() { ++*stops; }
+};
+
+TEST(StartCreatedTest, StartsWhatWasCreatedStopsItAndPassesOnAFailedCreateWithItsCode) {
+  int starts = 0;
+  int stops = 0;
+  ServerStart started = StartCreated(absl::StatusOr<std::unique_ptr<FakeParts>>(
+                                         std::make_unique<FakeParts>(FakeParts{&starts, &stops})),
+                                     2);
+  ASSERT_TRUE(started.stop);
+  EXPECT_EQ(starts, 1);
+  EXPECT_EQ(stops, 0);
+  EXPECT_TRUE(started.stop().ok());
+  EXPECT_EQ(stops, 1);
+  ServerStart failed = StartCreated(
+      absl::StatusOr<std::unique_ptr<FakeParts>>(absl::UnavailableError("no socket")), 1);
+  EXPECT_FALSE(failed.stop);
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_EQ(failed.error.message(), "no socket");
 }
 
 }  // namespace

@@ -7,11 +7,7 @@
 //   int main(int argc, char** argv) {
 //     return kubestat::RunServer<XOptions>(
 //         "kubestat-x", "Does x.", argc, argv, [](const XOptions& options) {
-//           absl::StatusOr<std::unique_ptr<X>> x = X::Create(options, RealClock::Get());
-//           if (!x.ok()) return ServerStart::Failed(x.status(), 2);
-//           std::shared_ptr<X> running = *std::move(x);
-//           running->Start();
-//           return ServerStart::Running([running] { running->Stop(); return absl::OkStatus(); });
+//           return StartCreated(X::Create(options, RealClock::Get()), /*exit_code=*/2);
 //         });
 //   }
 //
@@ -28,12 +24,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kubestat/core/flags.h"
 
 namespace kubestat {
@@ -81,6 +79,19 @@ struct ServerStart {
     return start;
   }
 };
+
+// The usual start of a server's parts: `created` (a T::Create answer) is started (T::Start())
+// and stopped by T::Stop(); a failed create exits with `exit_code`.
+template <typename T>
+ServerStart StartCreated(absl::StatusOr<std::unique_ptr<T>> created, int exit_code) {
+  if (!created.ok()) return ServerStart::Failed(created.status(), exit_code);
+  std::shared_ptr<T> parts = *std::move(created);
+  parts->Start();
+  return ServerStart::Running([parts] {
+    parts->Stop();
+    return absl::OkStatus();
+  });
+}
 
 // The body of RunServer for options already registered in `flags`: StartProgram, `validate`
 // (a bad option exits 2), TerminationSignals, `start`, the wait for a signal, the stop and
