@@ -224,6 +224,52 @@ std::optional<uint64_t> ParseRevision(std::string_view text) {
   return value;
 }
 
+// 400 for a resourceVersion that is not a decimal revision.
+ApiError BadResourceVersion(std::string_view text) {
+  return ApiError::BadRequest(absl::StrCat("resourceVersion: must be a decimal revision, not \"",
+                                           AbslView(text.substr(0, 32)), "\""));
+}
+
+// The ReadVersion (object_store.h) of a GET's or LIST's resourceVersion and
+// resourceVersionMatch as kube-apiserver reads them: unset is the newest state, "0" any state,
+// N a state not older than N, or (lists, resourceVersionMatch=Exact) the state at N. A 400
+// naming the parameter for a value it refuses.
+std::variant<ReadVersion, ApiError> ReadVersionOf(const metrics_api::QueryParams& params,
+                                                  bool list) {
+  auto param = [&](std::string_view name) -> std::string_view {
+    auto it = params.find(name);
+    return it == params.end() ? std::string_view() : std::string_view(it->second);
+  };
+  const std::string_view rv = param("resourceVersion");
+  const std::string_view match = param("resourceVersionMatch");
+  if (!match.empty() && !list) {
+    return ApiError::BadRequest("resourceVersionMatch: only lists take it, not a get");
+  }
+  if (!match.empty() && match != "NotOlderThan" && match != "Exact") {
+    return ApiError::BadRequest(
+        absl::StrCat("resourceVersionMatch: must be NotOlderThan or Exact, not \"",
+                     AbslView(match.substr(0, 32)), "\""));
+  }
+  if (rv.empty()) {
+    if (!match.empty()) {
+      return ApiError::BadRequest(
+          "resourceVersionMatch: forbidden unless resourceVersion is provided");
+    }
+    return ReadVersion{};
+  }
+  std::optional<uint64_t> revision = ParseRevision(rv);
+  if (!revision) return BadResourceVersion(rv);
+  if (match == "Exact") {
+    if (*revision == 0) {
+      return ApiError::BadRequest(
+          "resourceVersionMatch: \"Exact\" is forbidden for resourceVersion \"0\"");
+    }
+    return ReadVersion{ReadVersion::Match::kExact, *revision};
+  }
+  if (*revision == 0) return ReadVersion{ReadVersion::Match::kAny, 0};
+  return ReadVersion{ReadVersion::Match::kNotOlderThan, *revision};
+}
+
 // The stored object with metadata.resourceVersion set (a copy only when it is not yet).
 std::shared_ptr<const NodeMetrics> StampedNode(const StoredObject& o) {
   const std::string rv = std::to_string(o.resource_version);
@@ -632,7 +678,7 @@ class ApiServer::Impl {
         if (get) {
           const std::optional<Encoding> encoding = ReadEncoding(request, t, /*watch=*/false);
           if (!encoding) return NotAcceptable(t, /*watch=*/false);
-          return GetOne(t, indent, *encoding);
+          return GetOne(t, params, indent, *encoding);
         }
         if (t.gv == GroupVersion::kV1alpha1 && request.method == "PUT") {
           return WriteOne(request, t, WriteOp::Type::kPut);
@@ -644,10 +690,13 @@ class ApiServer::Impl {
                                                           ObjectKindName(t.kind), request.method));
   }
 
-  http::Response GetOne(const Target& t, int indent, Encoding encoding) {
+  http::Response GetOne(const Target& t, const metrics_api::QueryParams& params, int indent,
+                        Encoding encoding) {
+    std::variant<ReadVersion, ApiError> version = ReadVersionOf(params, /*list=*/false);
+    if (auto* error = std::get_if<ApiError>(&version)) return http::ErrorResponse(*error);
     const ObjectKey key{t.kind, t.namespace_name, t.name};
     absl::StatusOr<std::optional<StoredObject>> found =
-        Timed("get", [&] { return store_.Get(key); });
+        Timed("get", [&] { return store_.GetAt(key, std::get<ReadVersion>(version)); });
     if (!found.ok()) return http::ErrorResponse(ApiError::FromStatus(found.status()));
     const RenderContext ctx{t.gv, clock_.Now(), indent};
     if (!*found || !Matches(ListQuery{}, t.gv, **found)) {
@@ -664,8 +713,11 @@ class ApiServer::Impl {
     if (!query.ok()) {
       return http::ErrorResponse(ApiError::BadRequest(StdView(query.status().message())));
     }
-    absl::StatusOr<ListResult> list =
-        Timed("list", [&] { return store_.List(t.kind, t.namespace_name); });
+    std::variant<ReadVersion, ApiError> version = ReadVersionOf(params, /*list=*/true);
+    if (auto* error = std::get_if<ApiError>(&version)) return http::ErrorResponse(*error);
+    absl::StatusOr<ListResult> list = Timed("list", [&] {
+      return store_.ListAt(t.kind, t.namespace_name, std::get<ReadVersion>(version));
+    });
     if (!list.ok()) return http::ErrorResponse(ApiError::FromStatus(list.status()));
     const RenderContext ctx{t.gv, clock_.Now(), indent};
     if (t.kind == ObjectKind::kNode) {
@@ -699,14 +751,16 @@ class ApiServer::Impl {
       return http::ErrorResponse(ApiError::BadRequest(StdView(query.status().message())));
     query->limit = 0;  // a watch has no pages
     query->after.clear();
-    std::optional<uint64_t> from;  // std::nullopt: start with the current state
-    if (auto it = params.find("resourceVersion");
-        it != params.end() && !it->second.empty() && it->second != "0") {
-      from = ParseRevision(it->second);
-      if (!from) {
-        return http::ErrorResponse(
-            ApiError::BadRequest("resourceVersion: must be a decimal revision, not \"" +
-                                 it->second.substr(0, 32) + "\""));
+    std::optional<uint64_t> from;  // std::nullopt: start with a list
+    // The list a watch without a revision starts with: the newest state (unset), or any state
+    // the store holds ("0", as kube-apiserver serves it from its cache).
+    ReadVersion start;
+    if (auto it = params.find("resourceVersion"); it != params.end() && !it->second.empty()) {
+      if (it->second == "0") {
+        start.match = ReadVersion::Match::kAny;
+      } else {
+        from = ParseRevision(it->second);
+        if (!from) return http::ErrorResponse(BadResourceVersion(it->second));
       }
     }
     Duration timeout = options_.watch_timeout;
@@ -726,10 +780,10 @@ class ApiServer::Impl {
     const bool initial_end_bookmark = TrueParam(params, "sendInitialEvents") && !from;
     http::Response response;
     response.route = t.route;
-    response.stream = [this, session, from,
+    response.stream = [this, session, from, start,
                        initial_end_bookmark](std::shared_ptr<http::StreamWriter> writer) {
       session->writer = std::move(writer);
-      StartWatch(session, from, initial_end_bookmark);
+      StartWatch(session, from, start, initial_end_bookmark);
     };
     return response;
   }
@@ -742,12 +796,12 @@ class ApiServer::Impl {
   }
 
   void StartWatch(const std::shared_ptr<WatchSession>& session, std::optional<uint64_t> from,
-                  bool initial_end_bookmark) {
+                  const ReadVersion& start, bool initial_end_bookmark) {
     WatchSession& s = *session;
     uint64_t after = from.value_or(0);
     if (!from) {
       absl::StatusOr<ListResult> list =
-          Timed("list", [&] { return store_.List(s.kind, s.query.namespace_name); });
+          Timed("list", [&] { return store_.ListAt(s.kind, s.query.namespace_name, start); });
       if (!list.ok()) {
         std::lock_guard lock(s.mu);
         Send(s, kube::WatchEventType::kError, ApiError::FromStatus(list.status()).ToJson(),
@@ -912,11 +966,7 @@ class ApiServer::Impl {
       return Counted(operation, http::ErrorResponse(*error));
     }
     const WriteOp& op = std::get<WriteOp>(read);
-    bool existed = false;
-    if (type == WriteOp::Type::kPut) {
-      absl::StatusOr<std::optional<StoredObject>> before = store_.Get(op.key);
-      existed = before.ok() && before->has_value();
-    }
+    // One store call: the write tells whether it made the key (201) or replaced it (200).
     absl::StatusOr<WriteResult> result = Timed("apply", [&] { return store_.Apply({op}); });
     if (!result.ok()) {
       if (result.status().code() == absl::StatusCode::kAlreadyExists) {
@@ -927,8 +977,8 @@ class ApiServer::Impl {
       return Counted(operation, http::ErrorResponse(ApiError::FromStatus(result.status())));
     }
     const RenderContext ctx{GroupVersion::kV1alpha1, clock_.Now(), 0};
-    return Counted(operation,
-                   Json(existed ? 200 : 201, RenderStored(result->objects.front(), ctx), t.route));
+    return Counted(operation, Json(result->created.front() ? 201 : 200,
+                                   RenderStored(result->objects.front(), ctx), t.route));
   }
 
   http::Response Delete(const Target& t) {

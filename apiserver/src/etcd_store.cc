@@ -1,9 +1,12 @@
 #include "kubestat/apiserver/etcd_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <utility>
 
@@ -63,6 +66,12 @@ absl::Status OpError(const std::vector<WriteOp>& batch, size_t i) {
     return absl::AlreadyExistsError(absl::StrCat("op ", i, ": ", key, " already exists"));
   }
   return absl::NotFoundError(absl::StrCat("op ", i, ": ", key, " not found"));
+}
+
+// etcd refused a Txn for its --max-txn-ops.
+bool TooManyOps(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument &&
+         absl::StrContains(status.message(), "too many operations");
 }
 
 etcdserverpb::Compare KeyCompare(const std::string& key, bool present) {
@@ -142,7 +151,7 @@ class EtcdStore::Impl {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (absl::Status status = CheckWriteOp(i, ops[i]); !status.ok()) return status;
     }
-    if (ops.empty()) return WriteResult{Revision(), {}};
+    if (ops.empty()) return WriteResult{Revision(), {}, {}};
 
     // One entry per key, in the order the batch first names it.
     std::vector<KeyOps> keys;
@@ -156,33 +165,64 @@ class EtcdStore::Impl {
     }
 
     const Timestamp now = clock_.Now();
-    absl::StatusOr<etcdserverpb::TxnResponse> response = Commit(ops, keys, now);
-    if (!response.ok()) return response.status();
-    const auto revision = static_cast<uint64_t>(response->header().revision());
-    if (!response->succeeded()) return FailedOp(ops, keys, key_of_op, *response);
-
-    // Each key's object before the batch (prev_kv), then the ops in order against it.
+    // Each key's object before the batch (prev_kv) and the revision its Txn committed at.
     std::vector<std::optional<StoredObject>> current(keys.size());
-    for (size_t k = 0; k < keys.size(); ++k) {
-      const etcdserverpb::ResponseOp& op_response = response->responses(static_cast<int>(k));
-      const mvccpb::KeyValue* before = nullptr;
-      if (op_response.has_response_put() && op_response.response_put().has_prev_kv()) {
-        before = &op_response.response_put().prev_kv();
-      } else if (op_response.response_delete_range().prev_kvs_size() > 0) {
-        before = &op_response.response_delete_range().prev_kvs(0);
+    std::vector<uint64_t> key_revision(keys.size());
+    // A batch of puts and deletes-if-present cannot fail on what is stored: when it has more
+    // keys than etcd takes in one Txn (--max-txn-ops) it is committed in several, in order.
+    const bool unconditional = std::all_of(ops.begin(), ops.end(), [](const WriteOp& op) {
+      return op.type == WriteOp::Type::kPut || op.type == WriteOp::Type::kDeleteIfPresent;
+    });
+    for (size_t begin = 0; begin < keys.size();) {
+      const size_t end =
+          unconditional ? std::min(keys.size(), begin + max_txn_keys_.load()) : keys.size();
+      const std::span<const KeyOps> chunk(keys.data() + begin, end - begin);
+      absl::StatusOr<etcdserverpb::TxnResponse> response = Commit(ops, chunk, now);
+      if (!response.ok() && TooManyOps(response.status())) {
+        if (unconditional && chunk.size() > 1) {
+          // etcd does not tell its limit: halve the Txn until it fits, and keep that size
+          // for later batches. Nothing of this Txn was applied; it goes again, smaller.
+          const size_t half = chunk.size() / 2;
+          size_t seen = max_txn_keys_.load();
+          while (seen > half && !max_txn_keys_.compare_exchange_weak(seen, half)) {
+          }
+          continue;
+        }
+        return absl::InvalidArgumentError(absl::StrCat(
+            response.status().message(), " (a batch of ", ops.size(), " ops on ", keys.size(),
+            " keys that may fail on what is stored is one etcd transaction: raise etcd's "
+            "--max-txn-ops, or send smaller batches)"));
       }
-      if (before == nullptr) continue;
-      absl::StatusOr<StoredObject> decoded = etcd::Decode(options_.prefix, *before);
-      current[k] = decoded.ok() ? *std::move(decoded) : etcd::NameOnly(keys[k].key);
+      if (!response.ok()) return response.status();
+      if (!response->succeeded()) return FailedOp(ops, keys, key_of_op, *response);
+      const auto revision = static_cast<uint64_t>(response->header().revision());
+      for (size_t k = begin; k < end; ++k) {
+        key_revision[k] = revision;
+        const etcdserverpb::ResponseOp& op_response =
+            response->responses(static_cast<int>(k - begin));
+        const mvccpb::KeyValue* before = nullptr;
+        if (op_response.has_response_put() && op_response.response_put().has_prev_kv()) {
+          before = &op_response.response_put().prev_kv();
+        } else if (op_response.response_delete_range().prev_kvs_size() > 0) {
+          before = &op_response.response_delete_range().prev_kvs(0);
+        }
+        if (before == nullptr) continue;
+        absl::StatusOr<StoredObject> decoded = etcd::Decode(options_.prefix, *before);
+        current[k] = decoded.ok() ? *std::move(decoded) : etcd::NameOnly(keys[k].key);
+      }
+      begin = end;
     }
     WriteResult result;
-    result.revision = revision;
+    result.revision = key_revision.back();
     result.objects.reserve(ops.size());
+    result.created.assign(ops.size(), false);
     for (size_t i = 0; i < ops.size(); ++i) {
       std::optional<StoredObject>& object = current[key_of_op[i]];
       StoredObject stored;
       stored.key = ops[i].key;
       if (ops[i].type == WriteOp::Type::kPut || ops[i].type == WriteOp::Type::kCreate) {
+        // The Txn's put returned the key's previous value (prev_kv): no read before it.
+        result.created[i] = !object.has_value();
         stored.node = ops[i].node;
         stored.pod = ops[i].pod;
         object = stored;
@@ -193,28 +233,38 @@ class EtcdStore::Impl {
         result.objects.push_back(std::move(stored));  // kDeleteIfPresent of an absent key
         continue;
       }
-      stored.resource_version = revision;
+      stored.resource_version = key_revision[key_of_op[i]];
       stored.written = now;
       result.objects.push_back(std::move(stored));
     }
     return result;
   }
 
-  absl::StatusOr<std::optional<StoredObject>> Get(const ObjectKey& key) const {
+  // A GET reads kExact as kNotOlderThan (object_store.h): the range answers at etcd's newest
+  // revision, checked against the one asked.
+  absl::StatusOr<std::optional<StoredObject>> Get(const ObjectKey& key,
+                                                  const ReadVersion& version) const {
     etcdserverpb::RangeRequest request;
     request.set_key(etcd::KeyOf(options_.prefix, key));
     absl::StatusOr<etcdserverpb::RangeResponse> response = connection_->Range(request);
     if (!response.ok()) return response.status();
+    if (version.match == ReadVersion::Match::kNotOlderThan ||
+        version.match == ReadVersion::Match::kExact) {
+      const auto revision = static_cast<uint64_t>(response->header().revision());
+      if (revision < version.revision) return TooLargeResourceVersion(version.revision, revision);
+    }
     if (response->kvs_size() == 0) return std::nullopt;
     absl::StatusOr<StoredObject> object = etcd::Decode(options_.prefix, response->kvs(0));
     if (!object.ok()) return object.status();
     return *std::move(object);
   }
 
-  absl::StatusOr<ListResult> List(ObjectKind kind, std::string_view namespace_name) const {
+  absl::StatusOr<ListResult> List(ObjectKind kind, std::string_view namespace_name,
+                                  const ReadVersion& version) const {
     const std::string key_prefix = kind == ObjectKind::kPod && !namespace_name.empty()
                                        ? etcd::NamespacePrefix(options_.prefix, namespace_name)
                                        : etcd::KindPrefix(options_.prefix, kind);
+    const bool exact = version.match == ReadVersion::Match::kExact;
     ListResult result;
     absl::Status status = ReadRange(
         key_prefix,
@@ -226,8 +276,13 @@ class EtcdStore::Impl {
             KLOG(WARNING) << "etcd list: skipping " << object.status().message();
           }
         },
-        &result.revision);
+        &result.revision, exact ? version.revision : 0);
+    if (exact && status.code() == absl::StatusCode::kOutOfRange &&
+        absl::StrContains(status.message(), "future revision")) {
+      return TooLargeResourceVersion(version.revision, connection_->revision());
+    }
     if (!status.ok()) return status;
+    if (absl::Status s = CheckReadRevision(version, result.revision); !s.ok()) return s;
     // etcd orders keys by bytes; "a-b/" sorts before "a/", but ObjectKey order puts the
     // namespace "a" first.
     std::sort(result.items.begin(), result.items.end(),
@@ -313,7 +368,7 @@ class EtcdStore::Impl {
  private:
   // The Txn of a batch (see the file comment of etcd_store.h).
   absl::StatusOr<etcdserverpb::TxnResponse> Commit(const std::vector<WriteOp>& ops,
-                                                   const std::vector<KeyOps>& keys, Timestamp now) {
+                                                   std::span<const KeyOps> keys, Timestamp now) {
     etcdserverpb::TxnRequest txn;
     bool needs_lease = false;
     for (const KeyOps& key : keys) {
@@ -364,12 +419,11 @@ class EtcdStore::Impl {
         continue;
       }
       if (status.code() == absl::StatusCode::kInvalidArgument &&
-          (absl::StrContains(status.message(), "too many operations") ||
-           absl::StrContains(status.message(), "too large"))) {
+          absl::StrContains(status.message(), "too large")) {
         return absl::InvalidArgumentError(
             absl::StrCat(status.message(), " (a batch of ", ops.size(),
-                         " ops is one etcd transaction: raise etcd's --max-txn-ops or "
-                         "--max-request-bytes, or send smaller batches)"));
+                         " ops is one etcd transaction: raise etcd's --max-request-bytes, or "
+                         "send smaller batches)"));
       }
       if (!status.ok()) return status;
       connection_->SawRevision(response.header().revision());
@@ -395,14 +449,14 @@ class EtcdStore::Impl {
     return absl::AbortedError("etcd: the batch conflicted with a concurrent write; try again");
   }
 
-  // Reads every key under `key_prefix`, list_page_size keys per call, all at the revision of
-  // the first page (stored in *revision when not null).
+  // Reads every key under `key_prefix`, list_page_size keys per call, all at revision `at`, or
+  // (0) at the revision of the first page (stored in *revision when not null).
   absl::Status ReadRange(const std::string& key_prefix,
                          const std::function<void(const mvccpb::KeyValue&)>& each,
-                         uint64_t* revision) const {
+                         uint64_t* revision, uint64_t at_revision = 0) const {
     const std::string end = etcd::PrefixEnd(key_prefix);
     std::string from = key_prefix;
-    int64_t at = 0;
+    auto at = static_cast<int64_t>(at_revision);
     while (true) {
       etcdserverpb::RangeRequest request;
       request.set_key(from);
@@ -411,10 +465,8 @@ class EtcdStore::Impl {
       request.set_revision(at);
       absl::StatusOr<etcdserverpb::RangeResponse> response = connection_->Range(request);
       if (!response.ok()) return response.status();
-      if (at == 0) {
-        at = response->header().revision();
-        if (revision != nullptr) *revision = static_cast<uint64_t>(at);
-      }
+      if (at == 0) at = response->header().revision();
+      if (revision != nullptr) *revision = static_cast<uint64_t>(at);
       for (const mvccpb::KeyValue& kv : response->kvs()) each(kv);
       if (!response->more() || response->kvs_size() == 0) return absl::OkStatus();
       from = response->kvs(response->kvs_size() - 1).key() + '\0';
@@ -474,6 +526,9 @@ class EtcdStore::Impl {
   const EtcdStoreOptions options_;
   const Clock& clock_;
   std::unique_ptr<etcd::Connection> connection_;
+  // The most keys one Txn of an unconditional batch carries: unbounded until etcd refused a
+  // Txn as too many operations, then halved until one fits.
+  std::atomic<size_t> max_txn_keys_ = std::numeric_limits<size_t>::max();
   etcd::WatchMux watches_;
 
   std::mutex lease_mu_;
@@ -507,10 +562,18 @@ absl::StatusOr<WriteResult> EtcdStore::Apply(const std::vector<WriteOp>& ops) {
   return impl_->Apply(ops);
 }
 absl::StatusOr<std::optional<StoredObject>> EtcdStore::Get(const ObjectKey& key) const {
-  return impl_->Get(key);
+  return impl_->Get(key, ReadVersion{});
 }
 absl::StatusOr<ListResult> EtcdStore::List(ObjectKind kind, std::string_view namespace_name) const {
-  return impl_->List(kind, namespace_name);
+  return impl_->List(kind, namespace_name, ReadVersion{});
+}
+absl::StatusOr<std::optional<StoredObject>> EtcdStore::GetAt(const ObjectKey& key,
+                                                             const ReadVersion& version) const {
+  return impl_->Get(key, version);
+}
+absl::StatusOr<ListResult> EtcdStore::ListAt(ObjectKind kind, std::string_view namespace_name,
+                                             const ReadVersion& version) const {
+  return impl_->List(kind, namespace_name, version);
 }
 absl::StatusOr<std::unique_ptr<Subscription>> EtcdStore::Watch(ObjectKind kind, uint64_t after,
                                                                WatchCallback callback) {

@@ -118,7 +118,10 @@ absl::StatusOr<WriteResult> MemoryStore::Apply(const std::vector<WriteOp>& ops) 
   WriteResult result;
   result.revision = events.empty() ? revision_ : CommitLocked(events);
   result.objects.reserve(ops.size());
+  result.created.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
+    result.created.push_back(event_of_op[i].has_value() &&
+                             events[*event_of_op[i]].type == EventType::kAdded);
     if (event_of_op[i].has_value()) {
       result.objects.push_back(events[*event_of_op[i]].object);
     } else {

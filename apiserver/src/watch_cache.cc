@@ -105,12 +105,16 @@ absl::StatusOr<WriteResult> WatchCache::Apply(const std::vector<WriteOp>& ops) {
   return result;
 }
 
-bool WatchCache::Fresh(Cache& cache) const {
+bool WatchCache::Fresh(Cache& cache, const ReadVersion& version) const {
   const Metrics::PerKind& counters = metrics_->kinds[IndexOf(cache.kind)];
   std::unique_lock lock(mu_);
-  // The predicate is checked before any wait: a kind not loaded returns at once.
-  const bool caught_up = caught_up_.wait_for(lock, options_.read_wait, [&] {
-    return !cache.loaded || cache.mirror->Revision() >= cache.written_through;
+  const bool any = version.match == ReadVersion::Match::kAny;
+  const bool own_writes = version.match == ReadVersion::Match::kLatest;
+  // The predicate is checked before any wait: a kind not loaded, or a read of any state,
+  // returns at once.
+  const bool caught_up = caught_up_.wait_for(lock, any ? Duration(0) : options_.read_wait, [&] {
+    const uint64_t wanted = own_writes ? cache.written_through : version.revision;
+    return !cache.loaded || any || cache.mirror->Revision() >= wanted;
   });
   if (!cache.loaded) {
     Increment(counters.reads_loading);
@@ -121,21 +125,44 @@ bool WatchCache::Fresh(Cache& cache) const {
 }
 
 absl::StatusOr<std::optional<StoredObject>> WatchCache::Get(const ObjectKey& key) const {
-  Cache& cache = CacheOf(key.kind);
-  if (Fresh(cache)) return cache.mirror->Get(key);
-  return backing_.Get(key);
+  return GetAt(key, ReadVersion{});
 }
 
 absl::StatusOr<ListResult> WatchCache::List(ObjectKind kind,
                                             std::string_view namespace_name) const {
+  return ListAt(kind, namespace_name, ReadVersion{});
+}
+
+absl::StatusOr<std::optional<StoredObject>> WatchCache::GetAt(const ObjectKey& key,
+                                                              const ReadVersion& version) const {
+  // A GET reads kExact as kNotOlderThan (object_store.h).
+  ReadVersion at_least = version;
+  if (at_least.match == ReadVersion::Match::kExact) {
+    at_least.match = ReadVersion::Match::kNotOlderThan;
+  }
+  Cache& cache = CacheOf(key.kind);
+  if (Fresh(cache, at_least)) return cache.mirror->Get(key);
+  return backing_.GetAt(key, at_least);
+}
+
+absl::StatusOr<ListResult> WatchCache::ListAt(ObjectKind kind, std::string_view namespace_name,
+                                              const ReadVersion& version) const {
   Cache& cache = CacheOf(kind);
-  if (Fresh(cache)) return cache.mirror->List(kind, namespace_name);
-  return backing_.List(kind, namespace_name);
+  if (version.match == ReadVersion::Match::kExact) {
+    if (Loaded(kind)) {
+      // The mirror's list is at its own revision: it answers only when that is the one asked.
+      absl::StatusOr<ListResult> list = cache.mirror->ListAt(kind, namespace_name, version);
+      if (list.ok()) return list;
+    }
+    return backing_.ListAt(kind, namespace_name, version);
+  }
+  if (Fresh(cache, version)) return cache.mirror->List(kind, namespace_name);
+  return backing_.ListAt(kind, namespace_name, version);
 }
 
 absl::StatusOr<size_t> WatchCache::Count(ObjectKind kind) const {
   Cache& cache = CacheOf(kind);
-  if (Fresh(cache)) return cache.mirror->Count(kind);
+  if (Fresh(cache, ReadVersion{})) return cache.mirror->Count(kind);
   return backing_.Count(kind);
 }
 

@@ -34,6 +34,20 @@ std::optional<int> StartProgram(std::string_view program, FlagSet& flags, int ar
   return std::nullopt;
 }
 
+int RunServerProgram(std::string_view program, FlagSet& flags, int argc, char** argv,
+                     const int64_t& verbosity, const std::function<absl::Status()>& validate,
+                     const std::function<ServerStart()>& start) {
+  if (std::optional<int> exit = StartProgram(program, flags, argc, argv, verbosity)) return *exit;
+  if (absl::Status s = validate(); !s.ok()) return FailProgram(program, s);
+  TerminationSignals signals;  // before any thread starts
+  ServerStart started = start();
+  if (!started.stop) return FailProgram(program, started.error, started.exit_code);
+  signals.Wait();
+  if (absl::Status failure = started.stop(); !failure.ok()) return FailProgram(program, failure, 1);
+  KLOG(INFO) << "stopped";
+  return 0;
+}
+
 TerminationSignals::TerminationSignals() {
   sigemptyset(&signals_);
   sigaddset(&signals_, SIGINT);

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,7 @@ class EndableStore final : public ObjectStore {
     return store_.Apply(ops);
   }
   absl::StatusOr<std::optional<StoredObject>> Get(const ObjectKey& key) const override {
+    ++gets;
     return store_.Get(key);
   }
   absl::StatusOr<ListResult> List(ObjectKind kind, std::string_view ns) const override {
@@ -115,6 +117,8 @@ class EndableStore final : public ObjectStore {
     }
     for (const WatchEndCallback& end : ends) end(why);
   }
+
+  mutable std::atomic<int> gets = 0;  // Get calls
 
  private:
   MemoryStore store_;
@@ -219,6 +223,7 @@ TEST_F(ApiServerTest, PutCreatesThenReplacesAndEveryGroupVersionReadsIt) {
   http::ClientResponse replaced = Send("PUT", path, NodeJson(cluster_.nodes[0]));
   EXPECT_EQ(replaced.code, 200) << replaced.body;
   EXPECT_THAT(replaced.body, HasSubstr(R"("resourceVersion":"2")"));
+  EXPECT_EQ(store_.gets.load(), 0) << "a PUT is one write, without a read first";
   http::ClientResponse alpha = Send("GET", path);
   ASSERT_EQ(alpha.code, 200);
   absl::StatusOr<metrics_api::Parsed<metrics_api::NodeMetrics>> back =
@@ -230,6 +235,55 @@ TEST_F(ApiServerTest, PutCreatesThenReplacesAndEveryGroupVersionReadsIt) {
   EXPECT_THAT(beta.body, HasSubstr(R"("metadata":{"resourceVersion":"2"},"items":[)"));
   EXPECT_THAT(beta.body, HasSubstr(R"("usage":{"cpu":"120m","memory":"302Mi"})"));
   EXPECT_EQ(Send("GET", "/apis/metrics.k8s.io/v1/nodes/node-9").code, 404);
+}
+
+TEST_F(ApiServerTest, ListsAndGetsReadResourceVersionAsKubeApiserverDoes) {
+  const std::string nodes = "/apis/metrics/v1alpha1/nodes";
+  ASSERT_EQ(Send("PUT", nodes + "/node-1", NodeJson(cluster_.nodes[0])).code, 201);
+  ASSERT_EQ(Send("PUT", nodes + "/node-1", NodeJson(cluster_.nodes[0])).code, 200);
+  for (const std::string_view query :
+       {"resourceVersion=0", "resourceVersion=2", "resourceVersion=1",
+        "resourceVersion=2&resourceVersionMatch=NotOlderThan",
+        "resourceVersion=2&resourceVersionMatch=Exact"}) {
+    http::ClientResponse list = Send("GET", nodes + "?" + std::string(query));
+    EXPECT_EQ(list.code, 200) << query << ": " << list.body;
+    EXPECT_THAT(list.body, HasSubstr(R"("metadata":{"resourceVersion":"2"},"items":[)")) << query;
+  }
+  for (const std::string_view query : {"resourceVersion=0", "resourceVersion=2"}) {
+    EXPECT_EQ(Send("GET", nodes + "/node-1?" + std::string(query)).code, 200) << query;
+  }
+  // A revision not reached: 504 Timeout, as kube-apiserver's "Too large resource version".
+  for (const std::string& path : {nodes + "?resourceVersion=9", nodes + "/node-1?resourceVersion=9",
+                                  nodes + "?resourceVersion=9&resourceVersionMatch=Exact"}) {
+    http::ClientResponse late = Send("GET", path);
+    EXPECT_EQ(late.code, 504) << path;
+    EXPECT_THAT(late.body, HasSubstr(R"("reason":"Timeout")")) << path;
+    EXPECT_THAT(late.body, HasSubstr("Too large resource version: 9, current: 2")) << path;
+    EXPECT_THAT(late.body, HasSubstr("ResourceVersionTooLarge")) << path;
+  }
+  // An exact revision the memory store no longer holds: 410 Expired.
+  http::ClientResponse old = Send("GET", nodes + "?resourceVersion=1&resourceVersionMatch=Exact");
+  EXPECT_EQ(old.code, 410) << old.body;
+  EXPECT_THAT(old.body, HasSubstr(R"("reason":"Expired")"));
+  // Values kube-apiserver refuses: 400 naming the parameter.
+  const std::pair<std::string, std::string> refused[] = {
+      {nodes + "?resourceVersion=abc", "resourceVersion: must be a decimal revision"},
+      {nodes + "?resourceVersion=-1", "resourceVersion: must be a decimal revision"},
+      {nodes + "/node-1?resourceVersion=x", "resourceVersion: must be a decimal revision"},
+      {nodes + "?resourceVersionMatch=Exact", "resourceVersionMatch: forbidden unless"},
+      {nodes + "?resourceVersion=1&resourceVersionMatch=Newest",
+       "resourceVersionMatch: must be NotOlderThan or Exact"},
+      {nodes + "?resourceVersion=0&resourceVersionMatch=Exact",
+       R"(resourceVersionMatch: \"Exact\" is forbidden for resourceVersion \"0\")"},
+      {nodes + "/node-1?resourceVersion=1&resourceVersionMatch=NotOlderThan",
+       "resourceVersionMatch: only lists take it"},
+  };
+  for (const auto& [path, message] : refused) {
+    http::ClientResponse bad = Send("GET", path);
+    EXPECT_EQ(bad.code, 400) << path;
+    EXPECT_THAT(bad.body, HasSubstr(R"("reason":"BadRequest")")) << path;
+    EXPECT_THAT(bad.body, HasSubstr(message)) << path << ": " << bad.body;
+  }
 }
 
 TEST_F(ApiServerTest, PostConflictsDeleteRemovesAndMetricsK8sIoIsReadOnly) {

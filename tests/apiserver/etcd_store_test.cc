@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 #include "kubestat/apiserver/object_store.h"
 #include "kubestat/core/clock.h"
 #include "store_contract.h"
@@ -328,6 +330,66 @@ TEST_F(EtcdStoreTest, SpeaksTlsWithAClientCertificate) {
   std::unique_ptr<EtcdStore> anonymous = Make(options);
   ASSERT_NE(anonymous, nullptr);
   EXPECT_EQ(anonymous->Get(NodeKey("node-1")).status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(EtcdTxnLimitTest, ABulkWriteBeyondEtcdsMaxTxnOpsLandsWholeInIncreasingRevisions) {
+  if (EtcdBinary().empty()) GTEST_SKIP() << kNoEtcdMessage;
+  EtcdCluster etcd(1, std::nullopt, std::chrono::seconds(60), /*max_txn_ops=*/8);
+  ASSERT_TRUE(etcd.ok());
+  FakeClock clock;
+  std::unique_ptr<EtcdStore> store = MustCreate(OptionsFor(etcd.ClientUrls()), clock);
+  ASSERT_NE(store, nullptr);
+  const uint64_t start = store->Revision();
+  Recorder recorder;
+  std::unique_ptr<Subscription> watch = MustWatch(*store, ObjectKind::kNode, start, recorder);
+  std::vector<WriteOp> bulk;
+  std::vector<std::string> names;
+  for (int i = 0; i < 50; ++i) {
+    names.push_back(absl::StrFormat("node-%02d", i));
+    bulk.push_back(PutNode(names.back()));
+  }
+
+  for (int round = 0; round < 2; ++round) {  // the second round learned etcd's limit
+    const uint64_t before = store->Revision();
+    absl::StatusOr<WriteResult> written = store->Apply(bulk);
+    ASSERT_TRUE(written.ok()) << written.status();
+    ASSERT_EQ(written->objects.size(), 50u);
+    std::vector<uint64_t> revisions;
+    for (const StoredObject& object : written->objects) {
+      revisions.push_back(object.resource_version);
+    }
+    EXPECT_GT(revisions.front(), before);
+    EXPECT_TRUE(std::is_sorted(revisions.begin(), revisions.end()));
+    EXPECT_LT(revisions.front(), revisions.back()) << "one Txn of 50 keys passed etcd's limit of 8";
+    EXPECT_EQ(written->revision, revisions.back());
+    absl::StatusOr<ListResult> list = store->List(ObjectKind::kNode, "");
+    ASSERT_TRUE(list.ok());
+    std::vector<std::string> listed;
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      listed.push_back(list->items[i].key.name);
+      EXPECT_EQ(list->items[i].resource_version, revisions[i]) << list->items[i].key.name;
+    }
+    EXPECT_EQ(listed, names);
+  }
+  const std::vector<Seen> seen = recorder.WaitFor(100);
+  ASSERT_EQ(seen.size(), 100u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].type, i < 50 ? EventType::kAdded : EventType::kModified);
+    EXPECT_EQ(seen[i].key, "nodes/" + names[i % 50]);
+    if (i > 0) {
+      EXPECT_LE(seen[i - 1].revision, seen[i].revision);
+    }
+  }
+
+  // Creates may fail on what is stored: one Txn or none, never part of the batch.
+  std::vector<WriteOp> creates;
+  for (int i = 0; i < 10; ++i) creates.push_back(CreateNode(absl::StrFormat("new-%02d", i)));
+  absl::StatusOr<WriteResult> refused = store->Apply(creates);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("--max-txn-ops"));
+  absl::StatusOr<size_t> count = store->Count(ObjectKind::kNode);
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 50u);
 }
 
 TEST(EtcdStoreOptionsTest, BadOptionsNameTheirFlag) {

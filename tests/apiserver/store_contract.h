@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include "kubestat/apiserver/object_store.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/core/status.h"
 #include "support/metrics_objects.h"
 #include "support/poll.h"
 
@@ -339,6 +340,99 @@ TYPED_TEST_P(StoreContractTest, ListIsSortedByKeyAndSelectsOneNamespaceOfPods) {
   absl::StatusOr<ListResult> nodes = store.List(ObjectKind::kNode, "");
   ASSERT_TRUE(nodes.ok());
   EXPECT_THAT(Keys(*nodes), ::testing::ElementsAre("nodes/node-a", "nodes/node-b"));
+}
+
+// A read the store cannot answer at the revision asked: 504 Timeout "Too large resource
+// version" as kube-apiserver answers it.
+inline void ExpectTooLarge(const absl::Status& status, uint64_t wanted) {
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  const ApiError error = ApiError::FromStatus(status);
+  EXPECT_EQ(error.code(), 504);
+  EXPECT_EQ(error.reason(), StatusReason::kTimeout);
+  EXPECT_THAT(error.message(),
+              ::testing::StartsWith("Too large resource version: " + std::to_string(wanted)));
+  ASSERT_EQ(error.details().causes.size(), 1u);
+  EXPECT_EQ(error.details().causes[0].reason, "ResourceVersionTooLarge");
+}
+
+TYPED_TEST_P(StoreContractTest, ReadsNotOlderThanAReachedRevisionSeeItAndABeyondOneIsTooLarge) {
+  ObjectStore& store = *this->store_;
+  ASSERT_TRUE(store.Apply({PutNode("node-1")}).ok());
+  ASSERT_TRUE(store.Apply({PutPod("shop", "web-1")}).ok());
+  using Match = ReadVersion::Match;
+
+  absl::StatusOr<ListResult> pods =
+      store.ListAt(ObjectKind::kPod, "", {Match::kNotOlderThan, this->R(2)});
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  EXPECT_GE(pods->revision, this->R(2));
+  EXPECT_THAT(Keys(*pods), ::testing::ElementsAre("pods/shop/web-1"));
+  absl::StatusOr<ListResult> nodes =
+      store.ListAt(ObjectKind::kNode, "", {Match::kNotOlderThan, this->R(1)});
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_GE(nodes->revision, this->R(1));
+  EXPECT_THAT(Keys(*nodes), ::testing::ElementsAre("nodes/node-1"));
+  absl::StatusOr<std::optional<StoredObject>> pod =
+      store.GetAt(PodKey("shop", "web-1"), {Match::kNotOlderThan, this->R(2)});
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_TRUE(pod->has_value());
+  // Any state: never newer than the store, and what the store holds once it settled.
+  ASSERT_TRUE(kubestat::testing::PollUntil(
+      [&] {
+        absl::StatusOr<ListResult> any = store.ListAt(ObjectKind::kPod, "", {Match::kAny, 0});
+        return any.ok() && any->revision <= store.Revision() && any->items.size() == 1;
+      },
+      kReady, std::chrono::milliseconds(2)));
+  absl::StatusOr<std::optional<StoredObject>> any_node =
+      store.GetAt(NodeKey("node-1"), {Match::kAny, 0});
+  ASSERT_TRUE(any_node.ok()) << any_node.status();
+  EXPECT_TRUE(any_node->has_value());
+
+  const uint64_t beyond = this->R(2) + 1000;
+  ExpectTooLarge(store.ListAt(ObjectKind::kNode, "", {Match::kNotOlderThan, beyond}).status(),
+                 beyond);
+  ExpectTooLarge(store.GetAt(NodeKey("node-1"), {Match::kNotOlderThan, beyond}).status(), beyond);
+}
+
+TYPED_TEST_P(StoreContractTest, AnExactListIsTheStateAtThatRevisionOrExpired) {
+  ObjectStore& store = *this->store_;
+  ASSERT_TRUE(store.Apply({PutNode("node-1")}).ok());
+  ASSERT_TRUE(store.Apply({PutNode("node-2")}).ok());
+  using Match = ReadVersion::Match;
+  // The cache's mirror reaches the newest revision as its feed brings it.
+  absl::StatusOr<ListResult> now;
+  ASSERT_TRUE(kubestat::testing::PollUntil(
+      [&] {
+        now = store.ListAt(ObjectKind::kNode, "", {Match::kExact, this->R(2)});
+        return now.ok();
+      },
+      kReady, std::chrono::milliseconds(2)))
+      << now.status();
+  EXPECT_EQ(now->revision, this->R(2));
+  EXPECT_THAT(Keys(*now), ::testing::ElementsAre("nodes/node-1", "nodes/node-2"));
+  // An older revision: its state where the store keeps it (etcd), else 410 Expired.
+  absl::StatusOr<ListResult> before =
+      store.ListAt(ObjectKind::kNode, "", {Match::kExact, this->R(1)});
+  if (before.ok()) {
+    EXPECT_EQ(before->revision, this->R(1));
+    EXPECT_THAT(Keys(*before), ::testing::ElementsAre("nodes/node-1"));
+  } else {
+    EXPECT_EQ(before.status().code(), absl::StatusCode::kOutOfRange) << before.status();
+    EXPECT_EQ(ApiError::FromStatus(before.status()).code(), 410);
+  }
+  const uint64_t beyond = this->R(2) + 1000;
+  ExpectTooLarge(store.ListAt(ObjectKind::kNode, "", {Match::kExact, beyond}).status(), beyond);
+}
+
+TYPED_TEST_P(StoreContractTest, PutsAndCreatesTellWhetherTheyMadeTheirKey) {
+  ObjectStore& store = *this->store_;
+  absl::StatusOr<WriteResult> first = store.Apply({PutNode("node-1"), CreatePod("shop", "web-1")});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(first->created, ::testing::ElementsAre(true, true));
+  absl::StatusOr<WriteResult> second = store.Apply(
+      {PutNode("node-1", 200), PutNode("node-2"), Delete(NodeKey("node-1")), PutNode("node-1"),
+       Delete(NodeKey("node-3"), WriteOp::Type::kDeleteIfPresent), PutPod("shop", "web-1")});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_THAT(second->created, ::testing::ElementsAre(false, true, false, true, false, false));
 }
 
 TYPED_TEST_P(StoreContractTest, CountIsTheNumberOfObjectsOfEachKind) {
@@ -684,7 +778,9 @@ REGISTER_TYPED_TEST_SUITE_P(
     CancelAndDestroyingTheSubscriptionStopDeliveries, CancelFromInsideACallbackStopsLaterDeliveries,
     CancelFromAnotherThreadWaitsForTheCallbackInProgress,
     WatchesStartedWhileWritersRaceSeeEveryLaterEventExactlyOnce,
-    WatchWithoutACallbackIsInvalidArgument, ExpireDeletesTheObjectsNobodyRefreshedInOneRevision);
+    WatchWithoutACallbackIsInvalidArgument, ExpireDeletesTheObjectsNobodyRefreshedInOneRevision,
+    ReadsNotOlderThanAReachedRevisionSeeItAndABeyondOneIsTooLarge,
+    AnExactListIsTheStateAtThatRevisionOrExpired, PutsAndCreatesTellWhetherTheyMadeTheirKey);
 
 }  // namespace kubestat::apiserver::testing
 

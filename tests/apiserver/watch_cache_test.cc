@@ -108,7 +108,32 @@ class CountingStore final : public ObjectStore {
       ObjectKind kind, uint64_t after, WatchCallback callback,
       const WatchEndCallback& on_end) override {
     ++watches;
-    return inner_.WatchWithEnd(kind, after, std::move(callback), on_end);
+    WatchCallback held = [this, callback = std::move(callback)](const StoreEvent& event) {
+      std::unique_lock lock(hold_mu_);
+      if (holding_) {
+        held_.push_back([callback, event] { callback(event); });
+        return;
+      }
+      lock.unlock();
+      callback(event);
+    };
+    return inner_.WatchWithEnd(kind, after, std::move(held), on_end);
+  }
+
+  // Keeps the events of every watch from their watchers until ReleaseEvents (a feed that
+  // falls behind); call neither while a write is in progress.
+  void HoldEvents() {
+    std::lock_guard lock(hold_mu_);
+    holding_ = true;
+  }
+  void ReleaseEvents() {
+    std::vector<std::function<void()>> held;
+    {
+      std::lock_guard lock(hold_mu_);
+      holding_ = false;
+      held.swap(held_);
+    }
+    for (const std::function<void()>& deliver : held) deliver();
   }
   absl::StatusOr<size_t> ExpireOlderThan(Timestamp cutoff) override {
     return inner_.ExpireOlderThan(cutoff);
@@ -126,6 +151,9 @@ class CountingStore final : public ObjectStore {
 
  private:
   MemoryStore inner_;
+  std::mutex hold_mu_;
+  bool holding_ = false;                     // guarded by hold_mu_
+  std::vector<std::function<void()>> held_;  // guarded by hold_mu_
 };
 
 double CounterValue(prometheus::Registry& registry, const std::string& name,
@@ -181,6 +209,68 @@ TEST(WatchCacheTest, ManyWatchersAndListsCostOneWatchAndOneListOfTheBackingStore
   EXPECT_EQ(backing.lists.load(), 2);
   EXPECT_EQ(backing.watches.load(), 2);
   EXPECT_EQ(backing.gets.load(), 0);
+}
+
+TEST(WatchCacheTest, AnyStateReadsAnswerAtOnceFromABehindMirrorAndNotOlderThanReadsDoNot) {
+  FakeClock clock;
+  CountingStore backing(clock);
+  prometheus::Registry registry;
+  WatchCacheOptions options;
+  options.read_wait = Duration(0);  // a mirror that is behind is read past at once
+  WatchCache cache(backing, options, clock, &registry);
+  ASSERT_TRUE(WaitLoaded(cache));
+  absl::StatusOr<WriteResult> first = cache.Apply({PutNode("node-1")});
+  ASSERT_TRUE(first.ok());
+  backing.HoldEvents();
+  absl::StatusOr<WriteResult> second = cache.Apply({PutNode("node-2")});
+  ASSERT_TRUE(second.ok());
+  const int lists = backing.lists.load();
+  const int gets = backing.gets.load();
+  using Match = ReadVersion::Match;
+
+  // resourceVersion=0: the mirror as it is, without the write it has not seen, and no read
+  // of the backing store.
+  absl::StatusOr<ListResult> any = cache.ListAt(ObjectKind::kNode, "", {Match::kAny, 0});
+  ASSERT_TRUE(any.ok()) << any.status();
+  EXPECT_EQ(any->revision, first->revision);
+  EXPECT_THAT(Keys(*any), ElementsAre("nodes/node-1"));
+  absl::StatusOr<std::optional<StoredObject>> any_get =
+      cache.GetAt(NodeKey("node-2"), {Match::kAny, 0});
+  ASSERT_TRUE(any_get.ok());
+  EXPECT_FALSE(any_get->has_value());
+  EXPECT_EQ(backing.lists.load(), lists);
+  EXPECT_EQ(backing.gets.load(), gets);
+
+  // Unset and a revision the mirror has not reached: the backing store, with the write.
+  absl::StatusOr<ListResult> latest = cache.List(ObjectKind::kNode, "");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_THAT(Keys(*latest), ElementsAre("nodes/node-1", "nodes/node-2"));
+  absl::StatusOr<ListResult> at_least =
+      cache.ListAt(ObjectKind::kNode, "", {Match::kNotOlderThan, second->revision});
+  ASSERT_TRUE(at_least.ok()) << at_least.status();
+  EXPECT_THAT(Keys(*at_least), ElementsAre("nodes/node-1", "nodes/node-2"));
+  absl::StatusOr<std::optional<StoredObject>> at_least_get =
+      cache.GetAt(NodeKey("node-2"), {Match::kNotOlderThan, second->revision});
+  ASSERT_TRUE(at_least_get.ok());
+  EXPECT_TRUE(at_least_get->has_value());
+  EXPECT_EQ(backing.lists.load(), lists + 2);
+  EXPECT_EQ(backing.gets.load(), gets + 1);
+  EXPECT_EQ(CounterValue(registry, "kubestat_apiserver_watch_cache_backing_reads_total", "reason",
+                         "behind"),
+            3);
+
+  // Once the mirror holds the revision, it answers.
+  backing.ReleaseEvents();
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        absl::StatusOr<ListResult> now = cache.ListAt(ObjectKind::kNode, "", {Match::kAny, 0});
+        return now.ok() && now->items.size() == 2;
+      },
+      kReady, std::chrono::milliseconds(2)));
+  at_least = cache.ListAt(ObjectKind::kNode, "", {Match::kNotOlderThan, second->revision});
+  ASSERT_TRUE(at_least.ok());
+  EXPECT_THAT(Keys(*at_least), ElementsAre("nodes/node-1", "nodes/node-2"));
+  EXPECT_EQ(backing.lists.load(), lists + 2);
 }
 
 TEST(WatchCacheTest, AnEndedFeedEndsTheMirrorsWatchesAndTheKindIsLoadedAgain) {

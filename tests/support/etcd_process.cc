@@ -39,8 +39,9 @@ std::string EtcdBinary() {
   return "";
 }
 
-EtcdCluster::EtcdCluster(int members, std::optional<EtcdTls> tls, std::chrono::seconds deadline)
-    : tls_(std::move(tls)) {
+EtcdCluster::EtcdCluster(int members, std::optional<EtcdTls> tls, std::chrono::seconds deadline,
+                         int max_txn_ops)
+    : tls_(std::move(tls)), max_txn_ops_(max_txn_ops) {
   for (int i = 0; i < members; ++i) {
     Member member;
     member.name = "member-" + std::to_string(i);
@@ -94,7 +95,7 @@ void EtcdCluster::Start(int i) {
       "--initial-cluster-token=kubestat-test",
       "--heartbeat-interval=50",
       "--election-timeout=500",
-      "--max-txn-ops=10000",
+      "--max-txn-ops=" + std::to_string(max_txn_ops_),
       "--logger=zap",
       "--log-outputs=stderr",
   };

@@ -39,9 +39,10 @@ class EtcdCluster {
  public:
   // Starts `members` members forming one cluster and waits (up to `deadline`) until every
   // one serves clients; ok() tells whether they did (a failure adds a test failure with the
-  // logs). Transactions may carry up to 10000 operations.
+  // logs). Transactions may carry up to `max_txn_ops` operations (etcd's --max-txn-ops).
   explicit EtcdCluster(int members = 1, std::optional<EtcdTls> tls = std::nullopt,
-                       std::chrono::seconds deadline = std::chrono::seconds(60));
+                       std::chrono::seconds deadline = std::chrono::seconds(60),
+                       int max_txn_ops = 10000);
   // SIGKILLs every member still running.
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
@@ -72,6 +73,7 @@ class EtcdCluster {
 
   TempDir dir_{"kubestat-etcd"};
   std::optional<EtcdTls> tls_;
+  int max_txn_ops_ = 10000;
   std::string initial_cluster_;
   std::vector<Member> members_;
   bool ok_ = false;

@@ -8,8 +8,20 @@
 //   GET /apis/{group}/{version}/pods, /namespaces/{ns}/pods[/{name}]
 //   Lists take labelSelector, fieldSelector, pretty, limit and continue (metrics_api/query.h)
 //   and carry metadata.resourceVersion; objects carry theirs.
+//   resourceVersion on a GET or LIST, as kube-apiserver reads it (object_store.h ReadVersion):
+//     - unset: the newest state (a consistent read; the watch cache waits for this server's
+//       own writes);
+//     - "0": any state the store holds, answered at once (the watch cache's, without waiting);
+//     - N (resourceVersionMatch unset or NotOlderThan): a state at N or newer; one the store
+//       has not reached is 504 Timeout "Too large resource version: N, current: M";
+//     - N with resourceVersionMatch=Exact (lists): the state at exactly N where the store
+//       keeps it (etcd, until compacted), else 410 Expired;
+//     - a resourceVersion that is not a decimal number, a resourceVersionMatch other than
+//       NotOlderThan or Exact, one without resourceVersion, Exact with "0", or any on a GET:
+//       400 BadRequest naming the parameter.
 //   ?watch=1 streams watch events (one JSON object per line, as kube-apiserver writes them):
-//     - resourceVersion unset or "0": ADDED for every object that matches, then the changes;
+//     - resourceVersion unset or "0": ADDED for every object that matches (the newest state,
+//       or with "0" any state the store holds, at once), then the changes;
 //       with sendInitialEvents=true the initial ADDED events end with a BOOKMARK annotated
 //       "k8s.io/initial-events-end": "true" (the watch-list form the HPA tries first);
 //     - resourceVersion=N: every change after revision N; one the store no longer remembers

@@ -10,9 +10,13 @@
 //
 // Revisions: resource_version is the etcd revision of the write (mod_revision); lists, gets
 // and WriteResult carry the revision etcd answered at. etcd's revision counts every write to
-// the cluster, including other prefixes: revisions are increasing, not consecutive.
+// the cluster, including other prefixes: revisions are increasing, not consecutive. GetAt
+// checks the revision its range read answered at; ListAt with kExact reads the range at that
+// revision (etcd keeps it until compacted: then OutOfRange, a future one is
+// TooLargeResourceVersion).
 //
-// Apply: one etcd Txn per batch, so a batch is one revision, all or nothing. The ops are
+// Apply: one etcd Txn per batch, so a batch is one revision, all or nothing (but see
+// --max-txn-ops below). The ops are
 // checked as MemoryStore checks them (InvalidArgument, same messages), then folded per key:
 // etcd allows one change per key in a Txn, so a key the batch names several times gets its
 // net effect (its last object, or deleted), with a single event, and its ops' preconditions
@@ -22,9 +26,17 @@
 // the error MemoryStore gives: AlreadyExists "op <i>: <key> already exists" or NotFound
 // "op <i>: <key> not found". A batch that changes nothing (no ops, or deletes of absent
 // keys) does not move etcd's revision (an etcd Txn that changes no key does not); its
-// WriteResult::revision is the current one. etcd limits a Txn to --max-txn-ops operations
-// (default 128) and --max-request-bytes; a larger batch is refused by etcd
-// (InvalidArgument), so run etcd with limits above the writers' batch size.
+// WriteResult::revision is the current one.
+// etcd limits a Txn to --max-txn-ops operations per branch (default 128; a key is one) and
+// does not say its limit. A batch of only kPut and kDeleteIfPresent ops (the bridge's bulk
+// write), which cannot fail on what is stored, is then committed in several Txns in key
+// order: a Txn etcd refuses as too many operations is sent again halved, and the store keeps
+// that size for later batches. Such a batch is then several revisions, increasing in key
+// order: each object carries its Txn's revision, WriteResult::revision is the last, and a
+// failure (etcd unreachable) part way leaves the Txns before it applied (each key
+// is all or nothing, the batch is not; the writer retries the batch, which is idempotent). A
+// batch with kCreate or kDelete stays one Txn, and one larger than etcd's limit is refused
+// (InvalidArgument naming --max-txn-ops), as one above --max-request-bytes is.
 //
 // Watches: one bidirectional etcd Watch stream per store carries every subscription (watch
 // ids chosen by the store), read by one thread, which runs the callbacks: a subscription
@@ -139,6 +151,10 @@ class EtcdStore final : public ObjectStore {
       const ObjectKey& key) const override;
   [[nodiscard]] absl::StatusOr<ListResult> List(ObjectKind kind,
                                                 std::string_view namespace_name) const override;
+  [[nodiscard]] absl::StatusOr<std::optional<StoredObject>> GetAt(
+      const ObjectKey& key, const ReadVersion& version) const override;
+  [[nodiscard]] absl::StatusOr<ListResult> ListAt(ObjectKind kind, std::string_view namespace_name,
+                                                  const ReadVersion& version) const override;
   // One count_only range read: no object is read or decoded.
   [[nodiscard]] absl::StatusOr<size_t> Count(ObjectKind kind) const override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> Watch(

@@ -4,13 +4,22 @@
 // Revisions: the store keeps one revision counter for all objects. Every successful Apply()
 // (a batch of writes, applied all or nothing) moves it up by exactly one, and every object
 // that batch wrote or deleted carries that revision as its resource_version, as etcd's
-// mod_revision does. resourceVersion in the API is this number in decimal.
+// mod_revision does. (EtcdStore commits a batch of puts and deletes-if-present larger than
+// etcd's --max-txn-ops in several steps, each its own revision: etcd_store.h.) resourceVersion in
+// the API is this number in decimal.
 //
 // Watches: Watch(kind, after, callback) delivers every event of that kind with a revision
 // above `after`, in revision order (events of one batch in the batch's order): first the
 // kept history, then each new event as its batch commits. An `after` older than the oldest
 // revision the store still remembers is OutOfRange, "too old resource version: <after>
 // (<oldest>)", which the API answers 410 Expired; the client then lists again.
+//
+// Reads at a resource version: GetAt and ListAt take kube-apiserver's resourceVersion and
+// resourceVersionMatch (ReadVersion): the newest state (a consistent read, as Get and List),
+// any state the store holds at once, a state not older than a revision, or a list at exactly
+// a revision. A revision the store has not reached is DeadlineExceeded carrying a 504 Timeout
+// ApiError "Too large resource version: <wanted>, current: <current>" (TooLargeResourceVersion);
+// an exact revision the store no longer holds is OutOfRange (410 Expired).
 //
 // TTL: ExpireOlderThan(cutoff) deletes (in one batch, one revision) every object whose last
 // write was before `cutoff`, so watchers see DELETED for objects nobody refreshes.
@@ -107,7 +116,33 @@ struct WriteResult {
   // One per op, in order: the object as stored, or as deleted; empty (no node, no pod) for
   // a kDeleteIfPresent of an absent key.
   std::vector<StoredObject> objects;
+  // One per op, in order: whether a kPut or kCreate made its key (absent before the op, as
+  // the earlier ops of the batch left it), so a create-or-replace answers 201 or 200 without
+  // a read first; false for deletes.
+  std::vector<bool> created;
 };
+
+// Which state a read may answer with: kube-apiserver's resourceVersion and
+// resourceVersionMatch of a GET or LIST.
+struct ReadVersion {
+  enum class Match {
+    kLatest,        // resourceVersion unset: the newest state (a consistent read)
+    kAny,           // resourceVersion=0: any state the store holds, without waiting
+    kNotOlderThan,  // resourceVersion=N: a state at revision N or newer
+    kExact,         // resourceVersion=N&resourceVersionMatch=Exact: the state at N (lists)
+  };
+  Match match = Match::kLatest;
+  uint64_t revision = 0;  // kNotOlderThan and kExact
+};
+
+// DeadlineExceeded carrying kube-apiserver's 504 Timeout "Too large resource version: <wanted>,
+// current: <current>" (cause ResourceVersionTooLarge, retry after 1 s).
+absl::Status TooLargeResourceVersion(uint64_t wanted, uint64_t current);
+
+// Whether a read taken at `revision` satisfies `version`: OK, TooLargeResourceVersion when it is
+// older than asked, OutOfRange when an exact read is newer than asked (the store holds no older
+// state).
+absl::Status CheckReadRevision(const ReadVersion& version, uint64_t revision);
 
 struct ListResult {
   uint64_t revision = 0;            // the store's revision when the list was taken
@@ -144,6 +179,18 @@ class ObjectStore {
   // one revision.
   [[nodiscard]] virtual absl::StatusOr<ListResult> List(ObjectKind kind,
                                                         std::string_view namespace_name) const = 0;
+
+  // Get at `version` (ReadVersion; kExact is read as kNotOlderThan, as kube-apiserver reads a
+  // GET). The default, for a store that holds only its newest state, reads Revision() and then
+  // Get, and answers TooLargeResourceVersion when that revision is below the one asked.
+  [[nodiscard]] virtual absl::StatusOr<std::optional<StoredObject>> GetAt(
+      const ObjectKey& key, const ReadVersion& version) const;
+
+  // List at `version` (ReadVersion). The default, for a store that holds only its newest state,
+  // lists and checks the list's revision (CheckReadRevision).
+  [[nodiscard]] virtual absl::StatusOr<ListResult> ListAt(ObjectKind kind,
+                                                          std::string_view namespace_name,
+                                                          const ReadVersion& version) const;
 
   // How many objects of `kind` are stored (for gauges). The default lists them; stores
   // override it with a count that reads no object.

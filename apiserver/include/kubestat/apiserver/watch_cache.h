@@ -17,6 +17,13 @@
 //     not caught up within `read_wait` (or a kind not loaded) is read from the backing store
 //     instead, and counted. Writes of other replicas show up as fast as the backing store's
 //     watch brings them (on loopback etcd, milliseconds).
+//   - GetAt and ListAt (object_store.h's ReadVersion, kube-apiserver's resourceVersion):
+//     kLatest reads as Get and List do; kAny (resourceVersion=0) is the mirror's at once,
+//     without waiting, whatever it holds (the backing store's while the kind is not loaded);
+//     kNotOlderThan N is the mirror's once it reached revision N (waiting up to `read_wait`),
+//     else the backing store's at N or newer (504 Too large resource version when even the
+//     backing store has not reached N); kExact N is the mirror's when it holds revision N,
+//     else the backing store's (etcd reads a past revision until it is compacted).
 //   - Watch and WatchWithEnd of a loaded kind are the mirror's: the history it kept since it
 //     was loaded (`history_events` per kind; an older `after` is OutOfRange, which the API
 //     answers 410 Expired, and the client lists again), then live events. A kind not loaded
@@ -31,7 +38,8 @@
 //   kubestat_apiserver_watch_cache_events_total{resource}        events replicated
 //   kubestat_apiserver_watch_cache_backing_reads_total{resource,reason}  reads the cache
 //       passed to the backing store: "loading" (kind not loaded), "behind" (read_wait ran
-//       out before the mirror held this cache's own latest write)
+//       out before the mirror held this cache's own latest write, or the revision a read
+//       asked for)
 //
 // Ownership: borrows the backing store, the clock and the registry, which must outlive it;
 // every Subscription it returned must be destroyed before it. Thread-safety: every method
@@ -67,7 +75,7 @@ struct WatchCacheOptions {
   // Events kept per kind for watches to resume from. Default: 100000
   size_t history_events = 100000;
   // How long a read waits for the mirror to hold this cache's own latest write of its kind
-  // before it reads the backing store. Default: 2s
+  // (or the revision a read asked for) before it reads the backing store. Default: 2s
   Duration read_wait = std::chrono::seconds(2);
   // Wait between attempts to load a kind that could not be listed or watched. Default: 1s
   Duration retry_interval = std::chrono::seconds(1);
@@ -89,6 +97,10 @@ class WatchCache final : public ObjectStore {
       const ObjectKey& key) const override;
   [[nodiscard]] absl::StatusOr<ListResult> List(ObjectKind kind,
                                                 std::string_view namespace_name) const override;
+  [[nodiscard]] absl::StatusOr<std::optional<StoredObject>> GetAt(
+      const ObjectKey& key, const ReadVersion& version) const override;
+  [[nodiscard]] absl::StatusOr<ListResult> ListAt(ObjectKind kind, std::string_view namespace_name,
+                                                  const ReadVersion& version) const override;
   [[nodiscard]] absl::StatusOr<size_t> Count(ObjectKind kind) const override;
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Subscription>> Watch(
       ObjectKind kind, uint64_t after, WatchCallback callback) override;
@@ -116,9 +128,10 @@ class WatchCache final : public ObjectStore {
   };
 
   Cache& CacheOf(ObjectKind kind) const;
-  // Whether reads of `cache` may be the mirror's: loaded, and caught up with this cache's
-  // own writes (waiting up to read_wait). Counts a read passed to the backing store.
-  bool Fresh(Cache& cache) const;
+  // Whether reads of `cache` at `version` may be the mirror's: loaded, and (waiting up to
+  // read_wait) caught up with this cache's own writes (kLatest) or with the revision asked
+  // (kNotOlderThan); kAny does not wait. Counts a read passed to the backing store.
+  bool Fresh(Cache& cache, const ReadVersion& version) const;
   void LoaderLoop();
   // Lists and watches `cache`'s kind; the error of the first step that failed.
   absl::Status Load(Cache& cache);
