@@ -107,6 +107,9 @@ class BenchWorkloads final : public aggregator::WorkloadSource {
     }
     return out;
   }
+  std::optional<limits::Workload> WorkloadOfPod(std::string_view, std::string_view) const override {
+    return std::nullopt;  // the history is written here under each pod's Deployment
+  }
   std::vector<limits::LimitRange> LimitRanges(std::string_view) const override {
     limits::LimitRange lr;
     lr.name = "limits";
@@ -187,10 +190,13 @@ int Main(int argc, char** argv) {
                           aggregator::EncodeSeriesKey(
                               SeriesKey::Container(Cluster::NodeName(node), p.namespace_name,
                                                    p.name, c == 0 ? "app" : "sidecar", r)));
+          const std::string owner = aggregator::HistoryOwner(
+              p.namespace_name, limits::Workload{"Deployment", p.deployment},
+              c == 0 ? "app" : "sidecar", r);
           for (int h = 0; h < history_hours; ++h) {
             const std::string& bytes =
                 (r == windows::Resource::kCpu ? cpu_pool : memory_pool)[(id * 31 + h) % 64];
-            batch.PutHistory(node_id, id, cut - hours(history_hours - h), bytes);
+            batch.PutHistory(owner, id, cut - hours(history_hours - h), bytes);
             ++history_records;
             history_value_bytes += bytes.size();
           }

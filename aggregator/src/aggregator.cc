@@ -216,15 +216,15 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   }
   p->store = *std::move(store);
   const IngestOptions ingest_options = options.IngestionOptions();
+  p->workloads = std::make_unique<DiscoveryWorkloads>(p->discovery.get());
   absl::StatusOr<std::unique_ptr<Ingestor>> ingestor =
-      Ingestor::Create(ingest_options, p->store.get(), &clock);
+      Ingestor::Create(ingest_options, p->store.get(), &clock, p->workloads.get());
   if (!ingestor.ok()) return ingestor.status();
   p->ingestor = *std::move(ingestor);
 
   p->registry = std::make_shared<prometheus::Registry>();
   p->store_metrics = std::make_unique<StoreSelfMetrics>(*p->registry);
   p->labels = std::make_unique<DiscoveryLabels>(p->discovery.get());
-  p->workloads = std::make_unique<DiscoveryWorkloads>(p->discovery.get());
   p->recommender = std::make_unique<Recommender>(options.RecommendationOptions(), *p->ingestor,
                                                  *p->store, *p->workloads, clock);
   // Queries read a snapshot of the live state, published after every round and, paced, while

@@ -64,6 +64,11 @@ limits::UsageSummary Summarize(const UsageHistogram& h, double percentile, doubl
   return s;
 }
 
+size_t LimitsResource(windows::Resource r) {
+  return static_cast<size_t>(r == windows::Resource::kCpu ? limits::Resource::kCpu
+                                                          : limits::Resource::kMemory);
+}
+
 double LowestConfidence(const Recommendation& r) {
   double lowest = 1;
   for (const auto* values : {&r.requests, &r.limits}) {
@@ -123,42 +128,54 @@ absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view n
     }
   }
 
-  // 2. Each container series of those pods, by node: where its samples go.
+  // 2. Where the history of each workload container goes (its owner, workload_history.h),
+  //    and the live container series of its pods, by node, for the newest samples.
+  std::map<std::string, UsageAccumulator*, std::less<>> owners;
+  for (auto& entry : groups) {
+    WorkloadGroup& group = entry.second;
+    if (!group.selected) continue;
+    for (size_t i = 0; i < group.containers.size(); ++i) {
+      for (windows::Resource r : {windows::Resource::kCpu, windows::Resource::kMemory}) {
+        owners[HistoryOwner(group.namespace_name, group.workload, group.containers[i].name, r)] =
+            &group.usage[i][LimitsResource(r)];
+      }
+    }
+  }
   std::map<storage::NodeId, std::unordered_map<storage::SeriesId, UsageAccumulator*>> by_node;
   for (const StoredSeries& s : ingestor_.ContainerSeries(namespace_name)) {
     auto place = places.find(std::make_pair(s.key.pod_namespace, s.key.pod));
     if (place == places.end() || !place->second.group->selected) continue;
     auto index = place->second.container_index.find(s.key.container);
     if (index == place->second.container_index.end()) continue;
-    const size_t r = s.key.resource == windows::Resource::kCpu
-                         ? static_cast<size_t>(limits::Resource::kCpu)
-                         : static_cast<size_t>(limits::Resource::kMemory);
-    by_node[s.node][s.id] = &place->second.group->usage[index->second][r];
+    by_node[s.node][s.id] =
+        &place->second.group->usage[index->second][LimitsResource(s.key.resource)];
   }
 
-  // 3. Read: histograms of the closed buckets before the previous one, samples since.
+  // 3. Read: the histograms of the closed buckets before the previous one, of every pod the
+  //    workloads had (gone ones too), then the samples since of the live series.
   const Timestamp now = clock_.Now();
   const Duration width = ingestor_.engine_options().rollup_width;
   const Timestamp current = now - Duration(now.time_since_epoch().count() % width.count());
   const Timestamp cut = current - width;
+  absl::Status read = store_.ReadHistory(
+      HistoryNamespacePrefix(namespace_name), now - options_.history, cut - Duration(1),
+      [&](std::string_view owner, storage::SeriesId, Timestamp start, std::string_view bytes) {
+        ++cost->history_records;
+        cost->history_bytes += bytes.size();
+        auto target = owners.find(owner);
+        if (target == owners.end()) return;
+        absl::StatusOr<UsageHistogram> h = UsageHistogram::Parse(bytes);
+        if (!h.ok()) return;  // one unreadable hour leaves the others
+        target->second->histogram.Merge(*h);
+        target->second->Note(start, start + width - Duration(1), h->count());
+      });
+  if (!read.ok()) return read;
   for (const auto& entry : by_node) {
     // Named, not a structured binding: clang 14 cannot capture those in a lambda.
     const storage::NodeId node = entry.first;
     const auto& series = entry.second;
     absl::Status s =
-        store_.ReadHistory(node, now - options_.history, cut - Duration(1),
-                           [&](storage::SeriesId id, Timestamp start, std::string_view bytes) {
-                             ++cost->history_records;
-                             cost->history_bytes += bytes.size();
-                             auto target = series.find(id);
-                             if (target == series.end()) return;
-                             absl::StatusOr<UsageHistogram> h = UsageHistogram::Parse(bytes);
-                             if (!h.ok()) return;  // one unreadable hour leaves the others
-                             target->second->histogram.Merge(*h);
-                             target->second->Note(start, start + width - Duration(1), h->count());
-                           });
-    if (!s.ok()) return s;
-    s = store_.ReadScrapes(node, cut - Duration(1), now,
+        store_.ReadScrapes(node, cut - Duration(1), now,
                            [&](Timestamp t, std::span<const storage::SeriesValue> values) {
                              ++cost->sample_blobs;
                              for (const storage::SeriesValue& v : values) {

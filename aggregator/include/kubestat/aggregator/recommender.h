@@ -3,18 +3,21 @@
 //
 // What it does. The pods discovery lists are grouped by workload (limits/workload.h); each
 // container of a workload gets one Recommendation (limits/recommendation.h) from the samples
-// of that container in every pod of the workload that kubestat holds series for:
+// of that container in every pod the workload had:
 //   - closed rollup buckets older than the previous one: the usage histograms the store keeps
-//     for `history` (storage/store.h, 'H'), read per node, one seek per hour;
-//   - the previous and the current bucket: the samples themselves (store blobs), since a
-//     bucket's histogram is written only when the series' next sample closes it.
+//     for `history` under the workload and container (workload_history.h, storage/store.h
+//     'W'), one seek per hour for a namespace or the whole cluster; they include the pods
+//     that are gone (a rolled Deployment's old pods, a StatefulSet pod's earlier series);
+//   - the previous and the current bucket: the samples themselves (store blobs) of the live
+//     series, since a bucket's histogram is written only when the series' next sample
+//     closes it.
 // Merging the hourly histograms gives the percentile of every sample of the history, within
 // the histogram's 5% (usage_histogram.h); the max is exact. Nothing is kept between calls:
 // a week of history costs disk and a read per request, not memory.
 //
-// Limitations. Only pods discovery lists now contribute: the history of a pod that was
-// replaced (a rolled Deployment's old pods) is not joined to its successors; a StatefulSet
-// pod that keeps its name keeps its series only while kubestat sees it continuously.
+// Limitations. A pod that left within the last two buckets contributes its closed hours
+// only (the newest samples are read for live series); its last, open bucket is never
+// written.
 //
 // Errors: NotFound for a namespace without pods (List with a namespace, Get) or an unknown
 // name; a store read error as it came.
@@ -29,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/workload_history.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/label_selector.h"
 #include "kubestat/limits/recommendation.h"
@@ -49,10 +53,10 @@ struct RecommenderOptions {
   [[nodiscard]] absl::Status Validate() const;
 };
 
-// Pods and LimitRanges as discovery knows them. Implementations must be thread-safe.
-class WorkloadSource {
+// Pods and LimitRanges as discovery knows them (and, for the ingestor, the workload of a
+// pod). Implementations must be thread-safe.
+class WorkloadSource : public PodWorkloads {
  public:
-  virtual ~WorkloadSource() = default;
   // The pods of `namespace_name` (every pod when empty).
   virtual std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const = 0;
   // The LimitRanges of a namespace.
