@@ -53,6 +53,7 @@ struct Aggregator::Parts {
   std::unique_ptr<Ingestor> ingestor;
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<StoreSelfMetrics> store_metrics;
+  std::unique_ptr<RecommenderSelfMetrics> recommender_metrics;
   std::unique_ptr<DiscoveryLabels> labels;
   std::unique_ptr<DiscoveryWorkloads> workloads;
   std::unique_ptr<Recommender> recommender;
@@ -227,6 +228,11 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   p->labels = std::make_unique<DiscoveryLabels>(p->discovery.get());
   p->recommender = std::make_unique<Recommender>(options.RecommendationOptions(), *p->ingestor,
                                                  *p->store, *p->workloads, clock);
+  p->recommender_metrics = std::make_unique<RecommenderSelfMetrics>(*p->registry);
+  p->recommender->SetCacheObserver(
+      [metrics = p->recommender_metrics.get()](const RecommenderCacheStats& stats) {
+        metrics->Update(stats);
+      });
   // Queries read a snapshot of the live state, published after every round and, paced, while
   // a round scrapes.
   p->live_state = std::make_unique<AggregatorState>(p->ingestor.get(), p->labels.get(),

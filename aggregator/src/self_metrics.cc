@@ -200,4 +200,64 @@ void StoreSelfMetrics::Update(const IngestStats& ingest, const storage::StoreSta
   impl_->Update(ingest, store, disk_bytes, memory_bytes);
 }
 
+class RecommenderSelfMetrics::Impl {
+ public:
+  explicit Impl(prometheus::Registry& registry)
+      : hits_(prometheus::BuildCounter()
+                  .Name("kubestat_recommendation_cache_hits_total")
+                  .Help("Containers and resources of recommendation requests whose closed "
+                        "history came from the cache")
+                  .Register(registry)
+                  .Add({})),
+        misses_(prometheus::BuildCounter()
+                    .Name("kubestat_recommendation_cache_misses_total")
+                    .Help("Containers and resources of recommendation requests whose closed "
+                          "history was read whole from the store")
+                    .Register(registry)
+                    .Add({})),
+        evictions_(prometheus::BuildCounter()
+                       .Name("kubestat_recommendation_cache_evictions_total")
+                       .Help("Cache entries evicted to stay within --recommendation-cache-mib")
+                       .Register(registry)
+                       .Add({})),
+        entries_(prometheus::BuildGauge()
+                     .Name("kubestat_recommendation_cache_entries")
+                     .Help("Containers and resources whose closed history is cached")
+                     .Register(registry)
+                     .Add({})),
+        bytes_(prometheus::BuildGauge()
+                   .Name("kubestat_recommendation_cache_bytes")
+                   .Help("Memory held by the recommendation cache (approximate)")
+                   .Register(registry)
+                   .Add({})) {}
+
+  void Update(const RecommenderCacheStats& stats) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Advance(hits_, stats.hits, last_.hits);
+    Advance(misses_, stats.misses, last_.misses);
+    Advance(evictions_, stats.evictions, last_.evictions);
+    entries_.Set(static_cast<double>(stats.entries));
+    bytes_.Set(static_cast<double>(stats.bytes));
+  }
+
+ private:
+  static void Advance(prometheus::Counter& counter, uint64_t now, uint64_t& last) {
+    if (now > last) counter.Increment(static_cast<double>(now - last));
+    last = std::max(last, now);
+  }
+
+  std::mutex mu_;
+  RecommenderCacheStats last_;
+  prometheus::Counter& hits_;
+  prometheus::Counter& misses_;
+  prometheus::Counter& evictions_;
+  prometheus::Gauge& entries_;
+  prometheus::Gauge& bytes_;
+};
+
+RecommenderSelfMetrics::RecommenderSelfMetrics(prometheus::Registry& registry)
+    : impl_(std::make_unique<Impl>(registry)) {}
+RecommenderSelfMetrics::~RecommenderSelfMetrics() = default;
+void RecommenderSelfMetrics::Update(const RecommenderCacheStats& stats) { impl_->Update(stats); }
+
 }  // namespace kubestat::aggregator

@@ -142,5 +142,78 @@ TEST_F(RecommenderTest, WorkloadHistorySurvivesItsPodsBeingReplaced) {
   EXPECT_GT(memory.confidence, 8.0 / 192 - 1e-9);
 }
 
+// A repeated request takes the closed hours from the cache: it reads no usage histogram
+// and answers the same; the next hour (the window moved) reads them again. Without a cache
+// every request reads them.
+TEST_F(RecommenderTest, RepeatedRequestsTakeTheClosedHistoryFromTheCache) {
+  const std::string a = std::string("web-") + kHash + "-aaaaa";
+  workloads_.AddWebPod(a, "n1");
+  Scrape("n1", {{a, 300 * kMiB}}, kT0, kT0 + hours(5) + minutes(30));
+
+  Recommender cached(RecommenderOptions{}, *ingestor_, *store_, workloads_, clock_);
+  RecommenderOptions no_cache_options;
+  no_cache_options.cache_bytes = 0;
+  Recommender uncached(no_cache_options, *ingestor_, *store_, workloads_, clock_);
+
+  RecommenderCost first, next, plain;
+  auto r1 = cached.List("shop", {}, &first);
+  auto r2 = cached.List("shop", {}, &next);
+  auto r3 = uncached.List("", {}, &plain);
+  ASSERT_TRUE(r1.ok() && r2.ok() && r3.ok());
+  ASSERT_EQ(r1->size(), 1u);
+  EXPECT_EQ(first.cache_misses, 2u);     // cpu and memory of container app
+  EXPECT_EQ(first.history_records, 8u);  // hours 0..3 closed before the previous one, x2
+  EXPECT_EQ(next.cache_hits, 2u);
+  EXPECT_EQ(next.cache_misses, 0u);
+  EXPECT_EQ(next.history_records, 0u);
+  for (const auto* r : {&*r2, &*r3}) {
+    EXPECT_EQ(MemoryRequest(r->front()).history, MemoryRequest(r1->front()).history);
+    EXPECT_EQ(MemoryRequest(r->front()).value, MemoryRequest(r1->front()).value);
+    EXPECT_EQ(r->front().requests[0].usage, r1->front().requests[0].usage);
+  }
+  EXPECT_EQ(MemoryRequest(r1->front()).history.samples, 34u);  // 5:30 included
+  EXPECT_EQ(plain.cache_misses, 2u);
+  EXPECT_EQ(uncached.CacheStats().entries, 0u);
+  const RecommenderCacheStats stats = cached.CacheStats();
+  EXPECT_EQ(stats.hits, 2u);
+  EXPECT_EQ(stats.misses, 2u);
+  EXPECT_EQ(stats.entries, 4u);  // cpu and memory: the closed hours, the previous hour
+  EXPECT_GT(stats.bytes, 0u);
+
+  // An hour later the hour 4 has closed before the previous one: read, with the rest again.
+  Scrape("n1", {{a, 300 * kMiB}}, kT0 + hours(5) + minutes(40), kT0 + hours(6) + minutes(30));
+  RecommenderCost later;
+  auto r4 = cached.List("shop", {}, &later);
+  ASSERT_TRUE(r4.ok());
+  EXPECT_EQ(later.cache_misses, 2u);
+  EXPECT_EQ(later.history_records, 10u);
+  EXPECT_EQ(MemoryRequest(r4->front()).history.samples, 40u);
+}
+
+// The cache stays within its bytes, evicting the least recently used entries (counted).
+TEST_F(RecommenderTest, CacheEvictsToStayWithinItsBytes) {
+  for (const char* pod : {"web-7c9d8-aaaaa"}) workloads_.AddWebPod(pod, "n1");
+  Scrape("n1", {{"web-7c9d8-aaaaa", 300 * kMiB}}, kT0, kT0 + hours(3));
+  RecommenderOptions options;
+  Recommender probe(options, *ingestor_, *store_, workloads_, clock_);
+  ASSERT_TRUE(probe.List("").ok());
+  const uint64_t all_entries = probe.CacheStats().bytes;
+  ASSERT_EQ(probe.CacheStats().entries, 4u);
+  ASSERT_EQ(probe.CacheStats().evictions, 0u);
+
+  options.cache_bytes = all_entries - 1;  // no room for the last one
+  Recommender small(options, *ingestor_, *store_, workloads_, clock_);
+  ASSERT_TRUE(small.List("").ok());
+  RecommenderCacheStats stats = small.CacheStats();
+  EXPECT_EQ(stats.entries, 3u);
+  EXPECT_EQ(stats.evictions, 1u);
+  EXPECT_LE(stats.bytes, options.cache_bytes);
+  RecommenderCost cost;
+  ASSERT_TRUE(small.List("", {}, &cost).ok());
+  EXPECT_EQ(cost.cache_hits + cost.cache_misses, 2u);
+  EXPECT_GE(cost.cache_misses, 1u);  // the least recently used went first
+  EXPECT_LE(small.CacheStats().bytes, options.cache_bytes);
+}
+
 }  // namespace
 }  // namespace kubestat::aggregator
