@@ -10,6 +10,24 @@
 
 namespace kubestat::aggregator {
 
+namespace {
+
+prometheus::Counter& Counter(prometheus::Registry& r, const std::string& name,
+                             const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+prometheus::Gauge& Gauge(prometheus::Registry& r, const std::string& name,
+                         const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+// Adds to `counter` the growth of a monotonic figure since `last`.
+void Advance(prometheus::Counter& counter, uint64_t now, uint64_t& last) {
+  if (now > last) counter.Increment(static_cast<double>(now - last));
+  last = std::max(last, now);
+}
+
+}  // namespace
+
 class StoreSelfMetrics::Impl {
  public:
   explicit Impl(prometheus::Registry& registry)
@@ -135,19 +153,6 @@ class StoreSelfMetrics::Impl {
   }
 
  private:
-  static prometheus::Counter& Counter(prometheus::Registry& r, const std::string& name,
-                                      const std::string& help) {
-    return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
-  }
-  static prometheus::Gauge& Gauge(prometheus::Registry& r, const std::string& name,
-                                  const std::string& help) {
-    return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
-  }
-  static void Advance(prometheus::Counter& counter, uint64_t now, uint64_t& last) {
-    if (now > last) counter.Increment(static_cast<double>(now - last));
-    last = std::max(last, now);
-  }
-
   std::mutex mu_;
   IngestStats last_;
   storage::StoreStats last_store_;
@@ -203,33 +208,18 @@ void StoreSelfMetrics::Update(const IngestStats& ingest, const storage::StoreSta
 class RecommenderSelfMetrics::Impl {
  public:
   explicit Impl(prometheus::Registry& registry)
-      : hits_(prometheus::BuildCounter()
-                  .Name("kubestat_recommendation_cache_hits_total")
-                  .Help("Containers and resources of recommendation requests whose closed "
-                        "history came from the cache")
-                  .Register(registry)
-                  .Add({})),
-        misses_(prometheus::BuildCounter()
-                    .Name("kubestat_recommendation_cache_misses_total")
-                    .Help("Containers and resources of recommendation requests whose closed "
-                          "history was read whole from the store")
-                    .Register(registry)
-                    .Add({})),
-        evictions_(prometheus::BuildCounter()
-                       .Name("kubestat_recommendation_cache_evictions_total")
-                       .Help("Cache entries evicted to stay within --recommendation-cache-mib")
-                       .Register(registry)
-                       .Add({})),
-        entries_(prometheus::BuildGauge()
-                     .Name("kubestat_recommendation_cache_entries")
-                     .Help("Containers and resources whose closed history is cached")
-                     .Register(registry)
-                     .Add({})),
-        bytes_(prometheus::BuildGauge()
-                   .Name("kubestat_recommendation_cache_bytes")
-                   .Help("Memory held by the recommendation cache (approximate)")
-                   .Register(registry)
-                   .Add({})) {}
+      : hits_(Counter(registry, "kubestat_recommendation_cache_hits_total",
+                      "Containers and resources of recommendation requests whose closed "
+                      "history came from the cache")),
+        misses_(Counter(registry, "kubestat_recommendation_cache_misses_total",
+                        "Containers and resources of recommendation requests whose closed "
+                        "history was read whole from the store")),
+        evictions_(Counter(registry, "kubestat_recommendation_cache_evictions_total",
+                           "Cache entries evicted to stay within --recommendation-cache-mib")),
+        entries_(Gauge(registry, "kubestat_recommendation_cache_entries",
+                       "Containers and resources whose closed history is cached")),
+        bytes_(Gauge(registry, "kubestat_recommendation_cache_bytes",
+                     "Memory held by the recommendation cache (approximate)")) {}
 
   void Update(const RecommenderCacheStats& stats) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -241,11 +231,6 @@ class RecommenderSelfMetrics::Impl {
   }
 
  private:
-  static void Advance(prometheus::Counter& counter, uint64_t now, uint64_t& last) {
-    if (now > last) counter.Increment(static_cast<double>(now - last));
-    last = std::max(last, now);
-  }
-
   std::mutex mu_;
   RecommenderCacheStats last_;
   prometheus::Counter& hits_;
