@@ -53,6 +53,7 @@ struct Aggregator::Parts {
   std::unique_ptr<Ingestor> ingestor;
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<StoreSelfMetrics> store_metrics;
+  std::unique_ptr<RecommenderSelfMetrics> recommender_metrics;
   std::unique_ptr<DiscoveryLabels> labels;
   std::unique_ptr<DiscoveryWorkloads> workloads;
   std::unique_ptr<Recommender> recommender;
@@ -216,17 +217,22 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   }
   p->store = *std::move(store);
   const IngestOptions ingest_options = options.IngestionOptions();
+  p->workloads = std::make_unique<DiscoveryWorkloads>(p->discovery.get());
   absl::StatusOr<std::unique_ptr<Ingestor>> ingestor =
-      Ingestor::Create(ingest_options, p->store.get(), &clock);
+      Ingestor::Create(ingest_options, p->store.get(), &clock, p->workloads.get());
   if (!ingestor.ok()) return ingestor.status();
   p->ingestor = *std::move(ingestor);
 
   p->registry = std::make_shared<prometheus::Registry>();
   p->store_metrics = std::make_unique<StoreSelfMetrics>(*p->registry);
   p->labels = std::make_unique<DiscoveryLabels>(p->discovery.get());
-  p->workloads = std::make_unique<DiscoveryWorkloads>(p->discovery.get());
   p->recommender = std::make_unique<Recommender>(options.RecommendationOptions(), *p->ingestor,
                                                  *p->store, *p->workloads, clock);
+  p->recommender_metrics = std::make_unique<RecommenderSelfMetrics>(*p->registry);
+  p->recommender->SetCacheObserver(
+      [metrics = p->recommender_metrics.get()](const RecommenderCacheStats& stats) {
+        metrics->Update(stats);
+      });
   // Queries read a snapshot of the live state, published after every round and, paced, while
   // a round scrapes.
   p->live_state = std::make_unique<AggregatorState>(p->ingestor.get(), p->labels.get(),

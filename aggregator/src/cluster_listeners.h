@@ -19,6 +19,7 @@
 #include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/log.h"
+#include "kubestat/limits/workload.h"
 #include "kubestat/scrapers/discovery.h"
 
 namespace kubestat::aggregator {
@@ -56,6 +57,12 @@ class DiscoveryWorkloads final : public WorkloadSource {
                     [&](const scrapers::PodInfo& p) { return p.namespace_name != namespace_name; });
     }
     return pods;
+  }
+  std::optional<limits::Workload> WorkloadOfPod(std::string_view namespace_name,
+                                                std::string_view name) const override {
+    std::optional<scrapers::PodInfo> pod = discovery_->Pod(namespace_name, name);
+    if (!pod) return std::nullopt;
+    return limits::WorkloadOf(pod->name, pod->owner_kind, pod->owner_name, pod->labels);
   }
   std::vector<limits::LimitRange> LimitRanges(std::string_view namespace_name) const override {
     std::vector<limits::LimitRange> out;

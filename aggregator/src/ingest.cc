@@ -112,13 +112,17 @@ std::optional<Timestamp> ScrapeTime(const NodeScrape& scrape) {
 }
 
 // The usage histogram of a container series' closed bucket: the right-sizing history,
-// kept longer than the rollups (storage/store.h, 'H').
-void PutUsageHistory(const SeriesKey& key, NodeId node, SeriesId id, Timestamp bucket_start,
-                     std::span<const Sample> samples, storage::ScrapeBatch* batch) {
+// kept longer than the rollups under the pod's workload (workload_history.h).
+void PutUsageHistory(const SeriesKey& key, const PodWorkloads* workloads, SeriesId id,
+                     Timestamp bucket_start, std::span<const Sample> samples,
+                     storage::ScrapeBatch* batch) {
   if (key.kind != ObjectKind::kContainer || samples.empty()) return;
   UsageHistogram histogram;
   for (const Sample& s : samples) histogram.Add(s.value);
-  batch->PutHistory(node, id, bucket_start, histogram.Serialize());
+  const std::string owner =
+      HistoryOwner(key.pod_namespace, HistoryWorkload(workloads, key.pod_namespace, key.pod),
+                   key.container, key.resource);
+  batch->PutHistory(owner, id, bucket_start, histogram.Serialize());
 }
 
 // A rollup read by Rebuild(): where its bytes are in RebuildScratch::rollup_bytes.
@@ -252,12 +256,13 @@ absl::Status IngestOptions::Validate() const {
 }
 
 absl::StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(IngestOptions options,
-                                                           storage::Store* store, Clock* clock) {
+                                                           storage::Store* store, Clock* clock,
+                                                           const PodWorkloads* workloads) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (store == nullptr || clock == nullptr) {
     return absl::InvalidArgumentError("Ingestor needs a store and a clock");
   }
-  std::unique_ptr<Ingestor> ingestor(new Ingestor(std::move(options), store, clock));
+  std::unique_ptr<Ingestor> ingestor(new Ingestor(std::move(options), store, clock, workloads));
   for (size_t i = 0; i < ingestor->options_.shards; ++i) {
     auto shard = std::make_unique<Shard>();
     auto engine = WindowEngine::Create(ingestor->options_.engine);
@@ -268,10 +273,12 @@ absl::StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(IngestOptions options
   return ingestor;
 }
 
-Ingestor::Ingestor(IngestOptions options, storage::Store* store, Clock* clock)
+Ingestor::Ingestor(IngestOptions options, storage::Store* store, Clock* clock,
+                   const PodWorkloads* workloads)
     : options_(std::move(options)),
       store_(store),
       clock_(clock),
+      workloads_(workloads),
       counters_(std::make_unique<Counters>()) {}
 
 Ingestor::~Ingestor() = default;
@@ -598,7 +605,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
                 shard.engine->BuildRollup(previous_bucket, bucket);
             if (rollup.ok()) {
               batch.PutRollup(node.id, id, previous_bucket, SerializeRollup(*rollup));
-              PutUsageHistory(*sample.key, node.id, id, previous_bucket, bucket, &batch);
+              PutUsageHistory(*sample.key, workloads_, id, previous_bucket, bucket, &batch);
               ++rollups;
             }
           }
@@ -1131,7 +1138,7 @@ struct NodeHistoryWriter::OpenBucket {
 
 absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> NodeHistoryWriter::Create(
     const WindowEngineOptions& options, storage::Store* store, std::string node_name,
-    std::vector<SeriesKey> keys) {
+    std::vector<SeriesKey> keys, const PodWorkloads* workloads) {
   if (store == nullptr) return absl::InvalidArgumentError("NodeHistoryWriter needs a store");
   if (node_name.empty()) return absl::InvalidArgumentError("NodeHistoryWriter: empty node name");
   std::sort(keys.begin(), keys.end());
@@ -1147,14 +1154,16 @@ absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> NodeHistoryWriter::Create(
   }
   absl::StatusOr<std::unique_ptr<WindowEngine>> engine = WindowEngine::Create(options);
   if (!engine.ok()) return engine.status();
-  return std::unique_ptr<NodeHistoryWriter>(
-      new NodeHistoryWriter(std::move(*engine), store, std::move(node_name), std::move(keys)));
+  return std::unique_ptr<NodeHistoryWriter>(new NodeHistoryWriter(
+      std::move(*engine), store, std::move(node_name), std::move(keys), workloads));
 }
 
 NodeHistoryWriter::NodeHistoryWriter(std::unique_ptr<WindowEngine> engine, storage::Store* store,
-                                     std::string node_name, std::vector<SeriesKey> keys)
+                                     std::string node_name, std::vector<SeriesKey> keys,
+                                     const PodWorkloads* workloads)
     : engine_(std::move(engine)),
       store_(store),
+      workloads_(workloads),
       node_name_(std::move(node_name)),
       keys_(std::move(keys)),
       node_id_(store->AllocateNodeId()),
@@ -1190,7 +1199,7 @@ absl::Status NodeHistoryWriter::Append(Timestamp time,
       absl::StatusOr<BucketRollup> rollup = engine_->BuildRollup(open.start, open.samples);
       if (rollup.ok()) {
         batch->PutRollup(node_id_, open.id, open.start, SerializeRollup(*rollup));
-        PutUsageHistory(keys_[i], node_id_, open.id, open.start, open.samples, batch);
+        PutUsageHistory(keys_[i], workloads_, open.id, open.start, open.samples, batch);
       }
       open.samples.clear();
       open.start = bucket_start;

@@ -100,6 +100,10 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
   flags.AddDuration("recommendation-history", &recommendation_history,
                     "how far back recommendations read usage; each container's hourly usage "
                     "histograms are kept on disk as long");
+  flags.AddInt64("recommendation-cache-mib", &recommendation_cache_mib,
+                 "memory for the merged closed usage history of each workload container, so "
+                 "that a repeated request reads only what changed (least recently used "
+                 "evicted; 0: no cache; about 1 KB per container and resource), MiB");
   flags.AddDouble("recommend-cpu-percentile", &recommend.cpu_percentile,
                   "percentile of a container's cpu usage over the history that its recommended "
                   "cpu request covers, in (0, 100]");
@@ -200,6 +204,9 @@ absl::Status AggregatorOptions::Validate() const {
     return absl::InvalidArgumentError(
         "--storage-min-free: must be a byte count from 0 up (256Mi, 1Gi, 0)");
   }
+  if (recommendation_cache_mib < 0) {
+    return absl::InvalidArgumentError("--recommendation-cache-mib: must be at least 0");
+  }
   if (storage_cache_mib < 1) {
     return absl::InvalidArgumentError("--storage-cache-mib: must be at least 1");
   }
@@ -295,6 +302,7 @@ RecommenderOptions AggregatorOptions::RecommendationOptions() const {
   RecommenderOptions options;
   options.recommend = recommend;
   options.history = recommendation_history;
+  options.cache_bytes = static_cast<size_t>(std::max<int64_t>(0, recommendation_cache_mib)) << 20;
   return options;
 }
 

@@ -10,6 +10,24 @@
 
 namespace kubestat::aggregator {
 
+namespace {
+
+prometheus::Counter& Counter(prometheus::Registry& r, const std::string& name,
+                             const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+prometheus::Gauge& Gauge(prometheus::Registry& r, const std::string& name,
+                         const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+// Adds to `counter` the growth of a monotonic figure since `last`.
+void Advance(prometheus::Counter& counter, uint64_t now, uint64_t& last) {
+  if (now > last) counter.Increment(static_cast<double>(now - last));
+  last = std::max(last, now);
+}
+
+}  // namespace
+
 class StoreSelfMetrics::Impl {
  public:
   explicit Impl(prometheus::Registry& registry)
@@ -139,19 +157,6 @@ class StoreSelfMetrics::Impl {
   }
 
  private:
-  static prometheus::Counter& Counter(prometheus::Registry& r, const std::string& name,
-                                      const std::string& help) {
-    return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
-  }
-  static prometheus::Gauge& Gauge(prometheus::Registry& r, const std::string& name,
-                                  const std::string& help) {
-    return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
-  }
-  static void Advance(prometheus::Counter& counter, uint64_t now, uint64_t& last) {
-    if (now > last) counter.Increment(static_cast<double>(now - last));
-    last = std::max(last, now);
-  }
-
   std::mutex mu_;
   IngestStats last_;
   storage::StoreStats last_store_;
@@ -204,5 +209,45 @@ void StoreSelfMetrics::Update(const IngestStats& ingest, const storage::StoreSta
                               uint64_t disk_bytes, std::optional<size_t> memory_bytes) {
   impl_->Update(ingest, store, disk_bytes, memory_bytes);
 }
+
+class RecommenderSelfMetrics::Impl {
+ public:
+  explicit Impl(prometheus::Registry& registry)
+      : hits_(Counter(registry, "kubestat_recommendation_cache_hits_total",
+                      "Containers and resources of recommendation requests whose closed "
+                      "history came from the cache")),
+        misses_(Counter(registry, "kubestat_recommendation_cache_misses_total",
+                        "Containers and resources of recommendation requests whose closed "
+                        "history was read whole from the store")),
+        evictions_(Counter(registry, "kubestat_recommendation_cache_evictions_total",
+                           "Cache entries evicted to stay within --recommendation-cache-mib")),
+        entries_(Gauge(registry, "kubestat_recommendation_cache_entries",
+                       "Containers and resources whose closed history is cached")),
+        bytes_(Gauge(registry, "kubestat_recommendation_cache_bytes",
+                     "Memory held by the recommendation cache (approximate)")) {}
+
+  void Update(const RecommenderCacheStats& stats) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Advance(hits_, stats.hits, last_.hits);
+    Advance(misses_, stats.misses, last_.misses);
+    Advance(evictions_, stats.evictions, last_.evictions);
+    entries_.Set(static_cast<double>(stats.entries));
+    bytes_.Set(static_cast<double>(stats.bytes));
+  }
+
+ private:
+  std::mutex mu_;
+  RecommenderCacheStats last_;
+  prometheus::Counter& hits_;
+  prometheus::Counter& misses_;
+  prometheus::Counter& evictions_;
+  prometheus::Gauge& entries_;
+  prometheus::Gauge& bytes_;
+};
+
+RecommenderSelfMetrics::RecommenderSelfMetrics(prometheus::Registry& registry)
+    : impl_(std::make_unique<Impl>(registry)) {}
+RecommenderSelfMetrics::~RecommenderSelfMetrics() = default;
+void RecommenderSelfMetrics::Update(const RecommenderCacheStats& stats) { impl_->Update(stats); }
 
 }  // namespace kubestat::aggregator

@@ -17,7 +17,8 @@ inline constexpr char kSeriesTag = 'D';
 inline constexpr char kRetiredTag = 'X';
 inline constexpr char kBlobTag = 'B';
 inline constexpr char kRollupTag = 'R';
-inline constexpr char kHistoryTag = 'H';
+inline constexpr char kHistoryTag = 'H';  // node-keyed usage histograms of earlier versions
+inline constexpr char kWorkloadHistoryTag = 'W';
 inline constexpr char kMetaTag = 'M';
 
 inline constexpr int64_t kPartitionNanos = int64_t{3600} * 1000 * 1000 * 1000;
@@ -107,6 +108,18 @@ inline std::string BucketKey(char tag, NodeId node, int64_t bucket_start, Series
 }
 inline std::string RollupKey(NodeId node, int64_t bucket_start, SeriesId series) {
   std::string k = RollupPrefix(HourOf(bucket_start), node);
+  PutI64(&k, bucket_start);
+  PutU64(&k, series);
+  return k;
+}
+
+// 'W' hour owner bucket_start series: the owner is opaque bytes of any length.
+inline constexpr size_t kWorkloadHistoryFixedSize = 1 + 8 + 8 + 8;
+inline std::string WorkloadHistoryKey(std::string_view owner, int64_t bucket_start,
+                                      SeriesId series) {
+  std::string k(1, kWorkloadHistoryTag);
+  PutI64(&k, HourOf(bucket_start));
+  k.append(owner);
   PutI64(&k, bucket_start);
   PutU64(&k, series);
   return k;

@@ -245,10 +245,9 @@ void ScrapeBatch::PutRollup(NodeId node, SeriesId series, Timestamp bucket_start
   batch_->Put(keys::RollupKey(node, keys::Nanos(bucket_start), series), ToSlice(bytes));
 }
 
-void ScrapeBatch::PutHistory(NodeId node, SeriesId series, Timestamp bucket_start,
+void ScrapeBatch::PutHistory(std::string_view owner, SeriesId series, Timestamp bucket_start,
                              std::string_view bytes) {
-  batch_->Put(keys::BucketKey(keys::kHistoryTag, node, keys::Nanos(bucket_start), series),
-              ToSlice(bytes));
+  batch_->Put(keys::WorkloadHistoryKey(owner, keys::Nanos(bucket_start), series), ToSlice(bytes));
 }
 
 bool ScrapeBatch::empty() const { return batch_->Count() == 0; }
@@ -575,9 +574,40 @@ absl::Status Store::ReadRollups(NodeId node, Timestamp after, Timestamp through,
   return ReadBuckets(keys::kRollupTag, node, after, through, visit);
 }
 
-absl::Status Store::ReadHistory(NodeId node, Timestamp after, Timestamp through,
-                                const RollupVisitor& visit) const {
-  return ReadBuckets(keys::kHistoryTag, node, after, through, visit);
+absl::Status Store::ReadHistory(std::string_view owner_prefix, Timestamp after, Timestamp through,
+                                const HistoryVisitor& visit) const {
+  const int64_t hi = keys::Nanos(through);
+  if (keys::Nanos(after) >= hi) return absl::OkStatus();
+  const int64_t lo = keys::Nanos(after) + 1;
+  const int64_t last_hour = keys::HourOf(hi);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (int64_t hour = keys::HourOf(lo); hour <= last_hour; ++hour) {
+    std::string prefix = keys::PartitionStart(keys::kWorkloadHistoryTag, hour);
+    prefix.append(owner_prefix);
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const std::string_view key = ToView(it->key());
+      if (key.size() <= keys::kWorkloadHistoryFixedSize) {
+        counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+        return absl::DataLossError("store: malformed W key");
+      }
+      const std::string_view tail = key.substr(key.size() - 16);
+      const int64_t start = keys::GetI64(tail);
+      if (start < lo || start > hi) continue;
+      visit(key.substr(9, key.size() - keys::kWorkloadHistoryFixedSize),
+            keys::GetU64(tail.substr(8)), keys::AtNanos(start), ToView(it->value()));
+    }
+    // Skip the hours that hold nothing for this prefix.
+    if (it->Valid() && it->key()[0] == keys::kWorkloadHistoryTag && it->key().size() > 9) {
+      hour = std::max(hour, keys::GetI64(ToView(it->key()).substr(1)) - 1);
+    } else if (!it->Valid() || it->key()[0] != keys::kWorkloadHistoryTag) {
+      break;
+    }
+  }
+  if (!it->status().ok()) {
+    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+    return ReadError("reading usage history", it->status());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Store::ReadBuckets(char tag, NodeId node, Timestamp after, Timestamp through,
@@ -615,8 +645,7 @@ absl::Status Store::ReadBuckets(char tag, NodeId node, Timestamp after, Timestam
   }
   if (!it->status().ok()) {
     counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return ReadError(tag == keys::kRollupTag ? "reading rollups" : "reading usage history",
-                     it->status());
+    return ReadError("reading rollups", it->status());
   }
   return absl::OkStatus();
 }
@@ -656,9 +685,11 @@ absl::Status Store::ApplyRetention(Timestamp now) {
   const int64_t history_cutoff_hour =
       keys::HourOf(keys::Nanos(now) - options_.history_retention.count());
   const auto cutoff_of = [&](char tag) {
-    return tag == keys::kHistoryTag ? history_cutoff_hour : cutoff_hour;
+    return tag == keys::kHistoryTag || tag == keys::kWorkloadHistoryTag ? history_cutoff_hour
+                                                                        : cutoff_hour;
   };
-  constexpr char kTags[] = {keys::kBlobTag, keys::kRollupTag, keys::kHistoryTag};
+  constexpr char kTags[] = {keys::kBlobTag, keys::kRollupTag, keys::kHistoryTag,
+                            keys::kWorkloadHistoryTag};
   for (char tag : kTags) {
     forget.DeleteRange(std::string(1, tag), keys::PartitionStart(tag, cutoff_of(tag)));
   }

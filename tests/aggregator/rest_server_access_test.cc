@@ -1,6 +1,6 @@
 // The aggregator's front door over real HTTPS: who is believed (tokens, client
 // certificates, front-proxy headers only from the proxy's certificate) and who may read
-// what (node metrics and pod metrics per namespace granted apart).
+// what (node metrics, pod metrics and recommendations per namespace granted apart).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 // After gtest: cpprest defines a macro U that gtest uses as a template parameter name.
@@ -11,8 +11,11 @@
 #include <memory>
 #include <string>
 
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/rest_server.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/storage/store.h"
 #include "rest_fake_source.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
@@ -34,6 +37,11 @@ constexpr char kRules[] = R"(rules:
   verbs: [get, list]
   apiGroups: [metrics.k8s.io, metrics]
   resources: [pods]
+  namespaces: [shop]
+- users: [carol]
+  verbs: [get, list]
+  apiGroups: [metrics]
+  resources: [recommendations]
   namespaces: [shop]
 - users: [admin]
   verbs: ['*']
@@ -72,6 +80,25 @@ Credentials Headers(std::map<std::string, std::string> headers) {
   return Credentials{"", nullptr, std::move(headers)};
 }
 
+// Discovery knows one pod, shop/web-1 (a Deployment's), and no LimitRange.
+class OnePodWorkloads final : public WorkloadSource {
+ public:
+  std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const override {
+    if (!namespace_name.empty() && namespace_name != "shop") return {};
+    scrapers::PodInfo pod;
+    pod.name = "web-1";
+    pod.namespace_name = "shop";
+    pod.owner_kind = "StatefulSet";
+    pod.owner_name = "web";
+    pod.containers.push_back({"app", {}, {}});
+    return {pod};
+  }
+  std::optional<limits::Workload> WorkloadOfPod(std::string_view, std::string_view) const override {
+    return limits::Workload{"StatefulSet", "web"};
+  }
+  std::vector<limits::LimitRange> LimitRanges(std::string_view) const override { return {}; }
+};
+
 class RestServerAccessTest : public ::testing::Test {
  protected:
   RestServerAccessTest()
@@ -101,7 +128,7 @@ class RestServerAccessTest : public ::testing::Test {
     authn.token_auth_file =
         dir_.Write("tokens.csv",
                    "alice-token,alice,1\nadmin-token,admin,2\nprom-token,prometheus,3,"
-                   "\"system:monitoring\"\n");
+                   "\"system:monitoring\"\ncarol-token,carol,4\n");
     absl::StatusOr<std::unique_ptr<kube::Authenticator>> authenticator =
         kube::Authenticator::Create(authn, clock_, nullptr, &registry_);
     ASSERT_TRUE(authenticator.ok()) << authenticator.status();
@@ -114,6 +141,20 @@ class RestServerAccessTest : public ::testing::Test {
     authorizer_ = *std::move(authorizer);
     server_ = std::make_unique<RestServer>(options, source_, registry_, clock_, LivenessCheck{},
                                            AccessControl{authenticator_.get(), authorizer_.get()});
+    // Recommendations from an empty store for the pod web-1 of shop (declared values).
+    storage::StoreOptions store_options;
+    store_options.dir = dir_.File("db");
+    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    absl::StatusOr<std::unique_ptr<Ingestor>> ingestor =
+        Ingestor::Create(IngestOptions{}, store_.get(), &clock_);
+    ASSERT_TRUE(ingestor.ok()) << ingestor.status();
+    ingestor_ = *std::move(ingestor);
+    ASSERT_TRUE(ingestor_->Rebuild().ok());
+    recommender_ = std::make_unique<Recommender>(RecommenderOptions{}, *ingestor_, *store_,
+                                                 workloads_, clock_);
+    server_->SetRecommender(recommender_.get());
     ASSERT_TRUE(server_->Start().ok());
   }
 
@@ -153,6 +194,10 @@ class RestServerAccessTest : public ::testing::Test {
   kubestat::testing::TestCertificate mallory_;
   std::unique_ptr<kube::Authenticator> authenticator_;
   std::unique_ptr<kube::Authorizer> authorizer_;
+  OnePodWorkloads workloads_;
+  std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<Ingestor> ingestor_;
+  std::unique_ptr<Recommender> recommender_;
   std::unique_ptr<RestServer> server_;
 };
 
@@ -183,6 +228,39 @@ TEST_F(RestServerAccessTest, PodMetricsOfOneNamespaceAreGrantedApartFromNodes) {
   EXPECT_EQ(Get("/metrics", alice).code, 403);
   EXPECT_EQ(Get("/apis", alice).code, 200);
   EXPECT_EQ(Get(std::string(kV1beta1) + "/nodes", Token("admin-token")).code, 200);
+}
+
+// Recommendations (group metrics) are a resource of their own: pod metrics access does
+// not imply them, and access to them does not imply pod metrics.
+TEST_F(RestServerAccessTest, RecommendationsAreGrantedApartFromPodMetrics) {
+  const std::string list = std::string(kV1alpha1) + "/namespaces/shop/recommendations";
+  const std::string one = list + "/statefulset.web.app";
+  const Credentials alice = Token("alice-token");  // pods of shop, not recommendations
+  EXPECT_EQ(Get(std::string(kV1alpha1) + "/namespaces/shop/pods", alice).code, 200);
+  for (const std::string& path : {list, one}) {
+    const Reply refused = Get(path, alice);
+    EXPECT_EQ(refused.code, 403) << path;
+    EXPECT_THAT(refused.body, HasSubstr("\"kind\":\"Status\""));
+    EXPECT_THAT(refused.body, HasSubstr("\"reason\":\"Forbidden\""));
+    EXPECT_THAT(refused.body, HasSubstr("resource \\\"recommendations\\\""));
+  }
+
+  const Credentials carol = Token("carol-token");  // recommendations of shop, not pods
+  const Reply listed = Get(list, carol);
+  EXPECT_EQ(listed.code, 200) << listed.body;
+  EXPECT_THAT(listed.body, HasSubstr("\"kind\":\"RecommendationList\""));
+  EXPECT_THAT(listed.body, HasSubstr("statefulset.web.app"));
+  EXPECT_EQ(Get(one, carol).code, 200);
+  for (const std::string& path :
+       {std::string(kV1alpha1) + "/namespaces/shop/pods",
+        std::string(kV1beta1) + "/namespaces/shop/pods",
+        std::string(kV1alpha1) + "/recommendations",
+        std::string(kV1alpha1) + "/namespaces/kube-system/recommendations"}) {
+    const Reply refused = Get(path, carol);
+    EXPECT_EQ(refused.code, 403) << path;
+    EXPECT_THAT(refused.body, HasSubstr("\"reason\":\"Forbidden\"")) << path;
+  }
+  EXPECT_EQ(Get(std::string(kV1alpha1) + "/recommendations", Token("admin-token")).code, 200);
 }
 
 TEST_F(RestServerAccessTest, ForgedFrontProxyHeadersAreNotBelieved) {

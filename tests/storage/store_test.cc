@@ -222,14 +222,16 @@ TEST(StoreTest, RetentionForgetsRetiredSeriesOnlyOnceTheirDataIsGone) {
   EXPECT_EQ(store->Stats().series_forgotten, 1u);
 }
 
-std::vector<std::string> HistoryOf(const Store& store, NodeId node) {
+std::vector<std::string> HistoryOf(const Store& store, std::string_view owner_prefix,
+                                   Timestamp after = Timestamp::min(),
+                                   Timestamp through = Timestamp::max()) {
   std::vector<std::string> out;
-  absl::Status s = store.ReadHistory(node, Timestamp::min(), Timestamp::max(),
-                                     [&](SeriesId id, Timestamp start, std::string_view bytes) {
-                                       out.push_back(std::to_string(id) + "@" +
-                                                     std::to_string((start - kT0) / hours(1)) +
-                                                     "h:" + std::string(bytes));
-                                     });
+  absl::Status s = store.ReadHistory(
+      owner_prefix, after, through,
+      [&](std::string_view owner, SeriesId id, Timestamp start, std::string_view bytes) {
+        out.push_back(std::string(owner) + "/" + std::to_string(id) + "@" +
+                      std::to_string((start - kT0) / hours(1)) + "h:" + std::string(bytes));
+      });
   EXPECT_TRUE(s.ok()) << s;
   return out;
 }
@@ -250,9 +252,9 @@ TEST(StoreTest, UsageHistoryOutlivesSamplesUntilItsOwnRetention) {
     batch.AddSeries(5, 1, "k");
     batch.PutScrape(1, kT0, std::vector<SeriesValue>{{5, 1}});
     batch.PutRollup(1, 5, kT0, "rollup");
-    batch.PutHistory(1, 5, kT0, "h0");
-    batch.PutHistory(1, 5, kT0 + hours(1), "h1");
-    batch.PutHistory(2, 5, kT0, "other node");
+    batch.PutHistory("a|", 5, kT0, "h0");
+    batch.PutHistory("a|", 5, kT0 + hours(1), "h1");
+    batch.PutHistory("b|", 6, kT0, "other owner");
     ASSERT_TRUE((*store)->Write(batch).ok());
     ASSERT_TRUE((*store)->ApplyRetention(kT0 + hours(30)).ok());
     EXPECT_TRUE(ReadAll(**store, 1, Timestamp::min(), Timestamp::max()).empty());
@@ -262,16 +264,49 @@ TEST(StoreTest, UsageHistoryOutlivesSamplesUntilItsOwnRetention) {
                                   [&](SeriesId, Timestamp, std::string_view) { ++rollups; })
                     .ok());
     EXPECT_EQ(rollups, 0u);
-    EXPECT_THAT(HistoryOf(**store, 1), ElementsAre("5@0h:h0", "5@1h:h1"));
+    EXPECT_THAT(HistoryOf(**store, "a|"), ElementsAre("a|/5@0h:h0", "a|/5@1h:h1"));
   }
   auto store = Store::Open(options);  // a restart: the history is on disk
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_THAT(HistoryOf(**store, 1), ElementsAre("5@0h:h0", "5@1h:h1"));
+  EXPECT_THAT(HistoryOf(**store, "a|"), ElementsAre("a|/5@0h:h0", "a|/5@1h:h1"));
   ASSERT_TRUE((*store)->ApplyRetention(kT0 + hours(24 * 8 + 1)).ok());
-  EXPECT_THAT(HistoryOf(**store, 1), ElementsAre("5@1h:h1"));
+  EXPECT_THAT(HistoryOf(**store, "a|"), ElementsAre("a|/5@1h:h1"));
   ASSERT_TRUE((*store)->ApplyRetention(kT0 + hours(24 * 8 + 2)).ok());
-  EXPECT_TRUE(HistoryOf(**store, 1).empty());
-  EXPECT_TRUE(HistoryOf(**store, 2).empty());
+  EXPECT_TRUE(HistoryOf(**store, "").empty());
+}
+
+// A history belongs to its owner, not to a node or a series: the series of two pods of one
+// owner in the same hour (on two nodes, in two batches) are two records, both read; a prefix
+// of whole fields selects exactly its owners, hour by hour, and empty hours are skipped.
+TEST(StoreTest, UsageHistoryIsReadByOwnerPrefixAndKeepsEveryPodOfAnHour) {
+  testing::TempDir dir;
+  StoreOptions options;
+  options.dir = dir.File("db");
+  auto store = Store::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  {
+    ScrapeBatch node1;
+    node1.PutHistory("shop|web|", 5, kT0, "pod-a");
+    node1.PutHistory("shop|web2|", 9, kT0, "other workload");
+    node1.PutHistory("shop2|web|", 11, kT0, "other namespace");
+    ASSERT_TRUE((*store)->Write(node1).ok());
+    ScrapeBatch node2;
+    node2.PutHistory("shop|web|", 7, kT0, "pod-b");
+    node2.PutHistory("shop|web|", 7, kT0 + hours(5), "pod-b later");
+    ASSERT_TRUE((*store)->Write(node2).ok());
+  }
+  EXPECT_THAT(
+      HistoryOf(**store, "shop|web|"),
+      ElementsAre("shop|web|/5@0h:pod-a", "shop|web|/7@0h:pod-b", "shop|web|/7@5h:pod-b later"));
+  EXPECT_THAT(HistoryOf(**store, "shop|"),
+              ElementsAre("shop|web2|/9@0h:other workload", "shop|web|/5@0h:pod-a",
+                          "shop|web|/7@0h:pod-b", "shop|web|/7@5h:pod-b later"));
+  EXPECT_EQ(HistoryOf(**store, "").size(), 5u);
+  // after < bucket_start <= through.
+  EXPECT_THAT(HistoryOf(**store, "shop|web|", kT0, kT0 + hours(5)),
+              ElementsAre("shop|web|/7@5h:pod-b later"));
+  EXPECT_THAT(HistoryOf(**store, "shop|web|", kT0 - hours(1), kT0 + hours(4)),
+              ElementsAre("shop|web|/5@0h:pod-a", "shop|web|/7@0h:pod-b"));
 }
 
 // Three simulated days of scrapes of 4 nodes every 30s, retention applied as hours pass:

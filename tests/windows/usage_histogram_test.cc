@@ -68,6 +68,13 @@ TEST(UsageHistogramTest, CorruptBytesAreDataLoss) {
   EXPECT_FALSE(UsageHistogram::Parse(bytes + "x").ok());
   bytes[1] = 9;  // count no longer the sum of the buckets
   EXPECT_EQ(UsageHistogram::Parse(bytes).status().code(), absl::StatusCode::kDataLoss);
+  // A first bucket near INT64_MAX (zigzag 2^64 - 40), 40 buckets: out of bounds, not an
+  // overflow (found by usage_histogram_parse_fuzz).
+  const std::string far(
+      "\x01\xe8\x02\xe8\x02\x80\x80\x19\x00"
+      "\xd8\xff\xff\xff\xff\xff\xff\xff\xff\x01\x28",
+      20);
+  EXPECT_EQ(UsageHistogram::Parse(far).status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

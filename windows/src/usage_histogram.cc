@@ -112,7 +112,8 @@ absl::StatusOr<UsageHistogram> UsageHistogram::Parse(std::string_view bytes) {
     return bad("truncated header");
   }
   const int64_t first_index = UnZigZag(first);
-  if (n > static_cast<uint64_t>(kMaxIndex) + 1 || first_index < 0 ||
+  // first_index is bounded before the sum, which could overflow otherwise.
+  if (n > static_cast<uint64_t>(kMaxIndex) + 1 || first_index < 0 || first_index > kMaxIndex ||
       first_index + static_cast<int64_t>(n) > kMaxIndex + 1) {
     return bad("bucket range out of bounds");
   }

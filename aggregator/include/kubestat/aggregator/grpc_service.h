@@ -1,9 +1,9 @@
 // AggregatorService: the kubestat.v1.Aggregator gRPC service (see aggregator.proto).
 //
 // ListNodes / ListPods read the MetricsSource's Snapshot() at the time of the call, apply the
-// request's namespace, label and field selectors (metrics_api/query.h) and window names, and answer with
-// the objects sorted as the source returns them. The response's revision and tick_time are
-// the WatchHub's newest revision and last round: the items are at least that new.
+// request's namespace, label and field selectors (metrics_api/query.h) and window names, and answer
+// with the objects sorted as the source returns them. The response's revision and tick_time are the
+// WatchHub's newest revision and last round: the items are at least that new.
 //
 // Watch subscribes to the WatchHub and streams, for the objects its selection matches:
 // every object of the snapshot as ADDED, one SNAPSHOT_END, then after every round ADDED

@@ -51,6 +51,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/aggregator/window_types.h"
+#include "kubestat/aggregator/workload_history.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/scrapers/node_scrape.h"
 #include "kubestat/storage/store.h"
@@ -128,10 +129,12 @@ struct StoredSeries {
 
 class Ingestor {
  public:
-  // `store` must outlive the ingestor. `clock` measures the rebuild duration.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Ingestor>> Create(IngestOptions options,
-                                                                        storage::Store* store,
-                                                                        Clock* clock);
+  // `store` must outlive the ingestor. `clock` measures the rebuild duration. `workloads`
+  // (optional, must outlive the ingestor) names the workload a container's usage history is
+  // written under (workload_history.h); without it every pod is a workload of its own.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Ingestor>> Create(
+      IngestOptions options, storage::Store* store, Clock* clock,
+      const PodWorkloads* workloads = nullptr);
   ~Ingestor();
   Ingestor(const Ingestor&) = delete;
   Ingestor& operator=(const Ingestor&) = delete;
@@ -189,13 +192,15 @@ class Ingestor {
  private:
   struct Shard;
   struct Counters;
-  Ingestor(IngestOptions options, storage::Store* store, Clock* clock);
+  Ingestor(IngestOptions options, storage::Store* store, Clock* clock,
+           const PodWorkloads* workloads);
   Shard& ShardOf(std::string_view node) const;
   void MaybeApplyRetention(Timestamp time);
 
   IngestOptions options_;
   storage::Store* store_;
   Clock* clock_;
+  const PodWorkloads* workloads_;  // may be null
   std::vector<std::unique_ptr<Shard>> shards_;
   std::unique_ptr<Counters> counters_;
   std::atomic<bool> ready_{false};
@@ -222,10 +227,11 @@ class Ingestor {
 class NodeHistoryWriter {
  public:
   // `keys`: the node's series, distinct, each with key.node == node_name; kept sorted.
-  // InvalidArgument for bad options, an empty node name, or a key of another node or twice.
+  // `workloads` as for Ingestor::Create. InvalidArgument for bad options, an empty node
+  // name, or a key of another node or twice.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> Create(
       const WindowEngineOptions& options, storage::Store* store, std::string node_name,
-      std::vector<SeriesKey> keys);
+      std::vector<SeriesKey> keys, const PodWorkloads* workloads = nullptr);
   ~NodeHistoryWriter();
   NodeHistoryWriter(const NodeHistoryWriter&) = delete;
   NodeHistoryWriter& operator=(const NodeHistoryWriter&) = delete;
@@ -243,10 +249,12 @@ class NodeHistoryWriter {
  private:
   struct OpenBucket;
   NodeHistoryWriter(std::unique_ptr<WindowEngine> engine, storage::Store* store,
-                    std::string node_name, std::vector<SeriesKey> keys);
+                    std::string node_name, std::vector<SeriesKey> keys,
+                    const PodWorkloads* workloads);
 
   std::unique_ptr<WindowEngine> engine_;  // for BuildRollup and RollupBucketStart only
   storage::Store* store_;
+  const PodWorkloads* workloads_;  // may be null
   std::string node_name_;
   std::vector<SeriesKey> keys_;
   storage::NodeId node_id_ = 0;

@@ -106,6 +106,9 @@ struct AggregatorOptions {
   // Right-sizing: how far back recommendations read usage; the store keeps each container's
   // hourly usage histograms as long (--recommendation-history). Default: 192h (8 days)
   Duration recommendation_history = std::chrono::hours(192);
+  // The recommender's cache of merged closed history, MiB; 0 turns it off
+  // (--recommendation-cache-mib). Default: 192
+  int64_t recommendation_cache_mib = 192;
   // The statistics of the recommendations (--recommend-cpu-percentile, --recommend-cpu-margin,
   // --recommend-memory-margin; see limits/recommend.h). Default: 95, 0.15, 0.15
   limits::RecommendOptions recommend;

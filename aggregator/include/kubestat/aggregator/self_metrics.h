@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/storage/store.h"
@@ -43,6 +44,25 @@ class StoreSelfMetrics {
   // The pipeline's and store's counters now; `memory_bytes` when it was recounted.
   void Update(const IngestStats& ingest, const storage::StoreStats& store, uint64_t disk_bytes,
               std::optional<size_t> memory_bytes);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// RecommenderSelfMetrics: the recommender's cache (recommender.h) as Prometheus metrics:
+// kubestat_recommendation_cache_hits_total, _misses_total (per container and resource of a
+// request), _evictions_total, and the gauges kubestat_recommendation_cache_entries and
+// _bytes. Update() takes the figures since start and may be called as often as wanted.
+// Thread-safety: Update() may be called from any thread.
+class RecommenderSelfMetrics {
+ public:
+  explicit RecommenderSelfMetrics(prometheus::Registry& registry);
+  ~RecommenderSelfMetrics();
+  RecommenderSelfMetrics(const RecommenderSelfMetrics&) = delete;
+  RecommenderSelfMetrics& operator=(const RecommenderSelfMetrics&) = delete;
+
+  void Update(const RecommenderCacheStats& stats);
 
  private:
   class Impl;

@@ -10,14 +10,20 @@
 //   'X' series_id:u64                                      -> retirement time
 //   'B' hour:i64 node_id:u32 time:i64                      -> scrape blob
 //   'R' hour:i64 node_id:u32 bucket_start:i64 series_id:u64 -> rollup bytes
-//   'H' hour:i64 node_id:u32 bucket_start:i64 series_id:u64 -> usage histogram bytes
+//   'W' hour:i64 owner:bytes bucket_start:i64 series_id:u64 -> usage histogram bytes
+//   ('H' hour:i64 node_id:u32 bucket_start:i64 series_id:u64: the usage histograms of
+//    earlier versions, keyed by node; nothing reads them, retention drops them.)
 //
-// The usage histograms ('H') are the right-sizing history: one compact histogram per
+// The usage histograms ('W') are the right-sizing history: one compact histogram per
 // container series and rollup bucket (windows/usage_histogram.h, some tens of bytes), kept
-// for `history_retention` (a week and more) while samples and rollups are kept a day. They
-// are read on demand (ReadHistory), never held in memory, so a week of history costs disk,
-// not RAM. The histograms of a retired series outlive its dictionary entry (removed with
-// its samples): nothing reads them after that, and retention drops them with their hour.
+// for `history_retention` (a week and more) while samples and rollups are kept a day. The
+// key names the history's owner, opaque bytes to the store (the aggregator's encoding of a
+// workload and container, aggregator/workload_history.h) before the bucket and the series:
+// the series of every pod a workload ever had, on any node, are adjacent within an hour, so
+// a workload's history is one seek per hour, and its pods of one hour are separate records
+// (merged when read, never overwritten). They are read on demand (ReadHistory), never held
+// in memory, so a week of history costs disk, not RAM; they outlive the series'
+// dictionary entries (removed with the samples) and the pods themselves.
 //
 // Samples are stored as one blob per node scrape (scrape_blob.h: every series value of that
 // scrape, id deltas and values as varints), not as one key per (series, time). The window
@@ -160,8 +166,10 @@ class ScrapeBatch {
   void PutScrape(NodeId node, Timestamp time, std::span<const SeriesValue> values);
   // The serialized rollup of one series' bucket starting at `bucket_start`.
   void PutRollup(NodeId node, SeriesId series, Timestamp bucket_start, std::string_view bytes);
-  // The serialized usage histogram of one series' bucket starting at `bucket_start`.
-  void PutHistory(NodeId node, SeriesId series, Timestamp bucket_start, std::string_view bytes);
+  // The serialized usage histogram of one series' bucket starting at `bucket_start`, kept
+  // under `owner` (non-empty opaque bytes; see ReadHistory for prefixes).
+  void PutHistory(std::string_view owner, SeriesId series, Timestamp bucket_start,
+                  std::string_view bytes);
 
   bool empty() const;
   size_t ByteSize() const;  // bytes of the underlying WriteBatch
@@ -220,10 +228,14 @@ class Store {
   // then series id.
   [[nodiscard]] absl::Status ReadRollups(NodeId node, Timestamp after, Timestamp through,
                                          const RollupVisitor& visit) const;
-  // Every usage histogram of `node`'s series with after < bucket_start <= through, in the
-  // same order; one seek per hour spanned.
-  [[nodiscard]] absl::Status ReadHistory(NodeId node, Timestamp after, Timestamp through,
-                                         const RollupVisitor& visit) const;
+  using HistoryVisitor = std::function<void(std::string_view owner, SeriesId series,
+                                            Timestamp bucket_start, std::string_view bytes)>;
+  // Every usage histogram whose owner starts with `owner_prefix` ("" for all) and with
+  // after < bucket_start <= through, by hour, then owner, bucket start and series id; one
+  // seek per hour spanned. An owner encoding that ends each field with a terminator makes a
+  // prefix of whole fields select exactly those owners.
+  [[nodiscard]] absl::Status ReadHistory(std::string_view owner_prefix, Timestamp after,
+                                         Timestamp through, const HistoryVisitor& visit) const;
 
   // Removes every blob and rollup whose hour ended at or before now - retention, every usage
   // histogram whose hour ended at or before now - history_retention, and the
@@ -249,7 +261,7 @@ class Store {
   // stopped writes (if any) has been resumed from.
   absl::Status ReadyToWrite();
   absl::Status LoadIdCounters();
-  // ReadRollups and ReadHistory: the records under `tag`.
+  // ReadRollups: the records under `tag`.
   absl::Status ReadBuckets(char tag, NodeId node, Timestamp after, Timestamp through,
                            const RollupVisitor& visit) const;
 

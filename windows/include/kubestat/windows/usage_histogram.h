@@ -21,6 +21,7 @@
 #ifndef KUBESTAT_WINDOWS_USAGE_HISTOGRAM_H_
 #define KUBESTAT_WINDOWS_USAGE_HISTOGRAM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@ class UsageHistogram {
   uint64_t max() const { return max_; }  // 0 when empty
   // The nearest-rank percentile p in (0, 100] as described above; 0 when empty.
   uint64_t Percentile(double p) const;
+
+  // Bytes held, for caches' bounds (the value and its buckets).
+  size_t MemoryBytes() const { return sizeof(*this) + counts_.capacity() * sizeof(uint64_t); }
 
   std::string Serialize() const;
   [[nodiscard]] static absl::StatusOr<UsageHistogram> Parse(std::string_view bytes);
