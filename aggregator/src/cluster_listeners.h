@@ -38,8 +38,7 @@ class DiscoveryLabels final : public LabelProvider {
                                    std::string_view name) const override {
     std::optional<scrapers::PodInfo> pod = discovery_->Pod(namespace_name, name);
     if (!pod) return std::nullopt;
-    return PodLabels{Labels(pod->labels.begin(), pod->labels.end()), pod->node_name,
-                     std::move(pod->containers)};
+    return PodLabels{std::move(pod->labels), pod->node_name, std::move(pod->containers)};
   }
 
  private:
