@@ -47,6 +47,26 @@ TEST(FitTest, AdmittedValuesAreKeptAndNameNothing) {
   EXPECT_EQ(pod.conflict, "");
 }
 
+// The LimitRanger design document's example namespace (cpu .1..1, ratio 4): a container
+// that wants 50m..2 is fitted to what it admits, each move named.
+TEST(FitTest, TheDesignExampleMovesEachValueIntoItsRangeAndRatio) {
+  const std::vector<LimitRange> lrs = {{"limits",
+                                        {{.min = Amt(".1", "250Mi"),
+                                          .max = Amt("1", "1Gi"),
+                                          .default_limit = Amt("500m", "500Mi"),
+                                          .default_request = Amt("250m", "250Mi"),
+                                          .max_limit_request_ratio = Ratios("4", "")}}}};
+  const FittedPod pod = Fit(lrs, std::vector{Want("app", 50, 2000)});
+  EXPECT_EQ(pod.conflict, "");
+  // The limit comes down to the max (1), then the request up to limit / 4 (250m), which
+  // is above the min (100m) that raised it first.
+  EXPECT_EQ(pod.containers[0][kCpu].limit.value, 1000);
+  EXPECT_THAT(pod.containers[0][kCpu].limit.bound_by,
+              ElementsAre(Bound("limits", LimitType::kContainer, Constraint::kMax, 1000)));
+  EXPECT_EQ(pod.containers[0][kCpu].request.value, 250);
+  EXPECT_THAT(Check(lrs, AsPodSpec(pod)), IsEmpty());
+}
+
 TEST(FitTest, ContainerMinRaisesAndMaxLowers) {
   const std::vector<LimitRange> lrs = {{"lr", {{.min = Amt("100m", ""), .max = Amt("2", "")}}}};
   const FittedPod pod = Fit(lrs, std::vector{Want("app", 20, 3000)});

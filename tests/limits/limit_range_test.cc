@@ -1,7 +1,7 @@
 // LimitRanger's semantics: the LimitRange's own defaulting, the pod's defaults, every
 // constraint of the Container and Pod tables, several LimitRanges at once, and the
 // walkthrough of the LimitRanger design (a namespace with Pod and Container limits, a pod
-// with no resources, an invalid pod, a valid one).
+// with no resources, an invalid pod, a valid one) and the design document's example table.
 #include "kubestat/limits/limit_range.h"
 
 #include <gmock/gmock.h>
@@ -91,6 +91,49 @@ TEST(LimitRangeAdmitTest, RequestWithoutLimitTakesTheDefaultLimitEvenBelowIt) {
       ApplyDefaults(lrs, {{.name = "app", .requests = Amt("700m", "")}});
   EXPECT_EQ(pod[0].limits, Amt("500m", ""));
   EXPECT_THAT(Messages(Check(lrs, pod)), IsEmpty());  // request <= limit is pod validation's
+}
+
+// The LimitRanger design document's own example: Container cpu .1..1, default 500m,
+// defaultRequest 250m, limit/request at most 4; memory 250Mi..1Gi, default 500Mi,
+// defaultRequest 250Mi.
+LimitRange DesignExampleLimits() {
+  return {"limits",
+          {{.type = LimitType::kContainer,
+            .min = Amt(".1", "250Mi"),
+            .max = Amt("1", "1Gi"),
+            .default_limit = Amt("500m", "500Mi"),
+            .default_request = Amt("250m", "250Mi"),
+            .max_limit_request_ratio = Ratios("4", "")}}};
+}
+
+TEST(LimitRangeDesignExampleTest, AContainerWithoutRequirementsGetsTheDefaults) {
+  // "The incoming container cpu would request 250m with a limit of 500m", and memory 250Mi
+  // with a limit of 500Mi.
+  const std::vector<LimitRange> lrs = {DesignExampleLimits()};
+  const std::vector<ContainerResources> pod = ApplyDefaults(lrs, {{.name = "app"}});
+  EXPECT_EQ(pod[0].requests, Amt("250m", "250Mi"));
+  EXPECT_EQ(pod[0].limits, Amt("500m", "500Mi"));
+  EXPECT_THAT(Check(lrs, pod), IsEmpty());
+}
+
+TEST(LimitRangeDesignExampleTest, AResizedContainerStaysWithinTheRangeAndTheRatio) {
+  // "If the container is later resized, its cpu would be constrained to between .1 and 1 and
+  // the ratio of limit to request could not exceed 4."
+  const std::vector<LimitRange> lrs = {DesignExampleLimits()};
+  const auto check = [&](std::string_view request, std::string_view limit) {
+    const std::vector<ContainerResources> pod = {
+        {"app", Amt(request, "250Mi"), Amt(limit, "500Mi")}};
+    return Messages(Check(lrs, pod));
+  };
+  EXPECT_THAT(check("250m", "1"), IsEmpty());  // exactly 4
+  EXPECT_THAT(check(".1", "400m"), IsEmpty());
+  EXPECT_THAT(check("50m", "200m"),
+              ElementsAre("minimum cpu usage per Container is 100m, but request is 50m"));
+  EXPECT_THAT(check("500m", "1500m"),
+              ElementsAre("maximum cpu usage per Container is 1, but limit is 1500m"));
+  EXPECT_THAT(check("200m", "1"),
+              ElementsAre("cpu max limit to request ratio per Container is 4, but provided ratio "
+                          "is 5.000000"));
 }
 
 struct ConstraintCase {
