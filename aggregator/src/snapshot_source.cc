@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "kubestat/metrics_api/query.h"
@@ -68,38 +70,110 @@ bool ErasePod(MetricsSnapshot* snapshot, std::string_view namespace_name, std::s
   return true;
 }
 
-bool PodLess(const std::shared_ptr<const PodView>& a, const std::shared_ptr<const PodView>& b) {
-  return PodBefore(a, b->namespace_name, b->name);
+bool SamePod(const PodView& a, const PodView& b) {
+  return a.namespace_name == b.namespace_name && a.name == b.name;
 }
 
-// One snapshot from every node's part (parts in node-name order).
-std::shared_ptr<MetricsSnapshot> Assemble(
-    bool complete, const std::vector<std::shared_ptr<const NodeObjects>>& parts) {
+bool PodKeyLess(const PodView& a, const PodView& b) {
+  if (a.namespace_name != b.namespace_name) return a.namespace_name < b.namespace_name;
+  return a.name < b.name;
+}
+
+}  // namespace
+
+// One snapshot from every node's part (parts in node-name order). A pod reported by two
+// parts is taken from the first part by node name. With `base` (the previous assembly) and
+// no pod dropped as a duplicate then, the pods of the parts that did not change stay as they
+// were, in order, and only the changed parts' pods are sorted and merged in: the cost
+// follows what changed, plus a pass of pointer work over the rest.
+std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
+    bool complete, std::vector<std::shared_ptr<const NodeObjects>> parts) {
   auto snapshot = std::make_shared<MetricsSnapshot>();
   snapshot->complete = complete;
   size_t pods = 0;
   for (const auto& part : parts) pods += part->pods.size();
   snapshot->nodes.reserve(parts.size());
-  snapshot->pods.reserve(pods);
   for (const auto& part : parts) {
     if (part->node) snapshot->nodes.push_back(part->node);
-    snapshot->pods.insert(snapshot->pods.end(), part->pods.begin(), part->pods.end());
   }
-  // Stable: of a pod reported by two nodes, the first node's view stays first and is kept.
-  std::stable_sort(snapshot->pods.begin(), snapshot->pods.end(), PodLess);
-  auto same = [](const std::shared_ptr<const PodView>& a, const std::shared_ptr<const PodView>& b) {
-    return a->namespace_name == b->namespace_name && a->name == b->name;
+  // Each part's index among `parts`.
+  std::unordered_map<const NodeObjects*, uint32_t> index;
+  index.reserve(parts.size());
+  for (uint32_t i = 0; i < parts.size(); ++i) index.emplace(parts[i].get(), i);
+
+  // (pod, its part's index), sorted by (namespace, name), each pod once.
+  struct Sourced {
+    std::shared_ptr<const PodView> pod;
+    uint32_t part;
   };
-  snapshot->pods.erase(std::unique(snapshot->pods.begin(), snapshot->pods.end(), same),
-                       snapshot->pods.end());
+  std::vector<Sourced> kept;
+  std::vector<Sourced> fresh;
+  const bool incremental = assembled_.valid && !assembled_.dropped_duplicates;
+  assembled_.last_incremental = incremental;
+  if (incremental) {
+    // Which parts of the previous assembly are still here, unchanged.
+    std::vector<int64_t> now_index(assembled_.parts.size(), -1);
+    std::unordered_set<const NodeObjects*> before;
+    before.reserve(assembled_.parts.size());
+    for (size_t i = 0; i < assembled_.parts.size(); ++i) {
+      before.insert(assembled_.parts[i].get());
+      if (auto it = index.find(assembled_.parts[i].get()); it != index.end()) {
+        now_index[i] = it->second;
+      }
+    }
+    kept.reserve(pods);
+    for (size_t i = 0; i < assembled_.pods.size(); ++i) {
+      const int64_t part = now_index[assembled_.sources[i]];
+      if (part >= 0) kept.push_back({assembled_.pods[i], static_cast<uint32_t>(part)});
+    }
+    for (uint32_t i = 0; i < parts.size(); ++i) {
+      if (before.contains(parts[i].get())) continue;
+      for (const auto& pod : parts[i]->pods) fresh.push_back({pod, i});
+    }
+  } else {
+    fresh.reserve(pods);
+    for (uint32_t i = 0; i < parts.size(); ++i) {
+      for (const auto& pod : parts[i]->pods) fresh.push_back({pod, i});
+    }
+  }
+  // Stable: of a pod reported by two parts, the first part's (by node name) comes first.
+  std::stable_sort(fresh.begin(), fresh.end(),
+                   [](const Sourced& a, const Sourced& b) { return PodKeyLess(*a.pod, *b.pod); });
+  bool dropped = false;
+  std::vector<Sourced> merged;
+  merged.reserve(kept.size() + fresh.size());
+  auto take = [&](const Sourced& s) {
+    if (!merged.empty() && SamePod(*merged.back().pod, *s.pod)) {
+      dropped = true;
+      if (s.part < merged.back().part) merged.back() = s;  // the first node by name wins
+      return;
+    }
+    merged.push_back(s);
+  };
+  size_t k = 0, f = 0;
+  while (k < kept.size() || f < fresh.size()) {
+    if (f == fresh.size() || (k < kept.size() && !PodKeyLess(*fresh[f].pod, *kept[k].pod))) {
+      take(kept[k++]);
+    } else {
+      take(fresh[f++]);
+    }
+  }
+  snapshot->pods.reserve(merged.size());
+  for (const Sourced& s : merged) snapshot->pods.push_back(s.pod);
   snapshot->pods_by_node.reserve(parts.size());
   for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
     snapshot->pods_by_node[pod->node_name].push_back(pod);
   }
+  // The base of the next assembly.
+  assembled_.valid = true;
+  assembled_.dropped_duplicates = dropped;
+  assembled_.pods = snapshot->pods;
+  assembled_.sources.clear();
+  assembled_.sources.reserve(merged.size());
+  for (const Sourced& s : merged) assembled_.sources.push_back(s.part);
+  assembled_.parts = std::move(parts);
   return snapshot;
 }
-
-}  // namespace
 
 SnapshotSource::SnapshotSource(const MetricsSource* live)
     : live_(live), current_(std::make_shared<MetricsSnapshot>()) {}
@@ -211,7 +285,7 @@ void SnapshotSource::PublishParts(bool complete) {
     parts.reserve(parts_.size());
     for (const auto& [name, part] : parts_) parts.push_back(part.objects);
   }
-  std::shared_ptr<MetricsSnapshot> snapshot = Assemble(complete, parts);
+  std::shared_ptr<MetricsSnapshot> snapshot = Assemble(complete, std::move(parts));
   std::shared_ptr<const MetricsSnapshot> replaced;  // freed after the lock
   std::lock_guard lock(mu_);
   // Removals made while assembling: their objects may be in the parts that were copied.
@@ -226,6 +300,7 @@ void SnapshotSource::PublishParts(bool complete) {
   EndRead(read);
   snapshot->newest_usage = metrics_api::NewestUsage(snapshot->nodes);
   ++stats_.publishes;
+  if (assembled_.last_incremental) ++stats_.incremental_publishes;
   removals_unpublished_ = false;
   replaced = std::move(current_);
   current_ = std::move(snapshot);

@@ -6,8 +6,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "fake_metrics_source.h"
@@ -449,6 +451,121 @@ TEST_F(SnapshotSourceTest, NodeReadsPublishesAndRemovalsRunConcurrently) {
   for (int n = 0; n < 8; ++n) snapshot_.RefreshNode("node-" + std::to_string(n));
   snapshot_.Publish();
   EXPECT_EQ(snapshot_.ListPods("ns-1").size(), 8u);
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator
+
+namespace kubestat::aggregator {
+namespace {
+
+// Random node reads, removals and publications over parts whose pods come and go, change,
+// and are now and then reported by two nodes at once: every published snapshot lists what
+// a whole assembly of the parts would (each pod once, from the first node by name, sorted,
+// indexed by node), whether it was made from the previous one or anew.
+TEST(SnapshotSourceAssemblyTest, EveryPublicationListsWhatTheWholePartsGive) {
+  PartsSource live;
+  SnapshotSource snapshot(&live);
+  std::mt19937_64 rng(26112026);
+  const std::vector<std::string> namespaces = {"default", "kube-system", "shop"};
+  auto node_name = [](size_t n) { return "node-" + std::to_string(10 + n); };
+  auto new_pod = [&](const std::string& node) {
+    return std::make_shared<const PodView>(MakePod(namespaces[rng() % namespaces.size()],
+                                                   "pod-" + std::to_string(rng() % 400), node,
+                                                   {{"app", "web"}}, BaseTime(), rng() % 1000));
+  };
+  auto sort_part = [](NodeObjects& part) {
+    std::sort(part.pods.begin(), part.pods.end(), [](const auto& a, const auto& b) {
+      return std::tie(a->namespace_name, a->name) < std::tie(b->namespace_name, b->name);
+    });
+    part.pods.erase(std::unique(part.pods.begin(), part.pods.end(),
+                                [](const auto& a, const auto& b) {
+                                  return a->namespace_name == b->namespace_name &&
+                                         a->name == b->name;
+                                }),
+                    part.pods.end());
+  };
+  for (size_t n = 0; n < 12; ++n) {
+    NodeObjects& part = live.parts[node_name(n)];
+    part.node_name = node_name(n);
+    part.node = std::make_shared<const NodeView>(MakeNode(node_name(n), {}, BaseTime(), n));
+    for (int p = 0; p < 8; ++p) part.pods.push_back(new_pod(node_name(n)));
+    sort_part(part);
+    snapshot.RefreshNode(node_name(n));
+  }
+  snapshot.Publish();
+  for (int step = 0; step < 400; ++step) {
+    const size_t changes = 1 + rng() % 3;
+    for (size_t c = 0; c < changes; ++c) {
+      const std::string node = node_name(rng() % 12);
+      const uint64_t roll = rng() % 10;
+      if (roll == 0) {
+        live.parts.erase(node);  // the node is gone
+      } else {
+        NodeObjects& part = live.parts[node];
+        part.node_name = node;
+        if (!part.node) {
+          part.node = std::make_shared<const NodeView>(MakeNode(node, {}, BaseTime(), 1));
+        }
+        if (roll < 4) {
+          part.pods.push_back(new_pod(node));  // a pod arrives (maybe a name another has)
+        } else if (roll < 6 && !part.pods.empty()) {
+          part.pods.erase(part.pods.begin() + static_cast<ptrdiff_t>(rng() % part.pods.size()));
+        } else if (!part.pods.empty()) {
+          // Scraped again: new views of the same pods.
+          for (auto& pod : part.pods) {
+            pod = std::make_shared<const PodView>(MakePod(
+                pod->namespace_name, pod->name, node, {{"app", "web"}}, BaseTime(), rng() % 1000));
+          }
+        }
+        sort_part(part);
+      }
+      snapshot.RefreshNode(node);
+    }
+    if (rng() % 8 == 0) {
+      // A pod deleted in the kube API on the node that ran it.
+      auto it = std::next(live.parts.begin(),
+                          static_cast<ptrdiff_t>(rng() % std::max<size_t>(1, live.parts.size())));
+      if (it != live.parts.end() && !it->second.pods.empty()) {
+        const std::shared_ptr<const PodView> pod = it->second.pods.front();
+        it->second.pods.erase(it->second.pods.begin());
+        snapshot.RemovePod(pod->namespace_name, pod->name, it->first);
+      }
+    }
+    snapshot.Publish();
+
+    // What a whole assembly gives.
+    std::map<std::pair<std::string, std::string>, std::shared_ptr<const PodView>> expected;
+    std::vector<std::string> nodes;
+    for (const auto& [name, part] : live.parts) {
+      nodes.push_back(name);
+      for (const auto& pod : part.pods) expected.try_emplace({pod->namespace_name, pod->name}, pod);
+    }
+    const std::shared_ptr<const MetricsSnapshot> cut = snapshot.Snapshot();
+    std::vector<std::string> served_nodes;
+    for (const auto& node : cut->nodes) served_nodes.push_back(node->name);
+    ASSERT_EQ(served_nodes, nodes) << "step " << step;
+    ASSERT_EQ(cut->pods.size(), expected.size()) << "step " << step;
+    size_t i = 0;
+    for (const auto& [key, pod] : expected) {
+      ASSERT_EQ(cut->pods[i].get(), pod.get())
+          << "step " << step << ": " << key.first << "/" << key.second;
+      ++i;
+    }
+    size_t indexed = 0;
+    for (const auto& [node, pods] : cut->pods_by_node) {
+      indexed += pods.size();
+      for (const auto& pod : pods) ASSERT_EQ(pod->node_name, node);
+      ASSERT_TRUE(std::is_sorted(pods.begin(), pods.end(), [](const auto& a, const auto& b) {
+        return std::tie(a->namespace_name, a->name) < std::tie(b->namespace_name, b->name);
+      }));
+    }
+    ASSERT_EQ(indexed, cut->pods.size()) << "step " << step;
+  }
+  const SnapshotStats stats = snapshot.Stats();
+  // Most publications were made from the previous one; those after a duplicate, anew.
+  EXPECT_GT(stats.incremental_publishes, stats.publishes / 2);
+  EXPECT_LT(stats.incremental_publishes, stats.publishes);
 }
 
 }  // namespace

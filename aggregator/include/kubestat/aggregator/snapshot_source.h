@@ -7,7 +7,10 @@
 // aggregator calls it (on one thread of its own) right after that node's scrape is ingested,
 // so the cost of reading the windows is spread over the round instead of paid at its end.
 // Publish() assembles the current parts into one snapshot, indexed by node name, by
-// (namespace, pod name) and by the node a pod runs on; the aggregator calls it when a round
+// (namespace, pod name) and by the node a pod runs on. The pods of parts unchanged since the
+// previous assembly keep their places and only the changed parts' pods are sorted and merged
+// in, so a publication's cost follows what changed (a whole assembly again only after one
+// that found a pod reported by two nodes); the aggregator calls it when a round
 // completes and, as its PublishPacer allows, while one scrapes. Refresh() re-reads every node and
 // publishes (at start, after the rebuild). A node whose scrape failed keeps the part read last, as
 // its windows have not changed. A pod reported by two nodes at once (it moved) is listed once, from
@@ -52,12 +55,13 @@ namespace kubestat::aggregator {
 
 // Counters for /metrics and tests.
 struct SnapshotStats {
-  uint64_t refreshes = 0;             // Refresh() calls
-  uint64_t node_refreshes = 0;        // RefreshNode() calls
-  uint64_t publishes = 0;             // snapshots assembled (Publish() and Refresh())
-  uint64_t removals = 0;              // RemoveNode() and RemovePod() calls
-  bool removals_unpublished = false;  // some removal is not yet in the served snapshot
-  size_t nodes = 0;                   // objects in the current snapshot
+  uint64_t refreshes = 0;              // Refresh() calls
+  uint64_t node_refreshes = 0;         // RefreshNode() calls
+  uint64_t publishes = 0;              // snapshots assembled (Publish() and Refresh())
+  uint64_t incremental_publishes = 0;  // of them, made from the previous one's unchanged parts
+  uint64_t removals = 0;               // RemoveNode() and RemovePod() calls
+  bool removals_unpublished = false;   // some removal is not yet in the served snapshot
+  size_t nodes = 0;                    // objects in the current snapshot
   size_t pods = 0;
 };
 
@@ -121,9 +125,26 @@ class SnapshotSource final : public MetricsSource {
   std::shared_ptr<const NodeObjects> Store(const Read& read, std::string_view node,
                                            std::optional<NodeObjects> objects);  // mu_ held
   void PublishParts(bool complete);
+  // One snapshot from `parts` (in node-name order); keeps them as the next one's base.
+  // publish_mu_ held.
+  std::shared_ptr<MetricsSnapshot> Assemble(bool complete,
+                                            std::vector<std::shared_ptr<const NodeObjects>> parts);
+
+  // What the last assembly was made of: its parts and, for each pod it listed, the index of
+  // the part it came from, so the next one keeps the pods of unchanged parts in place and
+  // sorts only the changed parts' pods. Guarded by publish_mu_.
+  struct Assembled {
+    bool valid = false;
+    bool dropped_duplicates = false;  // a pod reported by two parts: the next is made whole
+    bool last_incremental = false;
+    std::vector<std::shared_ptr<const NodeObjects>> parts;
+    std::vector<std::shared_ptr<const PodView>> pods;
+    std::vector<uint32_t> sources;  // parallel to pods: index into parts
+  };
 
   const MetricsSource* live_;
   std::mutex publish_mu_;  // serializes Publish() so snapshots are published in order
+  Assembled assembled_;    // guarded by publish_mu_
   mutable std::mutex mu_;  // guards everything below; never held while reading live_
   std::shared_ptr<const MetricsSnapshot> current_;
   std::map<std::string, Part, std::less<>> parts_;  // by node name
