@@ -47,7 +47,7 @@ ServerStart Start(const Options& options) {
         std::make_unique<kubestat::apiserver::MemoryStore>(options.StoreOptions(), clock);
   } else {
     absl::StatusOr<std::unique_ptr<kubestat::apiserver::EtcdStore>> etcd =
-        kubestat::apiserver::EtcdStore::Create(options.EtcdOptions(), clock);
+        kubestat::apiserver::EtcdStore::Create(options.EtcdOptions(), clock, &serving->registry);
     if (!etcd.ok()) return ServerStart::Failed(etcd.status(), 2);
     serving->backing = *std::move(etcd);
     where = "in etcd under " + options.etcd_prefix;

@@ -6,6 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/file.h"
+#include "kubestat/core/log.h"
+#include "kubestat/core/time.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/registry.h"
 
 namespace kubestat::apiserver::etcd {
 namespace {
@@ -59,7 +64,45 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view fl
   return pem;
 }
 
+// How long one connectivity watch lasts before it is armed again; bounds the wait of the
+// destructor.
+constexpr std::chrono::milliseconds kStateWatchSlice(250);
+
+void Increment(prometheus::Counter* counter) {
+  if (counter != nullptr) counter->Increment();
+}
+
 }  // namespace
+
+// The connection's counters; all null without a registry.
+struct Connection::Metrics {
+  std::vector<prometheus::Counter*> reconnects;  // per endpoint
+  prometheus::Counter* switches = nullptr;
+  prometheus::Counter* outages = nullptr;
+
+  Metrics(prometheus::Registry* registry, const std::vector<std::string>& urls) {
+    reconnects.assign(urls.size(), nullptr);
+    if (registry == nullptr) return;
+    auto& reconnect_family =
+        prometheus::BuildCounter()
+            .Name("kubestat_apiserver_etcd_reconnects_total")
+            .Help("Connections to an etcd member made again after the previous one was lost.")
+            .Register(*registry);
+    for (size_t i = 0; i < urls.size(); ++i) {
+      reconnects[i] = &reconnect_family.Add({{"endpoint", urls[i]}});
+    }
+    switches = &prometheus::BuildCounter()
+                    .Name("kubestat_apiserver_etcd_endpoint_switches_total")
+                    .Help("Answers from another etcd member than the one that answered last.")
+                    .Register(*registry)
+                    .Add({});
+    outages = &prometheus::BuildCounter()
+                   .Name("kubestat_apiserver_etcd_outages_total")
+                   .Help("Times no etcd member answered after one had.")
+                   .Register(*registry)
+                   .Add({});
+  }
+};
 
 absl::Status FromGrpc(const grpc::Status& status, const std::string& url) {
   if (status.ok()) return absl::OkStatus();
@@ -70,13 +113,26 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& url) {
                       absl::StrCat("etcd: ", status.error_message()));
 }
 
-Connection::Connection(const EtcdStoreOptions& options, const Clock& clock)
+Connection::Connection(const EtcdStoreOptions& options, const Clock& clock,
+                       prometheus::Registry* registry)
     : request_timeout_(options.request_timeout),
       ready_window_(options.ready_window),
-      clock_(clock) {}
+      clock_(clock),
+      metrics_(std::make_unique<Metrics>(registry, options.endpoints)) {}
+
+Connection::~Connection() {
+  if (!state_watcher_.joinable()) return;
+  {
+    std::lock_guard lock(states_mu_);
+    stopping_ = true;
+    states_.Shutdown();
+  }
+  state_watcher_.join();
+}
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Create(const EtcdStoreOptions& options,
-                                                               const Clock& clock) {
+                                                               const Clock& clock,
+                                                               prometheus::Registry* registry) {
   absl::StatusOr<std::string> ca = ReadPem(options.ca_file, "--etcd-cafile");
   if (!ca.ok()) return ca.status();
   absl::StatusOr<std::string> cert = ReadPem(options.cert_file, "--etcd-certfile");
@@ -97,8 +153,12 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Create(const EtcdStoreOp
   // A restarted member is reconnected to within 2 s.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // A connection attempt gives up after 5 s rather than gRPC's 20 s: a member that accepts
+  // connections but does not answer them (starting, waiting for a quorum) is tried again
+  // soon instead of holding the endpoint for 20 s.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
 
-  std::unique_ptr<Connection> connection(new Connection(options, clock));
+  std::unique_ptr<Connection> connection(new Connection(options, clock, registry));
   for (const std::string& url : options.endpoints) {
     absl::StatusOr<ParsedEndpoint> parsed = ParseEndpoint(url);
     if (!parsed.ok()) return parsed.status();
@@ -112,7 +172,42 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Create(const EtcdStoreOp
     stubs->watch = etcdserverpb::Watch::NewStub(stubs->channel);
     connection->endpoints_.push_back(std::move(stubs));
   }
+  Connection* watched = connection.get();
+  connection->state_watcher_ = std::thread([watched] { watched->WatchChannels(); });
   return connection;
+}
+
+void Connection::WatchChannel(size_t i, grpc_connectivity_state last) {
+  std::lock_guard lock(states_mu_);
+  if (stopping_) return;
+  endpoints_[i]->channel->NotifyOnStateChange(
+      last, std::chrono::system_clock::now() + kStateWatchSlice, &states_,
+      reinterpret_cast<void*>(i));  // NOLINT(performance-no-int-to-ptr): the tag is an index
+}
+
+void Connection::WatchChannels() {
+  // Per endpoint: the state last seen, and whether it was ever connected (a connection
+  // after that is a reconnect).
+  std::vector<grpc_connectivity_state> last(endpoints_.size());
+  std::vector<bool> connected(endpoints_.size(), false);
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    last[i] = endpoints_[i]->channel->GetState(/*try_to_connect=*/true);
+    connected[i] = last[i] == GRPC_CHANNEL_READY;
+    WatchChannel(i, last[i]);
+  }
+  void* tag = nullptr;
+  bool changed = false;  // false: the watch's deadline passed
+  while (states_.Next(&tag, &changed)) {
+    const auto i = reinterpret_cast<size_t>(tag);
+    // An idle channel (its connection closed by the peer) connects again at once.
+    const grpc_connectivity_state state = endpoints_[i]->channel->GetState(true);
+    if (state == GRPC_CHANNEL_READY && last[i] != GRPC_CHANNEL_READY) {
+      if (connected[i]) Increment(metrics_->reconnects[i]);
+      connected[i] = true;
+    }
+    last[i] = state;
+    WatchChannel(i, state);
+  }
 }
 
 absl::Status Connection::Unary(CallKind kind, const Call& call) {
@@ -150,9 +245,16 @@ absl::StatusOr<etcdserverpb::RangeResponse> Connection::Range(
 }
 
 void Connection::Answered(size_t i) {
-  current_.store(i);
-  reachable_.store(true);
-  last_answer_.store(clock_.MonotonicNow().time_since_epoch().count());
+  const int64_t now = clock_.MonotonicNow().time_since_epoch().count();
+  if (current_.exchange(i) != i) Increment(metrics_->switches);
+  last_answer_.store(now);
+  if (reachable_.exchange(true)) return;
+  const int64_t since = unreachable_since_.exchange(0);
+  if (since == 0) return;  // the first answer after the start
+  const auto down = std::chrono::round<std::chrono::milliseconds>(Duration(now - since));
+  // Only the endpoint's URL as configured: no credential is part of it.
+  KLOG(INFO) << "etcd answers again after " << FormatDuration(down) << " (at " << endpoints_[i]->url
+             << ")";
 }
 
 void Connection::SawRevision(int64_t revision) {
@@ -163,7 +265,14 @@ void Connection::SawRevision(int64_t revision) {
   }
 }
 
-void Connection::Unreachable() { reachable_.store(false); }
+void Connection::Unreachable() {
+  if (!reachable_.exchange(false)) return;
+  int64_t none = 0;
+  if (unreachable_since_.compare_exchange_strong(
+          none, clock_.MonotonicNow().time_since_epoch().count())) {
+    Increment(metrics_->outages);
+  }
+}
 
 bool Connection::Ready() const {
   if (!reachable_.load()) return false;

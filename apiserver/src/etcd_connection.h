@@ -2,6 +2,13 @@
 // a deadline that fail over to the next endpoint, and what the store knows of etcd's health
 // and revision from the answers.
 //
+// A thread watches every channel's connectivity state and asks an idle one to connect. Calls
+// here fail at once on a channel that is not connected (they do not wait for ready, so that
+// they fail over), and with the synchronous API only a thread waiting on a channel moves its
+// connection attempts on: without the watching thread, a channel whose members all died
+// would keep a new connection to a restarted member unread (its SETTINGS frame unseen) until
+// gRPC's connect timeout, again and again, and stay unready long after etcd answers.
+//
 // Thread-safe: calls may run on any thread at once.
 #ifndef KUBESTAT_APISERVER_SRC_ETCD_CONNECTION_H_
 #define KUBESTAT_APISERVER_SRC_ETCD_CONNECTION_H_
@@ -10,7 +17,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,6 +28,11 @@
 #include "grpcpp/grpcpp.h"
 #include "kubestat/apiserver/etcd_store.h"
 #include "kubestat/core/clock.h"
+
+namespace prometheus {
+class Counter;
+class Registry;
+}  // namespace prometheus
 
 namespace kubestat::apiserver::etcd {
 
@@ -37,9 +51,15 @@ enum class CallKind { kRead, kWrite };
 
 class Connection {
  public:
-  // InvalidArgument naming the flag for a bad endpoint URL or unreadable TLS file.
+  // InvalidArgument naming the flag for a bad endpoint URL or unreadable TLS file. Counts in
+  // `registry` when not null (see EtcdStore::Create), which must outlive the connection.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Connection>> Create(
-      const EtcdStoreOptions& options, const Clock& clock);
+      const EtcdStoreOptions& options, const Clock& clock,
+      prometheus::Registry* registry = nullptr);
+  // Stops the channel watching thread (within kStateWatchSlice).
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   // Runs `call` with a fresh context (deadline: request_timeout) on the endpoint that last
   // answered, then on the next ones while the failure allows (CallKind). OK, or the last
@@ -57,11 +77,12 @@ class Connection {
   // The endpoint that last answered.
   size_t current() const { return current_.load(); }
 
-  // Records an answer from endpoint `i`.
+  // Records an answer from endpoint `i`: the first after an outage logs once how long etcd
+  // did not answer; an answer from another endpoint than the last counts a switch.
   void Answered(size_t i);
   // Records a revision an answer carried.
   void SawRevision(int64_t revision);
-  // Records that no endpoint answered.
+  // Records that no endpoint answered; the first time after an answer counts an outage.
   void Unreachable();
   // Answered within ready_window, and the latest attempt reached etcd.
   bool Ready() const;
@@ -69,7 +90,12 @@ class Connection {
   uint64_t revision() const { return revision_.load(); }
 
  private:
-  Connection(const EtcdStoreOptions& options, const Clock& clock);
+  struct Metrics;
+  Connection(const EtcdStoreOptions& options, const Clock& clock, prometheus::Registry* registry);
+  // The channel watching thread (see the file comment).
+  void WatchChannels();
+  // Asks channel `i` to connect when idle and to tell its next state change on cq_.
+  void WatchChannel(size_t i, grpc_connectivity_state last);
 
   const Duration request_timeout_;
   const Duration ready_window_;
@@ -78,7 +104,14 @@ class Connection {
   std::atomic<size_t> current_ = 0;
   std::atomic<uint64_t> revision_ = 0;
   std::atomic<bool> reachable_ = false;
-  std::atomic<int64_t> last_answer_ = 0;  // MonotonicNow nanoseconds
+  std::atomic<int64_t> last_answer_ = 0;        // MonotonicNow nanoseconds
+  std::atomic<int64_t> unreachable_since_ = 0;  // MonotonicNow nanoseconds; 0: answering
+  std::unique_ptr<Metrics> metrics_;
+
+  std::mutex states_mu_;   // orders re-arming a watch with the shutdown of states_
+  bool stopping_ = false;  // guarded by states_mu_
+  grpc::CompletionQueue states_;
+  std::thread state_watcher_;
 };
 
 // etcd's gRPC status as an absl::Status (see Connection::Unary), naming `url`.

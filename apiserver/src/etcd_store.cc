@@ -546,10 +546,11 @@ class EtcdStore::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<EtcdStore>> EtcdStore::Create(EtcdStoreOptions options,
-                                                             const Clock& clock) {
+                                                             const Clock& clock,
+                                                             prometheus::Registry* registry) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<etcd::Connection>> connection =
-      etcd::Connection::Create(options, clock);
+      etcd::Connection::Create(options, clock, registry);
   if (!connection.ok()) return connection.status();
   return std::unique_ptr<EtcdStore>(
       new EtcdStore(std::make_unique<Impl>(std::move(options), clock, *std::move(connection))));

@@ -3,7 +3,8 @@
 // are served by the other and reach a watch on it; after one replica and one etcd member
 // are SIGKILLed, reads and writes go on at the surviving replica, its watch keeps going
 // without a gap, and the restarted replica serves the identical list. With every member
-// gone, a replica's /readyz fails and says why while /livez stays 200.
+// gone, a replica's /readyz fails and says why while /livez stays 200; once the whole cluster
+// is started again, both replicas are ready, take writes and serve one list, unrestarted.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -44,6 +45,9 @@ constexpr char kRules[] = R"(rules:
   verbs: [get, list, watch, create, update, delete]
   apiGroups: [metrics, metrics.k8s.io]
   resources: [nodes, pods, writes]
+- users: [writer]
+  nonResourceURLs: [/metrics]
+  verbs: [get]
 )";
 constexpr std::chrono::seconds kDeadline(60);
 
@@ -131,6 +135,12 @@ class ApiserverEtcdTest : public ::testing::Test {
                           std::string(metrics_api::kWriteBatchPath)},
                      dir_.path() / "curl.log", std::chrono::seconds(30));
     return result.output;
+  }
+
+  // The HTTP code of replica `i`'s /readyz (0 when it did not answer).
+  int ReadyzCode(int i) {
+    std::optional<testing::HttpReply> ready = HttpsGetReply(replicas_[i].port, "/readyz");
+    return ready ? ready->code : 0;
   }
 
   // The node list of replica `i` ("" unless 200).
@@ -230,6 +240,72 @@ TEST_F(ApiserverEtcdTest, ReadyzSaysWhyWhileNoEtcdMemberAnswers) {
   EXPECT_NE(log.find("readyz check store failed: the object store does not answer"),
             std::string::npos)
       << log;
+}
+
+// Every etcd member dies and the cluster is started again on the same ports and data: neither
+// replica is restarted, yet both become ready, take a write each and list the same objects;
+// each counts the outage and its reconnections and logs once that etcd answers again. The bound is
+// a test bound, well above the few seconds a replica takes (gRPC reconnects within 2 s, the probe
+// runs every 2 s).
+TEST_F(ApiserverEtcdTest, BothReplicasServeAgainSoonAfterTheWholeEtcdClusterRestarts) {
+  ASSERT_EQ(Write(0, NodesBatch("before", 2)), "200");
+  const std::multiset<std::string> before = {"before-0", "before-1"};
+  ASSERT_TRUE(PollUntil([&] { return Names(Nodes(1)) == before; }, kDeadline)) << Nodes(1);
+
+  for (int member = 0; member < etcd_->size(); ++member) etcd_->Kill(member);
+  ASSERT_TRUE(PollUntil([&] { return ReadyzCode(0) == 503 && ReadyzCode(1) == 503; }, kDeadline));
+  ASSERT_TRUE(etcd_->RestartAll());
+
+  constexpr std::chrono::seconds kBack(30);
+  const auto back_by = std::chrono::steady_clock::now() + kBack;
+  const auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(back_by -
+                                                                 std::chrono::steady_clock::now());
+  };
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(PollUntil([&] { return ReadyzCode(i) == 200; }, left()))
+        << replicas_[i].name << " not ready again:\n"
+        << ReadAll(dir_.File(replicas_[i].name + ".log"));
+  }
+  std::multiset<std::string> all = before;
+  for (int i = 0; i < 2; ++i) {
+    const std::string prefix = "after-" + std::to_string(i);
+    ASSERT_TRUE(PollUntil([&] { return Write(i, NodesBatch(prefix, 1)) == "200"; }, left(),
+                          std::chrono::milliseconds(200)))
+        << replicas_[i].name << " takes no write:\n"
+        << ReadAll(dir_.File(replicas_[i].name + ".log"));
+    all.insert(prefix + "-0");
+  }
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        const std::string list = Nodes(0);
+        return Names(list) == all && list == Nodes(1);
+      },
+      left()))
+      << Nodes(0) << "\n"
+      << Nodes(1) << "\n"
+      << ReadAll(dir_.File("apiserver-0.log")) << ReadAll(dir_.File("apiserver-1.log"));
+
+  // Each replica counted one outage and its reconnections, and logged the recovery once.
+  for (int i = 0; i < 2; ++i) {
+    std::optional<testing::HttpReply> metrics =
+        HttpsGetReply(replicas_[i].port, "/metrics", "writer-token");
+    ASSERT_TRUE(metrics.has_value());
+    ASSERT_EQ(metrics->code, 200) << metrics->body;
+    EXPECT_EQ(testing::MetricValue(metrics->body, "kubestat_apiserver_etcd_outages_total"), 1)
+        << metrics->body;
+    double reconnects = 0;
+    for (const std::string& url : etcd_->ClientUrls()) {
+      reconnects += testing::MetricValue(
+          metrics->body, "kubestat_apiserver_etcd_reconnects_total{endpoint=\"" + url + "\"}");
+    }
+    EXPECT_GE(reconnects, 1) << metrics->body;
+    const std::string log = ReadAll(dir_.File(replicas_[i].name + ".log"));
+    const std::string recovered = "etcd answers again after ";
+    const size_t at = log.find(recovered);
+    ASSERT_NE(at, std::string::npos) << log;
+    EXPECT_EQ(log.find(recovered, at + 1), std::string::npos) << log;
+  }
 }
 
 }  // namespace

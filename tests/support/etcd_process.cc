@@ -163,4 +163,14 @@ bool EtcdCluster::Restart(int i, std::chrono::seconds deadline) {
   return WaitServing({i}, deadline);
 }
 
+bool EtcdCluster::RestartAll(std::chrono::seconds deadline) {
+  std::vector<int> all;
+  for (int i = 0; i < size(); ++i) {
+    Kill(i);
+    all.push_back(i);
+  }
+  for (int i : all) Start(i);
+  return WaitServing(all, deadline);
+}
+
 }  // namespace kubestat::testing

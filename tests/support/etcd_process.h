@@ -58,6 +58,10 @@ class EtcdCluster {
   // Starts a killed member again on its ports and data dir; whether it serves clients
   // within `deadline`.
   bool Restart(int member, std::chrono::seconds deadline = std::chrono::seconds(60));
+  // Kills every member still running and starts them all again on their ports and data
+  // dirs; whether they serve clients within `deadline`. (A member of a cluster serves only
+  // once a quorum runs, so a whole cluster cannot come back one Restart at a time.)
+  bool RestartAll(std::chrono::seconds deadline = std::chrono::seconds(60));
   // What a member logged since it was last started.
   std::string Log(int member) const;
 

@@ -79,7 +79,11 @@
 // Every unary call has request_timeout as deadline; answers above max_receive_message_bytes
 // are refused and lists read list_page_size keys per call, all at the first page's revision.
 // Unreachable etcd is Unavailable "etcd: <endpoint>: <message>". Ready() is true while the
-// last call (or the probe every probe_interval) reached a quorum within ready_window.
+// last call (or the probe every probe_interval) reached a quorum within ready_window. A
+// thread keeps every endpoint's channel connecting (reconnect backoff 200 ms to 2 s, a
+// connection attempt given up after 5 s), so after an outage of every member the store
+// answers within a few seconds of a quorum being back, and logs once "etcd answers again
+// after <how long>".
 // http:// endpoints use plaintext (meant for loopback); https:// ones TLS with ca_file (or
 // the system roots) and the client certificate cert_file/key_file when given.
 //
@@ -101,6 +105,10 @@
 #include "absl/status/statusor.h"
 #include "kubestat/apiserver/object_store.h"
 #include "kubestat/core/clock.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
 
 namespace kubestat::apiserver {
 
@@ -138,9 +146,13 @@ struct EtcdStoreOptions {
 class EtcdStore final : public ObjectStore {
  public:
   // Validates the options and reads the TLS files; etcd need not be up yet (Ready() is
-  // false until it answers). Starts the watch and the probe threads.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<EtcdStore>> Create(EtcdStoreOptions options,
-                                                                         const Clock& clock);
+  // false until it answers). Starts the watch, probe and channel threads. With a registry
+  // (which must outlive the store) it counts kubestat_apiserver_etcd_reconnects_total
+  // {endpoint} (a member connected to again after its connection was lost),
+  // kubestat_apiserver_etcd_endpoint_switches_total (an answer from another member than the
+  // last) and kubestat_apiserver_etcd_outages_total (no member answered after one had).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<EtcdStore>> Create(
+      EtcdStoreOptions options, const Clock& clock, prometheus::Registry* registry = nullptr);
   ~EtcdStore() override;
 
   EtcdStore(const EtcdStore&) = delete;
