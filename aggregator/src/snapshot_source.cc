@@ -108,7 +108,7 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
   };
   std::vector<Sourced> kept;
   std::vector<Sourced> fresh;
-  const bool incremental = assembled_.valid && !assembled_.dropped_duplicates;
+  const bool incremental = incremental_ && assembled_.valid && !assembled_.dropped_duplicates;
   assembled_.last_incremental = incremental;
   if (incremental) {
     // Which parts of the previous assembly are still here, unchanged.
@@ -124,7 +124,8 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
     kept.reserve(pods);
     for (size_t i = 0; i < assembled_.pods.size(); ++i) {
       const int64_t part = now_index[assembled_.sources[i]];
-      if (part >= 0) kept.push_back({assembled_.pods[i], static_cast<uint32_t>(part)});
+      // Moved out: the base is replaced below.
+      if (part >= 0) kept.push_back({std::move(assembled_.pods[i]), static_cast<uint32_t>(part)});
     }
     for (uint32_t i = 0; i < parts.size(); ++i) {
       if (before.contains(parts[i].get())) continue;
@@ -150,16 +151,44 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
     }
     merged.push_back(s);
   };
-  size_t k = 0, f = 0;
-  while (k < kept.size() || f < fresh.size()) {
-    if (f == fresh.size() || (k < kept.size() && !PodKeyLess(*fresh[f].pod, *kept[k].pod))) {
-      take(kept[k++]);
-    } else {
-      take(fresh[f++]);
+  // The kept pods are unique and sorted: between two fresh ones they are copied as a run, and
+  // only a run's first pod is compared with the pod before it. The run's end is found by
+  // exponential search, so a few changed nodes cost a few compares each, not a pass of
+  // compares over every pod.
+  auto take_kept = [&](size_t first, size_t last) {
+    if (first == last) return;
+    take(kept[first]);
+    merged.insert(merged.end(), kept.begin() + static_cast<ptrdiff_t>(first + 1),
+                  kept.begin() + static_cast<ptrdiff_t>(last));
+  };
+  auto kept_less = [](const Sourced& a, const Sourced& b) { return PodKeyLess(*a.pod, *b.pod); };
+  size_t k = 0;
+  for (const Sourced& next : fresh) {
+    size_t lo = k, hi = k, step = 1;
+    while (hi < kept.size() && kept_less(kept[hi], next)) {
+      lo = hi + 1;
+      hi = std::min(kept.size(), hi + step);
+      step *= 2;
     }
+    const size_t end = static_cast<size_t>(
+        std::lower_bound(kept.begin() + static_cast<ptrdiff_t>(lo),
+                         kept.begin() + static_cast<ptrdiff_t>(hi), next, kept_less) -
+        kept.begin());
+    take_kept(k, end);
+    k = end;
+    take(next);
   }
+  take_kept(k, kept.size());
   snapshot->pods.reserve(merged.size());
   for (const Sourced& s : merged) snapshot->pods.push_back(s.pod);
+  assembled_.pods.clear();
+  assembled_.pods.reserve(merged.size());
+  assembled_.sources.clear();
+  assembled_.sources.reserve(merged.size());
+  for (Sourced& s : merged) {
+    assembled_.pods.push_back(std::move(s.pod));
+    assembled_.sources.push_back(s.part);
+  }
   snapshot->pods_by_node.reserve(parts.size());
   for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
     snapshot->pods_by_node[pod->node_name].push_back(pod);
@@ -167,16 +196,12 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
   // The base of the next assembly.
   assembled_.valid = true;
   assembled_.dropped_duplicates = dropped;
-  assembled_.pods = snapshot->pods;
-  assembled_.sources.clear();
-  assembled_.sources.reserve(merged.size());
-  for (const Sourced& s : merged) assembled_.sources.push_back(s.part);
   assembled_.parts = std::move(parts);
   return snapshot;
 }
 
-SnapshotSource::SnapshotSource(const MetricsSource* live)
-    : live_(live), current_(std::make_shared<MetricsSnapshot>()) {}
+SnapshotSource::SnapshotSource(const MetricsSource* live, bool incremental)
+    : live_(live), incremental_(incremental), current_(std::make_shared<MetricsSnapshot>()) {}
 
 SnapshotSource::Read SnapshotSource::BeginRead() {
   const Read read{++reads_, removal_seq_};

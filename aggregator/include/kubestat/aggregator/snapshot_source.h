@@ -67,7 +67,9 @@ struct SnapshotStats {
 
 class SnapshotSource final : public MetricsSource {
  public:
-  explicit SnapshotSource(const MetricsSource* live);
+  // `incremental` false: every publication assembles every part anew (a reference for
+  // tests and benchmarks).
+  explicit SnapshotSource(const MetricsSource* live, bool incremental = true);
 
   // Re-reads every node of the live source and publishes.
   void Refresh();
@@ -143,6 +145,7 @@ class SnapshotSource final : public MetricsSource {
   };
 
   const MetricsSource* live_;
+  const bool incremental_;
   std::mutex publish_mu_;  // serializes Publish() so snapshots are published in order
   Assembled assembled_;    // guarded by publish_mu_
   mutable std::mutex mu_;  // guards everything below; never held while reading live_
