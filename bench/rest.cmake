@@ -6,6 +6,7 @@ if(TARGET kubestat_aggregator)
   # The query snapshot's publication: from the unchanged parts against assembled anew.
   kubestat_benchmark(snapshot_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/snapshot_bench.cc
     LIBS kubestat::aggregator)
+  target_include_directories(snapshot_bench PRIVATE ${PROJECT_SOURCE_DIR}/tests/aggregator)
   add_executable(kubestat-rest-fake-server ${CMAKE_CURRENT_LIST_DIR}/rest_fake_server.cc)
   target_link_libraries(kubestat-rest-fake-server PRIVATE kubestat::aggregator)
   # The tests' plain listener and allow-everyone access (rest_test_access.h).

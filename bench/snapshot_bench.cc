@@ -15,9 +15,11 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kubestat/aggregator/snapshot_source.h"
+#include "parts_source.h"
 #include "rest_fake_source.h"
 
 namespace kubestat::aggregator {
@@ -29,46 +31,28 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Each node's objects; a read returns new views of them, as a read after a scrape does.
-class PartsSource final : public MetricsSource {
- public:
-  explicit PartsSource(const bench::SyntheticMetricsSource& synthetic) {
-    for (const NodeView& node : synthetic.nodes()) {
-      NodeObjects& part = parts_[node.name];
-      part.node_name = node.name;
-      part.node = std::make_shared<const NodeView>(node);
-    }
-    for (const PodView& pod : synthetic.ListPods("")) {
-      parts_[pod.node_name].pods.push_back(std::make_shared<const PodView>(pod));
-    }
-    for (auto& [name, part] : parts_) {
-      std::sort(part.pods.begin(), part.pods.end(), [](const auto& a, const auto& b) {
-        return std::tie(a->namespace_name, a->name) < std::tie(b->namespace_name, b->name);
-      });
-      names_.push_back(name);
-    }
+// Each node's objects from the synthetic cluster; a read returns new views of them, as a
+// read after a scrape does.
+std::vector<std::string> Fill(const bench::SyntheticMetricsSource& synthetic,
+                              testing::PartsSource* live) {
+  live->fresh_views = true;
+  for (const NodeView& node : synthetic.nodes()) {
+    NodeObjects& part = live->parts[node.name];
+    part.node_name = node.name;
+    part.node = std::make_shared<const NodeView>(node);
   }
-  const std::vector<std::string>& names() const { return names_; }
-
-  bool Ready() const override { return true; }
-  std::vector<NodeView> ListNodes() const override { return {}; }
-  std::optional<NodeView> GetNode(std::string_view) const override { return std::nullopt; }
-  std::vector<PodView> ListPods(std::string_view) const override { return {}; }
-  std::optional<PodView> GetPod(std::string_view, std::string_view) const override {
-    return std::nullopt;
+  for (const PodView& pod : synthetic.ListPods("")) {
+    live->parts[pod.node_name].pods.push_back(std::make_shared<const PodView>(pod));
   }
-  std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override {
-    auto it = parts_.find(std::string(node));
-    if (it == parts_.end()) return std::nullopt;
-    NodeObjects objects = it->second;
-    for (auto& pod : objects.pods) pod = std::make_shared<const PodView>(*pod);
-    return objects;
+  std::vector<std::string> names;
+  for (auto& [name, part] : live->parts) {
+    std::sort(part.pods.begin(), part.pods.end(), [](const auto& a, const auto& b) {
+      return std::tie(a->namespace_name, a->name) < std::tie(b->namespace_name, b->name);
+    });
+    names.push_back(name);
   }
-
- private:
-  std::map<std::string, NodeObjects> parts_;
-  std::vector<std::string> names_;
-};
+  return names;
+}
 
 struct Figures {
   double p50_ms = 0;
@@ -82,10 +66,11 @@ Figures Summarize(std::vector<double> seconds) {
 
 int Run(int nodes, int changed, int publications) {
   const bench::SyntheticMetricsSource synthetic(nodes, 30, std::max(1, nodes / 5));
-  const PartsSource live(synthetic);
+  testing::PartsSource live;
+  const std::vector<std::string> names = Fill(synthetic, &live);
   SnapshotSource incremental(&live, true);
   SnapshotSource whole(&live, false);
-  for (const std::string& name : live.names()) {
+  for (const std::string& name : names) {
     incremental.RefreshNode(name);
     whole.RefreshNode(name);
   }
@@ -95,7 +80,7 @@ int Run(int nodes, int changed, int publications) {
   std::vector<double> incremental_seconds, whole_seconds;
   for (int p = 0; p < publications; ++p) {
     for (int c = 0; c < changed; ++c) {
-      const std::string& name = live.names()[rng() % live.names().size()];
+      const std::string& name = names[rng() % names.size()];
       incremental.RefreshNode(name);
       whole.RefreshNode(name);
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fake_metrics_source.h"
+#include "parts_source.h"
 
 namespace kubestat::aggregator {
 namespace {
@@ -340,24 +341,7 @@ TEST_F(SnapshotSourceTest, AnEarlierReadNeverReplacesALaterOne) {
   EXPECT_EQ(snapshot.GetNode("node-b")->machine.cpu[0].max, 2000u + 10u);
 }
 
-// A source whose pods are grouped by the node that reported them, whatever their node_name.
-class PartsSource final : public MetricsSource {
- public:
-  std::map<std::string, NodeObjects> parts;
-
-  bool Ready() const override { return true; }
-  std::vector<NodeView> ListNodes() const override { return {}; }
-  std::optional<NodeView> GetNode(std::string_view) const override { return std::nullopt; }
-  std::vector<PodView> ListPods(std::string_view) const override { return {}; }
-  std::optional<PodView> GetPod(std::string_view, std::string_view) const override {
-    return std::nullopt;
-  }
-  std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override {
-    auto it = parts.find(std::string(node));
-    if (it == parts.end()) return std::nullopt;
-    return it->second;
-  }
-};
+using testing::PartsSource;
 
 TEST(SnapshotSourcePartsTest, APodReportedByTwoNodesIsListedOnceFromTheFirstNode) {
   PartsSource live;
