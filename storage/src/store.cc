@@ -11,6 +11,7 @@
 #include <mutex>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -66,6 +67,23 @@ absl::Status ReadError(const char* what, const rocksdb::Status& s) {
   const std::string message = absl::StrCat("store: ", what, ": ", s.ToString());
   if (s.IsCorruption()) return absl::DataLossError(message);
   return absl::UnavailableError(message);
+}
+
+// The compression of the bottommost level, where nearly all of a day's data ends up: ZSTD
+// when this RocksDB has it (Debian's does), at level 2 (level 3's ratio on these blocks at
+// about 1.5 times its speed). Scrape blobs are varints, which ZSTD's entropy coding shrinks
+// where LZ4 finds few repeats: a node-day of the ingest benchmark takes 6.5 MiB instead of
+// 8.5 MiB. Flushes and the upper levels keep LZ4, so the memtable flushes that follow the
+// writes stay cheap: ZSTD everywhere cost 10-15% more ingest CPU per scrape for 3% less
+// disk. Without ZSTD, LZ4 everywhere, as before. Each SST block records its compression, so
+// a store written by an earlier version opens, and compaction rewrites its files.
+rocksdb::CompressionType BottommostCompression() {
+  const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
+  if (std::find(supported.begin(), supported.end(), rocksdb::kZSTD) != supported.end()) {
+    return rocksdb::kZSTD;
+  }
+  KLOG(WARNING) << "store: this RocksDB has no ZSTD; every level is compressed with LZ4";
+  return rocksdb::kLZ4Compression;
 }
 
 std::string Describe(Duration d) {
@@ -264,6 +282,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   db_options.write_buffer_size = options.write_buffer_bytes;
   db_options.max_background_jobs = 2;
   db_options.compression = rocksdb::kLZ4Compression;
+  db_options.bottommost_compression = BottommostCompression();
+  db_options.bottommost_compression_opts.level = 2;
+  db_options.bottommost_compression_opts.enabled = true;
   db_options.keep_log_file_num = 2;
   db_options.max_log_file_size = 4 << 20;
   // Recovery replays the WAL into the memtable without writing an SST first, so a store
@@ -280,7 +301,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   }
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
-  table.block_size = 16 << 10;
+  // Blobs of one node are adjacent (hour, node, time), and reads of a node walk them in
+  // order, so a larger block compresses better without being read in vain; 32 KiB rather
+  // than more because the block cache keeps one block per node being read, uncompressed.
+  table.block_size = 32 << 10;
   db_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
   rocksdb::DB* raw = nullptr;

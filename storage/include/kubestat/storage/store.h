@@ -32,6 +32,10 @@
 // per window edge instead of one per series, the keys cost 21 bytes per scrape instead of
 // per sample, and a write is one Put per scrape.
 //
+// On disk, RocksDB compresses 32 KiB blocks: LZ4 in flushes and the upper levels, ZSTD in
+// the bottommost level that holds most of the data (LZ4 where the library lacks ZSTD; a
+// store written either way opens).
+//
 // Blobs and rollups are partitioned by the hour of their time (`hour` = floor(time / 1h))
 // before the node id: retention is then one DeleteRange per tag below the cutoff hour, and
 // the files that hold only expired hours are dropped by compaction without rewriting live
