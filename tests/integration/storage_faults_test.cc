@@ -96,7 +96,9 @@ TEST(StorageFaultsTest, AFillingVolumePausesWritesWithReadyzSayingWhyAndNeverAbo
   EXPECT_NE(log1().find("writes paused, queries answered from memory"), std::string::npos);
   EXPECT_NE(log1().find("readyz check store-writes failed: "), std::string::npos);
   std::string metrics = testing::HttpGet(port, "/metrics").value_or("");
-  EXPECT_EQ(MetricValue(metrics, "kubestat_store_low_space_pauses_total"), 1) << metrics;
+  // At least one pause: RocksDB deleting files a compaction replaced can give room back for
+  // a moment, and a pause that resumes and comes again counts twice.
+  EXPECT_GE(MetricValue(metrics, "kubestat_store_low_space_pauses_total"), 1) << metrics;
   EXPECT_GT(MetricValue(metrics, "kubestat_store_low_space_refusals_total"), 0) << metrics;
   EXPECT_GE(MetricValue(metrics,
                         "kubestat_health_check_failures_total{check=\"store-writes\","
