@@ -149,7 +149,6 @@ struct RebuildScratch {
 // nothing; dropped whenever the node's series change outside IngestAt (DeletePod).
 // While a node has one, its cpu counters live here (`counters`), not in NodeState::counters.
 struct ScrapeLayout {
-  std::vector<ObjectKind> kinds;       // per object
   std::vector<const SeriesKey*> keys;  // per series: into NodeState::series or `own_keys`
   std::vector<SeriesState*> states;    // per series: null until it has a stored sample
   std::vector<std::optional<CpuCounter>> counters;  // per object (unused for pods)
@@ -157,6 +156,9 @@ struct ScrapeLayout {
   std::deque<SeriesKey> own_keys;                   // keys of series without a stored sample
   size_t system_containers = 0;
   size_t pods = 0;
+
+  size_t objects() const { return keys.size() / 2; }
+  ObjectKind Kind(size_t object) const { return keys[2 * object]->kind; }
 
   // Whether `scrape` has exactly these objects, in this order.
   bool Matches(const NodeScrape& scrape) const {
@@ -170,7 +172,7 @@ struct ScrapeLayout {
     }
     for (const scrapers::PodScrape& pod : scrape.pods) {
       for (const ContainerScrape& c : pod.containers) {
-        if (object >= kinds.size() || kinds[object] != ObjectKind::kContainer) return false;
+        if (object >= objects() || Kind(object) != ObjectKind::kContainer) return false;
         const SeriesKey& key = *keys[2 * object];
         if (key.container != c.name || key.pod != pod.name ||
             key.pod_namespace != pod.namespace_name) {
@@ -178,17 +180,16 @@ struct ScrapeLayout {
         }
         ++object;
       }
-      if (object >= kinds.size() || kinds[object] != ObjectKind::kPod) return false;
+      if (object >= objects() || Kind(object) != ObjectKind::kPod) return false;
       const SeriesKey& key = *keys[2 * object];
       if (key.pod != pod.name || key.pod_namespace != pod.namespace_name) return false;
       ++object;
     }
-    return object == kinds.size();
+    return object == objects();
   }
 
   size_t HeapBytes() const {
-    size_t bytes = kinds.capacity() * sizeof(ObjectKind) +
-                   keys.capacity() * sizeof(const SeriesKey*) +
+    size_t bytes = keys.capacity() * sizeof(const SeriesKey*) +
                    states.capacity() * sizeof(SeriesState*) +
                    counters.capacity() * sizeof(std::optional<CpuCounter>) +
                    order.capacity() * sizeof(uint32_t);
@@ -353,7 +354,7 @@ namespace {
 void DropLayout(NodeState& node) {
   if (!node.layout) return;
   const ScrapeLayout& layout = *node.layout;
-  for (size_t object = 0; object < layout.kinds.size(); ++object) {
+  for (size_t object = 0; object < layout.objects(); ++object) {
     if (layout.counters[object]) {
       node.counters.insert_or_assign(*layout.keys[2 * object], *layout.counters[object]);
     }
@@ -383,7 +384,6 @@ void BuildLayout(const NodeScrape& scrape, NodeState& node) {
       scrape, node.deleted_pods, &present,
       [&](ObjectKind kind, const scrapers::PodScrape*, std::string_view ns, std::string_view pod,
           std::string_view container, const ContainerScrape*) {
-        layout->kinds.push_back(kind);
         SeriesKey cpu{
             name, kind, std::string(ns), std::string(pod), std::string(container), Resource::kCpu};
         SeriesKey memory = cpu;
@@ -457,7 +457,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
     std::vector<SeriesKey> owned;
     if (same_layout) {
       const ScrapeLayout& layout = *node.layout;
-      const size_t objects = layout.kinds.size();
+      const size_t objects = layout.objects();
       std::vector<std::optional<uint64_t>> values(2 * objects);
       next_layout_counters.resize(objects);
       auto add = [&](size_t object, const std::optional<CpuSample>& cpu,
