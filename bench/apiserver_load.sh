@@ -129,6 +129,9 @@ while (($(date +%s) < end)); do
 done
 after=$(pushed)
 lag_buckets >"$work/lag-after"
+# The aggregator's own figures (publications, their cost, scrape durations), kept with the work
+# directory (KUBESTAT_BENCH_KEEP) to explain the freshness.
+curl -kfs "${auth[@]}" "https://127.0.0.1:$port/metrics" >"$work/aggregator-metrics" || true
 elapsed=$(python3 -c "import time; print(time.time() - $start)")
 python3 - "$before" "$after" "$elapsed" "$work/ages" "$work/aggregator-ages" \
   "$work/lag-before" "$work/lag-after" <<'EOF'

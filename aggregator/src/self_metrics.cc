@@ -6,6 +6,7 @@
 
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace kubestat::aggregator {
@@ -100,7 +101,23 @@ class StoreSelfMetrics::Impl {
                        .Register(registry)),
         publishes_round_(publishes_.Add({{"trigger", "round"}})),
         publishes_paced_(publishes_.Add({{"trigger", "paced"}})),
-        publishes_start_(publishes_.Add({{"trigger", "start"}})) {}
+        publishes_start_(publishes_.Add({{"trigger", "start"}})),
+        publish_lag_(
+            prometheus::BuildHistogram()
+                .Name("kubestat_publish_lag_seconds")
+                .Help("Time from a node's scrape being stored to the publication that "
+                      "serves it to queries and gRPC watchers, per node scrape")
+                .Register(registry)
+                .Add({}, prometheus::Histogram::BucketBoundaries{0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5,
+                                                                 2, 3, 5, 10, 30})),
+        publish_duration_(
+            prometheus::BuildHistogram()
+                .Name("kubestat_publish_duration_seconds")
+                .Help("Time a publication takes: the query snapshot, the watch changes and the "
+                      "answers prepared for recent clients")
+                .Register(registry)
+                .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1,
+                                                                 0.25, 0.5, 1, 2.5, 5})) {}
 
   void CountPublish(PublishTrigger trigger) {
     switch (trigger) {
@@ -121,6 +138,9 @@ class StoreSelfMetrics::Impl {
     snapshot_nodes_.Set(static_cast<double>(stats.nodes));
     snapshot_pods_.Set(static_cast<double>(stats.pods));
   }
+
+  void ObservePublishLag(Duration lag) { publish_lag_.Observe(Seconds(lag)); }
+  void ObservePublishDuration(Duration took) { publish_duration_.Observe(Seconds(took)); }
 
   void Update(const IngestStats& ingest, const storage::StoreStats& store, uint64_t disk_bytes,
               std::optional<size_t> memory_bytes) {
@@ -193,6 +213,12 @@ class StoreSelfMetrics::Impl {
   prometheus::Counter& publishes_round_;
   prometheus::Counter& publishes_paced_;
   prometheus::Counter& publishes_start_;
+  prometheus::Histogram& publish_lag_;
+  prometheus::Histogram& publish_duration_;
+
+  static double Seconds(Duration d) {
+    return std::chrono::duration<double>(std::max(Duration::zero(), d)).count();
+  }
 };
 
 StoreSelfMetrics::StoreSelfMetrics(prometheus::Registry& registry)
@@ -204,6 +230,12 @@ void StoreSelfMetrics::ObserveSnapshot(Duration refresh, const SnapshotStats& st
 }
 
 void StoreSelfMetrics::CountPublish(PublishTrigger trigger) { impl_->CountPublish(trigger); }
+
+void StoreSelfMetrics::ObservePublishLag(Duration lag) { impl_->ObservePublishLag(lag); }
+
+void StoreSelfMetrics::ObservePublishDuration(Duration took) {
+  impl_->ObservePublishDuration(took);
+}
 
 void StoreSelfMetrics::Update(const IngestStats& ingest, const storage::StoreStats& store,
                               uint64_t disk_bytes, std::optional<size_t> memory_bytes) {

@@ -1,5 +1,7 @@
 #include "kubestat/core/clock.h"
 
+#include <time.h>
+
 namespace kubestat {
 namespace {
 
@@ -19,8 +21,8 @@ Timestamp RealClock::Now() const {
 
 Timestamp RealClock::MonotonicNow() const {
   // steady_clock has no relation to the epoch; only differences of readings mean anything.
-  return Timestamp(std::chrono::duration_cast<Duration>(
-      std::chrono::steady_clock::now().time_since_epoch()));
+  return Timestamp(
+      std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now().time_since_epoch()));
 }
 
 FakeClock::FakeClock() : FakeClock(Timestamp(kFakeStart)) {}
@@ -47,6 +49,13 @@ void FakeClock::Set(Timestamp t) {
   std::lock_guard lock(mu_);
   if (t > now_) monotonic_ += t - now_;
   now_ = t;
+}
+
+Duration ThreadCpuTime() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return Duration::zero();
+  return std::chrono::duration_cast<Duration>(std::chrono::seconds(ts.tv_sec) +
+                                              std::chrono::nanoseconds(ts.tv_nsec));
 }
 
 }  // namespace kubestat

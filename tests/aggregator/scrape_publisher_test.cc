@@ -214,7 +214,7 @@ class EndlessReads final : public MetricsSource {
   }
   std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override {
     reads_.fetch_add(1);
-    publisher->RequestNodeRead("node-" + std::to_string(reads_.load() % 4096));
+    publisher->RequestNodeRead("node-" + std::to_string(reads_.load() % 4096), Timestamp{});
     return inner_->ObjectsOfNode(node);
   }
   uint64_t reads() const { return reads_.load(); }
@@ -235,13 +235,43 @@ TEST_F(ScrapePublisherTest, ARoundIsPublishedWhileNodeReadsKeepArriving) {
   ScrapePublisher publisher("", clock_, *ingestor_, *store_, *metrics_, snapshot, hub,
                             PublishPacer(std::chrono::milliseconds(500), 0.1));
   live.publisher = &publisher;
-  publisher.RequestNodeRead("node-0");
+  publisher.RequestNodeRead("node-0", clock_.Now());
   ASSERT_TRUE(PollUntil([&] { return snapshot.Stats().publishes >= 1; }, kReady));
   const uint64_t before = snapshot.Stats().publishes;
   publisher.RequestPublish(clock_.Now(), /*reread_all=*/false);
   EXPECT_TRUE(PollUntil([&] { return snapshot.Stats().publishes > before; }, kReady))
       << "the round's publication waited behind " << live.reads() << " node reads";
   EXPECT_GT(live.reads(), 1u);
+}
+
+// The publish lag counts from when a node's scrape was stored to the publication that
+// serves it: two nodes stored 2.5 s and 0.7 s before the round's publication (no paced
+// publication in between) land in the buckets of their lags, and the publication's own
+// duration is observed once.
+TEST_F(ScrapePublisherTest, PublishLagCountsFromTheStoredScrapeToItsPublication) {
+  SnapshotSource snapshot(state_.get());
+  WatchHub hub(&snapshot);
+  ScrapePublisher publisher("", clock_, *ingestor_, *store_, *metrics_, snapshot, hub,
+                            PublishPacer(Duration::zero(), 0.1));
+  publisher.RequestNodeRead("node-0", clock_.Now());
+  clock_.Advance(std::chrono::milliseconds(1800));
+  publisher.RequestNodeRead("node-1", clock_.Now());
+  clock_.Advance(std::chrono::milliseconds(700));
+  publisher.RequestPublish(clock_.Now(), /*reread_all=*/false);
+  const auto metrics = [&] { return prometheus::TextSerializer().Serialize(registry_.Collect()); };
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return metrics().find("kubestat_publish_duration_seconds_count 1") != std::string::npos;
+      },
+      kReady))
+      << metrics();
+  const std::string text = metrics();
+  EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_count 2"));
+  EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_bucket{le=\"0.5\"} 0"));
+  EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_bucket{le=\"0.75\"} 1"));
+  EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_bucket{le=\"2\"} 1"));
+  EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_bucket{le=\"3\"} 2"));
+  EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_sum 3.2"));
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // A publication costs work over every node (assembling the snapshot, diffing it for the
 // watch hub, preparing the REST answers clients ask for). The pacer keeps that cost to a
 // share of one core: the next publication is due `min_interval` after the last one started,
-// or `1 / max_core_share` times as long as the last one took if that is later. With a
+// or `1 / max_core_share` times the CPU time the last one used if that is later. CPU time,
+// not the time it took: on a busy machine a publication waits for a core, and pacing by its
+// wall time would delay the next one by ten times the wait for no saving at all. With a
 // min_interval of zero, publications happen only at each round's end (Due is always false).
 //
 // Thread-compatible; the publisher thread owns it. Times come from the injected clock.
@@ -32,11 +34,11 @@ class PublishPacer {
     return now >= NextDue();
   }
 
-  // A publication ran from `start` to `end`.
-  void Record(Timestamp start, Timestamp end) {
+  // A publication started at `start` and used `cpu` of CPU time.
+  void Record(Timestamp start, Duration cpu) {
     published_ = true;
     last_start_ = start;
-    last_cost_ = std::max(Duration::zero(), end - start);
+    last_cost_ = std::max(Duration::zero(), cpu);
   }
 
   // When the next publication is due (meaningful after the first Record).

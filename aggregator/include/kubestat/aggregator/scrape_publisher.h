@@ -107,7 +107,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     }
     // The publisher reads this node's views soon, so the round's end only assembles them (a
     // failed ingest may still have changed some series).
-    RequestNodeRead(result->node_name);
+    RequestNodeRead(result->node_name, clock_.Now());
     if (dump_.is_open()) {
       std::string line = ScrapeDumpLine(target, *result, clock_.Now());
       std::lock_guard<std::mutex> lock(mu_);
@@ -168,12 +168,13 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     published_hook_ = std::move(hook);
   }
 
-  // Asks the publisher thread to re-read one node's query views (after its scrape).
-  void RequestNodeRead(const std::string& node) {
+  // Asks the publisher thread to re-read one node's query views (after its scrape, stored
+  // at `stored`: kubestat_publish_lag_seconds counts from there).
+  void RequestNodeRead(const std::string& node, Timestamp stored) {
     {
       std::lock_guard<std::mutex> lock(publish_mu_);
       if (!nodes_to_read_set_.insert(node).second) return;
-      nodes_to_read_.push_back(node);
+      nodes_to_read_.push_back({node, stored});
     }
     publish_cv_.notify_all();
   }
@@ -222,22 +223,46 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   // Reads the nodes queued now, without publish_mu_ (held on entry and on return).
   void ReadQueuedNodes(std::unique_lock<std::mutex>& lock) {
     if (nodes_to_read_.empty()) return;
-    std::vector<std::string> nodes;
+    std::vector<NodeToRead> nodes;
     nodes.swap(nodes_to_read_);
     nodes_to_read_set_.clear();
     lock.unlock();
-    for (const std::string& node : nodes) {
-      snapshot_.RefreshNode(node);
+    for (const NodeToRead& node : nodes) {
+      snapshot_.RefreshNode(node.name);
+      read_unpublished_.push_back(node.stored);
       ReleaseRetired(release_per_read_);
     }
     lock.lock();
   }
 
-  // Refreshes the self-metrics, publishes the snapshot as of `tick` and tells the watch hub
-  // and the published hook. Publisher thread, without publish_mu_.
+  // Publishes the snapshot as of `tick`, tells the watch hub and the published hook, then
+  // does what no reader waits for: frees what the previous publication retired and, at a
+  // round's end, refreshes the self-metrics. Publisher thread, without publish_mu_.
   void Publish(Timestamp tick, bool reread_all, PublishTrigger trigger) {
     const Timestamp start = clock_.Now();
+    const Duration cpu_start = ThreadCpuTime();
     metrics_.CountPublish(trigger);
+    if (reread_all) {
+      snapshot_.Refresh();
+    } else {
+      snapshot_.Publish();
+    }
+    metrics_.ObserveSnapshot(clock_.Now() - start, snapshot_.Stats());
+    std::vector<std::shared_ptr<const void>> retired = hub_.OnRound(tick);
+    {
+      // After the watch hub, so watchers hear of the changes first.
+      std::lock_guard<std::mutex> hook_lock(hook_mu_);
+      if (published_hook_) published_hook_();
+    }
+    const Timestamp published = clock_.Now();
+    for (const Timestamp stored : read_unpublished_) metrics_.ObservePublishLag(published - stored);
+    read_unpublished_.clear();
+    // What the watch hub let go of is freed over the next reads, between node reads; what
+    // is left of the previous publication's is freed now, after readers were served.
+    ReleaseRetired(retired_.size() - next_retired_);
+    retired_ = std::move(retired);
+    next_retired_ = 0;
+    release_per_read_ = retired_.size() / std::max<size_t>(1, snapshot_.Stats().nodes) + 1;
     // The self-metrics (a scan of the store's directory among them) once per round, not at
     // every paced publication. The memory accounting is a pass over every series: once a
     // minute is enough, after the first round's.
@@ -250,25 +275,9 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
       ++rounds_published_;
       metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory_bytes);
     }
-    const Timestamp refresh_start = clock_.Now();
-    if (reread_all) {
-      snapshot_.Refresh();
-    } else {
-      snapshot_.Publish();
-    }
-    metrics_.ObserveSnapshot(clock_.Now() - refresh_start, snapshot_.Stats());
-    // What the watch hub let go of is freed over the next reads, between node reads,
-    // rather than all at once here.
-    ReleaseRetired(retired_.size() - next_retired_);
-    retired_ = hub_.OnRound(tick);
-    next_retired_ = 0;
-    release_per_read_ = retired_.size() / std::max<size_t>(1, snapshot_.Stats().nodes) + 1;
-    {
-      // After the watch hub, so watchers hear of the changes first.
-      std::lock_guard<std::mutex> hook_lock(hook_mu_);
-      if (published_hook_) published_hook_();
-    }
-    pacer_.Record(start, clock_.Now());
+    const Timestamp end = clock_.Now();
+    metrics_.ObservePublishDuration(end - start);
+    pacer_.Record(start, ThreadCpuTime() - cpu_start);
   }
 
   void ReleaseRetired(size_t count) {
@@ -292,7 +301,13 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   std::vector<std::shared_ptr<const void>> retired_;  // from the watch hub's last round
   size_t next_retired_ = 0;                           // retired_[0, next_retired_) are freed
   size_t release_per_read_ = 1;
-  std::vector<std::string> nodes_to_read_;  // in scrape order
+  struct NodeToRead {
+    std::string name;
+    Timestamp stored;
+  };
+  std::vector<NodeToRead> nodes_to_read_;  // in scrape order
+  std::vector<Timestamp>
+      read_unpublished_;  // publisher thread: nodes read since the last publication
   std::unordered_set<std::string> nodes_to_read_set_;
   bool stop_publishing_ = false;
   std::thread publisher_;  // last: started once every member above exists

@@ -1,13 +1,14 @@
 // StoreSelfMetrics: the ingest pipeline's, the store's and the query snapshot's figures as
 // Prometheus metrics (kubestat_ingested_*, kubestat_store_*, kubestat_series,
-// kubestat_window_memory_bytes, kubestat_rebuild_*, kubestat_query_snapshot_*).
+// kubestat_window_memory_bytes, kubestat_rebuild_*, kubestat_query_snapshot_*,
+// kubestat_publish_*).
 //
 // The pipeline and the store keep plain monotonic counters; Update() turns their growth
 // since the previous call into counter increments and sets the gauges, so it may be called
 // as often as wanted (the publisher calls it once per round).
 //
 // Ownership: registers its families in the registry, which must outlive it.
-// Thread-safety: Update(), CountPublish() and ObserveSnapshot() may be called from any thread.
+// Thread-safety: every method may be called from any thread.
 #ifndef KUBESTAT_AGGREGATOR_SELF_METRICS_H_
 #define KUBESTAT_AGGREGATOR_SELF_METRICS_H_
 
@@ -41,6 +42,10 @@ class StoreSelfMetrics {
   void CountPublish(PublishTrigger trigger);
   // The last publish took `refresh` and holds `stats`.
   void ObserveSnapshot(Duration refresh, const SnapshotStats& stats);
+  // A publication made a node's scrape visible `lag` after it was stored.
+  void ObservePublishLag(Duration lag);
+  // A whole publication (snapshot, watch changes, prepared answers) took `took`.
+  void ObservePublishDuration(Duration took);
   // The pipeline's and store's counters now; `memory_bytes` when it was recounted.
   void Update(const IngestStats& ingest, const storage::StoreStats& store, uint64_t disk_bytes,
               std::optional<size_t> memory_bytes);

@@ -48,6 +48,10 @@ class FakeClock final : public Clock {
   Timestamp monotonic_;
 };
 
+// The CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID). For what a piece of
+// work costs in CPU, as opposed to how long it took while other threads held the cores.
+Duration ThreadCpuTime();
+
 }  // namespace kubestat
 
 #endif  // KUBESTAT_CORE_CLOCK_H_
