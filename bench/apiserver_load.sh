@@ -48,7 +48,6 @@ start_sim "$sim" --nodes="$nodes" --pods-per-node="$pods" --tenant-namespaces="$
 bench_user loadtest '- users: [loadtest]' '  verbs: [get, list, watch, create, update, delete]' \
   '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods, writes]' \
   '- users: [loadtest]' '  verbs: [get]' '  nonResourceURLs: [/metrics]'
-printf '%s\n' "$token" >"$work/token"
 start_aggregator "$agg" "$port" --grpc-address=127.0.0.1 --grpc-port="$grpc_port"
 store_flags=()
 case "$store" in
@@ -64,30 +63,12 @@ case "$store" in
     ;;
   *) echo "STORE must be memory or etcd, not $store" >&2; exit 2 ;;
 esac
-"$apiserver" --listen-address=127.0.0.1 --secure-port="$api_port" --cert-dir="$work/api-certs" \
-  --token-auth-file="$work/tokens.csv" --authorization-rules-file="$work/rules.yaml" \
-  "${store_flags[@]}" >"$work/apiserver.log" 2>&1 &
-api_pid=$!
-pids+=("$api_pid")
-for _ in $(seq 100); do grep -q "serving on" "$work/apiserver.log" && break; sleep 0.1; done
-"$bridge" --aggregator-address="127.0.0.1:$grpc_port" --aggregator-token-file="$work/token" \
-  --apiserver-url="https://127.0.0.1:$api_port" --apiserver-ca-file="$work/api-certs/apiserver.crt" \
-  --apiserver-token-file="$work/token" --listen-address=127.0.0.1 --secure-port=0 \
-  --cert-dir="$work/bridge-certs" --token-auth-file="$work/tokens.csv" \
-  --authorization-rules-file="$work/rules.yaml" >"$work/bridge.log" 2>&1 &
-bridge_pid=$!
-pids+=("$bridge_pid")
+start_apiserver "$apiserver" "$api_port" "${store_flags[@]}"
+start_bridge "$bridge" "$grpc_port" "$api_port"
 
 auth=(-H "Authorization: Bearer $token")
 api="https://127.0.0.1:$api_port"
-count() { curl -kfs "${auth[@]}" "$1" 2>/dev/null | grep -o "$2" | grep -c . || true; }
-echo "waiting for the apiserver to hold $nodes nodes' metrics ..."
-for _ in $(seq 900); do
-  n=$(count "$api/apis/metrics.k8s.io/v1beta1/nodes" '"name":"node-[0-9]*"')
-  [[ "$n" == "$nodes" ]] && break
-  sleep 1
-done
-[[ "$n" == "$nodes" ]] || { echo "only $n of $nodes nodes held"; tail "$work/bridge.log"; exit 1; }
+wait_nodes "$api/apis/metrics.k8s.io/v1beta1/nodes" "$nodes" "$work/bridge.log"
 bridge_url=$(sed -n 's/.*serving \/metrics.* on \(https:[^ ]*\).*/\1/p' "$work/bridge.log" | head -1)
 pushed() {
   curl -kfs "${auth[@]}" "$bridge_url/metrics" |

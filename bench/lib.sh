@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What the whole-system benchmark scripts share: a work directory and processes cleaned up
 # at exit, free ports, the simulator started and waited for, and the aggregator started as
 # in production (HTTPS with a self-signed pair, a token file and a rules file). Source it
@@ -64,4 +65,52 @@ start_aggregator() {
     >"$work/aggregator.log" 2>&1 &
   agg_pid=$!
   pids+=("$agg_pid")
+}
+
+# start_apiserver APISERVER PORT [FLAGS...]: runs kubestat-apiserver (memory store unless
+# FLAGS name another) on 127.0.0.1:PORT with the token and rules files of bench_user, its
+# certificates in $work/api-certs and its log in $work/apiserver.log, and waits until it
+# serves; sets $api_pid.
+start_apiserver() {
+  local apiserver="$1" port="$2"
+  shift 2
+  "$apiserver" --listen-address=127.0.0.1 --secure-port="$port" --cert-dir="$work/api-certs" \
+    --token-auth-file="$work/tokens.csv" --authorization-rules-file="$work/rules.yaml" \
+    "$@" >"$work/apiserver.log" 2>&1 &
+  api_pid=$!
+  pids+=("$api_pid")
+  for _ in $(seq 100); do grep -q "serving on" "$work/apiserver.log" && break; sleep 0.1; done
+}
+
+# start_bridge BRIDGE GRPC_PORT API_PORT: runs kubestat-bridge following the aggregator's
+# gRPC Watch on 127.0.0.1:GRPC_PORT and pushing into the apiserver on 127.0.0.1:API_PORT,
+# with bench_user's token (written to $work/token) for both and for its own /metrics, its
+# log in $work/bridge.log; sets $bridge_pid.
+start_bridge() {
+  local bridge="$1" grpc_port="$2" api_port="$3"
+  printf '%s\n' "$token" >"$work/token"
+  "$bridge" --aggregator-address="127.0.0.1:$grpc_port" --aggregator-token-file="$work/token" \
+    --apiserver-url="https://127.0.0.1:$api_port" \
+    --apiserver-ca-file="$work/api-certs/apiserver.crt" --apiserver-token-file="$work/token" \
+    --listen-address=127.0.0.1 --secure-port=0 --cert-dir="$work/bridge-certs" \
+    --token-auth-file="$work/tokens.csv" --authorization-rules-file="$work/rules.yaml" \
+    >"$work/bridge.log" 2>&1 &
+  bridge_pid=$!
+  pids+=("$bridge_pid")
+}
+
+# wait_nodes URL NODES LOG: waits (at most 15 minutes) until the metrics.k8s.io node list at
+# URL, read with bench_user's token, holds NODES nodes; exits with the tail of LOG if not.
+wait_nodes() {
+  local url="$1" want="$2" log="$3" n=0
+  echo "waiting for $want nodes' metrics at $url ..."
+  for _ in $(seq 900); do
+    n=$(curl -kfs -H "Authorization: Bearer $token" "$url" 2>/dev/null |
+      grep -o '"name":"node-[0-9]*"' | grep -c . || true)
+    [[ "$n" == "$want" ]] && return 0
+    sleep 1
+  done
+  echo "only $n of $want nodes served"
+  tail "$log"
+  exit 1
 }

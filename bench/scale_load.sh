@@ -39,15 +39,7 @@ bench_user loadtest '- users: [loadtest]' '  verbs: [get, list]' \
 start_aggregator "$agg" "$port"
 
 # Every node listed: two rounds have given each a rate.
-echo "waiting for $nodes nodes on metrics.k8s.io ..."
-for _ in $(seq 900); do
-  n=$(curl -kfs -H "Authorization: Bearer $token" \
-    "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" 2>/dev/null |
-    grep -o '"name":"node-[0-9]*"' | grep -c . || true)
-  [[ "$n" == "$nodes" ]] && break
-  sleep 1
-done
-[[ "$n" == "$nodes" ]] || { echo "only $n of $nodes nodes served"; tail "$work/aggregator.log"; exit 1; }
+wait_nodes "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" "$nodes" "$work/aggregator.log"
 
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

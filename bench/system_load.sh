@@ -48,13 +48,7 @@ count() { curl -kfs "${auth[@]}" "$1" 2>/dev/null | grep -o "$2" | grep -c . || 
 
 beta_nodes="https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes"
 # Ready, and every node has a cpu rate (two rounds).
-echo "waiting for $nodes nodes' metrics ..."
-for _ in $(seq 900); do
-  n=$(count "$beta_nodes" '"name":"node-[0-9]*"')
-  [[ "$n" == "$nodes" ]] && break
-  sleep 1
-done
-[[ "$n" == "$nodes" ]] || { echo "only $n of $nodes nodes served"; tail "$work/aggregator.log"; exit 1; }
+wait_nodes "$beta_nodes" "$nodes" "$work/aggregator.log"
 grep "round" "$work/aggregator.log" | tail -n 2
 
 script="$here/rest_load.lua"
