@@ -5,9 +5,10 @@
 #   bench/soak.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_MINUTES] [SAMPLE_SECONDS]
 #   defaults: build 1000 30 120 60
 #
-# Processes (as bench/apiserver_load.sh starts them): kubestat-sim (NODES × PODS_PER_NODE)
-# scraped by kubestat-aggregator every 10 s (HTTPS, gRPC on loopback), kubestat-bridge
-# following the aggregator's gRPC Watch and pushing into kubestat-apiserver (memory store).
+# Processes (as bench/apiserver_load.sh starts them, but each kubelet on a free port of
+# 127.0.0.1): kubestat-sim (NODES × PODS_PER_NODE) scraped by kubestat-aggregator every 10 s
+# (HTTPS, gRPC on loopback), kubestat-bridge following the aggregator's gRPC Watch and
+# pushing into kubestat-apiserver (memory store).
 # Once the apiserver holds every node, the load runs for the whole duration, each client
 # started again 1 s after it exits (counted in `restarts`):
 #   - queries: every 5 s, the aggregator's metrics.k8s.io/v1beta1 list of all nodes and of
@@ -20,22 +21,26 @@
 #
 # Every SAMPLE seconds one row goes to $work/samples.tsv (and to the terminal): for each of
 # sim, aggregator, bridge and apiserver its RSS (KiB, VmRSS), open descriptors, threads and
-# CPU seconds so far (utime + stime); the aggregator's store on disk (KiB, du); the queries
+# CPU seconds so far (utime + stime); the aggregator's store on disk (KiB, du: the blocks
+# allocated, RocksDB's preallocated write-ahead log included, and --apparent-size: the
+# bytes its files hold, which shows the log's growth before the blocks do); the queries
 # asked and failed, the gRPC watchers' events, stream reconnects and stream errors, the
 # apiserver watches' events, and the clients' restarts, all totals since the start.
 #
 # How to read the summary: per process and figure, first, last, max, and the least-squares
 # slope per hour over the whole run and over its second half, also in percent of the mean
-# (of the same span) per hour. The windows fill during the first part (10 s, 1 m, then
-# 1 h), so a bounded process shows a second-half slope of RSS, descriptors and threads near
-# zero: that slope, not the whole run's, says "no growth after the windows fill". Two
-# figures grow by design: CPU seconds and the counts are totals (their slope is a rate: CPU
-# seconds per hour, 3600 being one core; a rate that rises between the halves is the thing
-# to look at), and the store holds a day of samples (--retention, 26 h), so on a run shorter
-# than that it grows by about the same amount per hour all along; a store slope that rises
-# between the halves would be the sign of a leak there. The 1d window likewise fills for a
-# day, a slow share of the aggregator's RSS that a two-hour run sees as a small positive
-# slope.
+# (of the same span) per hour. What fills fills during the first part: the aggregator's
+# 10 s, 1 m and then 1 h windows, and the apiserver's watch history (its newest 100,000
+# events, which NODES × (PODS_PER_NODE + 1) objects every 10 s fill in about 5 minutes at
+# 100 nodes, 30 s at 1,000). So a bounded process shows a second-half slope of RSS,
+# descriptors and threads near zero: that slope, not the whole run's, says "no growth after
+# the windows fill". What grows by design: CPU seconds and the counts are totals (their
+# slope is a rate: CPU seconds per hour, 3600 being one core; a rate that rises between
+# the halves is the thing to look at); the store holds a day of samples (--retention,
+# 26 h), so on a shorter run it grows by about the same amount per hour all along (the
+# apparent size; the allocated blocks move in steps) and a store slope that rises between
+# the halves would be the sign of a leak there; and the 1d window fills for a day, a slow
+# share of the aggregator's RSS that a two-hour run sees as a small positive slope.
 #
 # Exits non-zero when one of the four processes died during the run (named, with its log's
 # tail; sampling stops there) or more than 1% of the queries failed. KUBESTAT_BENCH_KEEP=1
@@ -179,7 +184,8 @@ header="elapsed_s"
 for name in "${names[@]}"; do
   header+="\t${name}_rss_kib\t${name}_fds\t${name}_threads\t${name}_cpu_s"
 done
-header+="\tstore_kib\tqueries\tquery_errors\tgrpc_events\tgrpc_reconnects\tgrpc_errors"
+header+="\tstore_kib\tstore_apparent_kib\tqueries\tquery_errors"
+header+="\tgrpc_events\tgrpc_reconnects\tgrpc_errors"
 header+="\tapi_watch_events\trestarts"
 samples="$work/samples.tsv"
 echo -e "$header" | tee "$samples"
@@ -197,7 +203,8 @@ for ((k = 0; ; k++)); do
   queries=$(wc -l <"$work/queries")
   errors=$(awk '$1 != 200' "$work/queries" | wc -l)
   events=$(cat "$work"/watch.*.count 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
-  row+=$'\t'"$(du -sk "$work/store" | cut -f1)"$'\t'"$queries"$'\t'"$errors"
+  row+=$'\t'"$(du -sk "$work/store" | cut -f1)"$'\t'"$(du -sk --apparent-size "$work/store" | cut -f1)"
+  row+=$'\t'"$queries"$'\t'"$errors"
   row+=$'\t'"$(grpc_totals)"$'\t'"$events"$'\t'"$(wc -l <"$work/restarts")"
   echo "$row" | tee -a "$samples"
   next=$(awk -v t="$t0" -v k="$k" -v s="$sample" 'BEGIN { printf "%.3f", t + (k + 1) * s }')
