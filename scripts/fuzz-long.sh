@@ -3,8 +3,9 @@
 # (a clang build with -DKUBESTAT_ASAN=ON -DKUBESTAT_FUZZ=ON in build-fuzz/), one after another,
 # and prints a table of each target's runs, corpus size and outcome for bench/RESULTS.md.
 # Usage: scripts/fuzz-long.sh [SECONDS_EACH]   (default 600; KUBESTAT_FUZZ_BUILD names the
-# build directory, default build-fuzz). Exits non-zero when any target crashed; its
-# reproducer is in BUILD/fuzz-artifacts/.
+# build directory, default build-fuzz; KUBESTAT_FUZZ_ONLY="a_fuzz b_fuzz" runs only those).
+# Exits non-zero when any target crashed; its reproducer is in BUILD/fuzz-artifacts/. The table
+# lists only the targets of this run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
@@ -25,6 +26,7 @@ echo "| target | seconds | runs | corpus | outcome |"
 echo "| --- | --- | --- | --- | --- |"
 for log in "$build"/fuzz-artifacts/*_fuzz.log; do
   name=$(basename "$log" .log)
+  if [[ -n "${KUBESTAT_FUZZ_ONLY:-}" && " $KUBESTAT_FUZZ_ONLY " != *" $name "* ]]; then continue; fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   corpus=$(grep -o 'corp: [0-9]*/[0-9a-zA-Z]*' "$log" | tail -n 1 | cut -d' ' -f2)
   outcome=ok

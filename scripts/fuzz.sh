@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a KUBESTAT_FUZZ build for a while.
 # Usage: scripts/fuzz.sh BUILD_DIR [SECONDS_EACH]
+# KUBESTAT_FUZZ_ONLY (names separated by spaces) runs only those targets, so a long run can be
+# split over several sittings.
 # Each target starts from its seed corpus in fuzz/corpus/<target>/ (when present); new inputs
 # go to a scratch folder, crashes to BUILD_DIR/fuzz-artifacts/. Exits non-zero on the first crash.
 set -euo pipefail
@@ -14,6 +16,7 @@ for target in "$build"/fuzz/*_fuzz; do
   [[ -x "$target" ]] || continue
   found=1
   name=$(basename "$target")
+  if [[ -n "${KUBESTAT_FUZZ_ONLY:-}" && " $KUBESTAT_FUZZ_ONLY " != *" $name "* ]]; then continue; fi
   scratch=$(mktemp -d)
   seeds=()
   if [[ -d "fuzz/corpus/$name" ]]; then seeds=("fuzz/corpus/$name"); fi
