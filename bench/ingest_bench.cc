@@ -1,7 +1,7 @@
 // ingest_bench: prints the ingest pipeline's figures (store + window engine, real RocksDB in
 // a temporary directory).
 //
-//   ingest_bench [--scrape_cost=1] [--day_nodes=10] [--day_step_s=10]
+//   ingest_bench [--scrape_cost=1] [--day_nodes=10] [--day_step_s=10] [--day_workload=synthetic]
 //                [--rebuild_nodes=100] [--rebuild_step_s=10] [--rebuild_threads=2]
 //                [--fill_threads=2] [--store_dir=DIR]
 //
@@ -13,7 +13,10 @@
 //    S seconds through the pipeline: memory per node (engine accounting and RSS growth),
 //    disk per node-day, then a rebuild of those windows from the store (time per node),
 //    checked against the live windows, and the largest p95 error of the 1d window against
-//    an exact computation.
+//    an exact computation. --day_workload=sim takes the day from kubestat-sim's cluster model
+//    instead (rendered as /stats/summary and decoded, as a scrape is): working sets and rates
+//    that move smoothly, with pod churn and restarts, rather than values drawn independently
+//    at every scrape, for what the store's encoding gains on series that change slowly.
 // 3. Rebuild at scale: a store holding 25 h of --rebuild_nodes nodes x 30 pods x 2
 //    containers (188 series per node) at one scrape per --rebuild_step_s seconds, filled
 //    with NodeHistoryWriter (the records Ingest writes, without running the engine; nodes
@@ -46,6 +49,9 @@
 #include "aggregator/ingest_scrape_builder.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/series_registry.h"
+#include "kubestat/scrapers/summary_decoder.h"
+#include "kubestat/sim/model.h"
+#include "kubestat/sim/render.h"
 #include "kubestat/storage/store.h"
 #include "process_figures.h"
 
@@ -118,17 +124,49 @@ void ScrapeCost(size_t pods, bool reuse_layout) {
          2 + 6 + pods * 6, reuse_layout ? "" : ", general path", cpu * 1e3);
 }
 
-void Day(size_t nodes, int step_s) {
+// The day's scrapes: SyntheticCluster's, or with `sim` the simulator's cluster model's,
+// rendered and decoded.
+class DayScrapes {
+ public:
+  DayScrapes(size_t nodes, bool sim) : cluster_(nodes, 30, 2, 2) {
+    if (!sim) return;
+    kubestat::sim::ClusterModelOptions options;
+    options.nodes = static_cast<int>(nodes);
+    options.pods_per_node = 30;
+    options.cluster_start = kT0 - std::chrono::hours(1);
+    auto model = kubestat::sim::ClusterModel::Create(options);
+    if (!model.ok()) exit(1);
+    model_.emplace(std::move(*model));
+  }
+  kubestat::scrapers::NodeScrape Scrape(size_t n, Timestamp t) {
+    if (!model_) return cluster_.Scrape(n, t);
+    std::string body =
+        kubestat::sim::RenderSummary(model_->Snapshot(static_cast<int>(n), t), false);
+    auto scrape = kubestat::scrapers::DecodeSummaryInPlace(&body);
+    if (!scrape.ok()) exit(1);
+    return std::move(*scrape);
+  }
+  std::string NodeName(size_t n) const {
+    return model_ ? model_->node(static_cast<int>(n)).name : cluster_.NodeName(n);
+  }
+
+ private:
+  SyntheticCluster cluster_;
+  std::optional<kubestat::sim::ClusterModel> model_;
+};
+
+void Day(size_t nodes, int step_s, bool sim) {
   TempDir dir;
   auto store = OpenStore(dir.path + "/db");
   kubestat::FakeClock clock;
   const long rss0 = RssKiB();
   auto ingestor = NewIngestor(store.get(), &clock);
-  SyntheticCluster cluster(nodes, 30, 2, 2);
+  DayScrapes cluster(nodes, sim);
   const Duration step = std::chrono::seconds(step_s);
   const Timestamp end = kT0 + std::chrono::hours(25);
   const double wall0 = WallSeconds();
   uint64_t scrapes = 0;
+  printf("day workload: %s\n", sim ? "sim (kubestat-sim's cluster model)" : "synthetic");
   for (Timestamp t = kT0; t < end; t += step) {
     for (size_t n = 0; n < nodes; ++n) {
       if (!ingestor->IngestAt(cluster.Scrape(n, t), t + std::chrono::milliseconds(n)).ok()) exit(1);
@@ -480,6 +518,7 @@ int main(int argc, char** argv) {
   bool scrape_cost = true;
   size_t day_nodes = 10;
   int day_step = 10;
+  bool day_sim = false;
   size_t rebuild_nodes = 100;
   int rebuild_step = 10;
   size_t rebuild_threads = 2;
@@ -496,6 +535,12 @@ int main(int argc, char** argv) {
       day_nodes = std::strtoul(v, nullptr, 10);
     } else if (const char* v = value("--day_step_s=")) {
       day_step = std::atoi(v);
+    } else if (const char* v = value("--day_workload=")) {
+      if (strcmp(v, "sim") != 0 && strcmp(v, "synthetic") != 0) {
+        fprintf(stderr, "ingest_bench: --day_workload is sim or synthetic\n");
+        return 2;
+      }
+      day_sim = strcmp(v, "sim") == 0;
     } else if (const char* v = value("--rebuild_nodes=")) {
       rebuild_nodes = std::strtoul(v, nullptr, 10);
     } else if (const char* v = value("--rebuild_step_s=")) {
@@ -509,11 +554,14 @@ int main(int argc, char** argv) {
     } else {
       printf(
           "ingest_bench [--scrape_cost=1] [--day_nodes=10] [--day_step_s=10]\n"
+          "             [--day_workload=synthetic]\n"
           "             [--rebuild_nodes=100] [--rebuild_step_s=10] [--rebuild_threads=2]\n"
           "             [--fill_threads=2] [--store_dir=]\n"
           "  --scrape_cost      measure the CPU per node scrape (0 skips)\n"
           "  --day_nodes        nodes of the day through the pipeline (0 skips)\n"
           "  --day_step_s       their scrape interval, seconds\n"
+          "  --day_workload     synthetic (values drawn at every scrape) or sim (the\n"
+          "                     simulator's model: smooth, with churn)\n"
           "  --rebuild_nodes    nodes of the rebuild-at-scale store (0 skips)\n"
           "  --rebuild_step_s   its scrape interval, seconds\n"
           "  --rebuild_threads  IngestOptions::rebuild_threads for that rebuild\n"
@@ -534,7 +582,7 @@ int main(int argc, char** argv) {
       ScrapeCost(110, reuse);
     }
   }
-  if (day_nodes > 0) Day(day_nodes, day_step);
+  if (day_nodes > 0) Day(day_nodes, day_step, day_sim);
   if (rebuild_nodes > 0) {
     RebuildAtScale(store_dir, rebuild_nodes, rebuild_step, fill_threads, rebuild_threads);
   }
