@@ -11,7 +11,9 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev libssl-dev libabsl-dev libyaml-cpp-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus wrk openssl curl procps sslscan
-  python3-kubernetes
+  python3-kubernetes python3-yaml
+  # manifests/ rendered by kubectl kustomize in tests/manifests
+  kubernetes-client
   # kubestat-apiserver's etcd store: a real etcd (/usr/bin/etcd) in its tests
   etcd-server
 )
