@@ -31,6 +31,17 @@ std::optional<std::string> FindOnPath(const std::string& name) {
   return std::nullopt;
 }
 
+bool KubectlTopAsksProtobuf(const std::string& kubectl, const fs::path& dir) {
+  const RunResult version =
+      Run(kubectl, {"version", "--client", "-o", "json"}, dir / "kubectl-version.log",
+          std::chrono::seconds(30));
+  // "minor": "20" (or "32+" on some builds).
+  const size_t at = version.output.find("\"minor\"");
+  if (version.exit_code != 0 || at == std::string::npos) return true;
+  const size_t digits = version.output.find_first_of("0123456789", at);
+  return digits == std::string::npos || std::atoi(version.output.c_str() + digits) >= 22;
+}
+
 double MetricValue(const std::string& exposition, const std::string& series) {
   size_t at = exposition.find("\n" + series + " ");
   if (at == std::string::npos) return -1;

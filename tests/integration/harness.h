@@ -60,6 +60,11 @@ rules:
 // The absolute path of `name` on $PATH, or std::nullopt.
 std::optional<std::string> FindOnPath(const std::string& name);
 
+// Whether `kubectl top` of this kubectl asks the metrics API for protobuf: kubectl 1.22 and
+// later do by default (1.21 only with --use-protocol-buffers; Debian 12's 1.20 never). Reads
+// `kubectl version --client` ("Minor" of the client's version); `dir` holds its log.
+bool KubectlTopAsksProtobuf(const std::string& kubectl, const std::filesystem::path& dir);
+
 // The value of one sample line "name{labels} value" in a Prometheus exposition (labels as
 // the exposition orders them), or -1 when there is none.
 double MetricValue(const std::string& exposition, const std::string& series);

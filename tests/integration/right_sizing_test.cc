@@ -239,7 +239,8 @@ TEST(RightSizingTest, RecommendationsRespectTheLimitRangeAndFollowItsChanges) {
                          R"("memory":"64Mi"},"max":{"cpu":"1","memory":"512Mi"},)"
                          R"("maxLimitRequestRatio":{"cpu":"4"}}]}})";
   testing::RunResult put = kubectl_run(
-      {"replace", "--raw", "/sim/v1/namespaces/shop/limitranges/limits", "-f", spec.string()});
+      {"replace", "--raw", "/sim/v1/namespaces/shop/limitranges/limits", "--validate=false", "-f",
+       spec.string()});
   ASSERT_EQ(put.exit_code, 0) << put.output;
   ASSERT_TRUE(PollUntil(
       [&] {
