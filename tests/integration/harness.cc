@@ -32,9 +32,8 @@ std::optional<std::string> FindOnPath(const std::string& name) {
 }
 
 bool KubectlTopAsksProtobuf(const std::string& kubectl, const fs::path& dir) {
-  const RunResult version =
-      Run(kubectl, {"version", "--client", "-o", "json"}, dir / "kubectl-version.log",
-          std::chrono::seconds(30));
+  const RunResult version = Run(kubectl, {"version", "--client", "-o", "json"},
+                                dir / "kubectl-version.log", std::chrono::seconds(30));
   // "minor": "20" (or "32+" on some builds).
   const size_t at = version.output.find("\"minor\"");
   if (version.exit_code != 0 || at == std::string::npos) return true;

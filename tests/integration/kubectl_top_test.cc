@@ -257,8 +257,8 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
   const std::string node_request = RequestLog(verbose.output, "/apis/metrics.k8s.io/v1beta1/nodes");
   ASSERT_FALSE(node_request.empty()) << verbose.output;
   EXPECT_NE(node_request.find("Response Status: 200 OK"), std::string::npos) << node_request;
-  const std::string wanted = asks_protobuf ? "application/vnd.kubernetes.protobuf"
-                                           : "application/json";
+  const std::string wanted =
+      asks_protobuf ? "application/vnd.kubernetes.protobuf" : "application/json";
   if (asks_protobuf) {
     EXPECT_NE(node_request.find("Accept: application/vnd.kubernetes.protobuf, */*"),
               std::string::npos)
@@ -315,8 +315,7 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
   EXPECT_EQ(pod_keys, expected_pods);
   self_metrics = HttpGet(port, "/metrics");
   ASSERT_TRUE(self_metrics);
-  EXPECT_GE(MetricValue(*self_metrics, CounterSeries("kubestat_http_responses_total",
-                                                     "application/vnd.kubernetes.protobuf",
+  EXPECT_GE(MetricValue(*self_metrics, CounterSeries("kubestat_http_responses_total", wanted,
                                                      "/apis/metrics.k8s.io/v1beta1/pods")),
             1)
       << *self_metrics;

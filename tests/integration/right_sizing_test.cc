@@ -238,9 +238,9 @@ TEST(RightSizingTest, RecommendationsRespectTheLimitRangeAndFollowItsChanges) {
   std::ofstream(spec) << R"({"spec":{"limits":[{"type":"Container","min":{"cpu":"700m",)"
                          R"("memory":"64Mi"},"max":{"cpu":"1","memory":"512Mi"},)"
                          R"("maxLimitRequestRatio":{"cpu":"4"}}]}})";
-  testing::RunResult put = kubectl_run(
-      {"replace", "--raw", "/sim/v1/namespaces/shop/limitranges/limits", "--validate=false", "-f",
-       spec.string()});
+  testing::RunResult put =
+      kubectl_run({"replace", "--raw", "/sim/v1/namespaces/shop/limitranges/limits",
+                   "--validate=false", "-f", spec.string()});
   ASSERT_EQ(put.exit_code, 0) << put.output;
   ASSERT_TRUE(PollUntil(
       [&] {
