@@ -12,11 +12,13 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev prometheus wrk openssl curl procps sslscan
   python3-kubernetes python3-yaml
-  # manifests/ rendered by kubectl kustomize in tests/manifests
-  kubernetes-client
   # kubestat-apiserver's etcd store: a real etcd (/usr/bin/etcd) in its tests
   etcd-server
 )
+# kubectl: renders manifests/ (kubectl kustomize) and is the outside client of the kubectl
+# tests. Debian's kubernetes-client unless a kubectl is already installed (another package,
+# e.g. a newer one, may own /usr/bin/kubectl).
+if ! command -v kubectl >/dev/null 2>&1; then packages+=(kubernetes-client); fi
 
 missing=()
 for p in "${packages[@]}"; do
