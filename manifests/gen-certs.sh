@@ -117,8 +117,9 @@ EOF
 
 # Every APIService the overlay adds (the base registers v1alpha1.metrics; overlays/
 # metrics-server adds metrics.k8s.io's), each given the caBundle.
+# (An overlay that adds none, like overlays/etcd, matches nothing: not an error.)
 apiservices=$( (echo v1alpha1.metrics
-  grep -h -o -E '^  name: v1[a-z0-9]*\.metrics(\.k8s\.io)?$' "$overlay"/*.yaml 2>/dev/null |
+  { grep -h -o -E '^  name: v1[a-z0-9]*\.metrics(\.k8s\.io)?$' "$overlay"/*.yaml 2>/dev/null || true; } |
     sed 's/^  name: //') | sort -u)
 
 relative=$(realpath --relative-to="$out" "$(cd "$overlay" && pwd)")

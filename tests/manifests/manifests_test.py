@@ -365,9 +365,8 @@ def main():
     helps, skipped = {}, set()
     with tempfile.TemporaryDirectory() as work:
         if shutil.which("openssl"):
-            targets = overlays + [gen_certs(manifests, work, os.path.join(manifests, "base")),
-                                  gen_certs(manifests, work,
-                                            os.path.join(manifests, "overlays", "metrics-server"))]
+            # gen-certs.sh over every layout, as an operator may pick any of them.
+            targets = overlays + [gen_certs(manifests, work, overlay) for overlay in overlays]
         else:
             print("note: openssl is not installed; gen-certs.sh not run")
             targets = overlays
