@@ -35,7 +35,8 @@ port=$(free_port)
 start_sim "$sim" --nodes="$nodes" --pods-per-node="$pods" --tenant-namespaces="$tenants"
 sim_pid="${pids[0]}"
 bench_user loadtest '- users: [loadtest]' '  verbs: [get, list]' \
-  '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods]'
+  '  apiGroups: [metrics.k8s.io, metrics]' '  resources: [nodes, pods]' \
+  '- users: [loadtest]' '  verbs: [get]' '  nonResourceURLs: [/metrics]'
 start_aggregator "$agg" "$port"
 
 # Every node listed: two rounds have given each a rate.
@@ -110,6 +111,26 @@ EOF
 t1=$(date +%s.%N)
 agg_cpu1=$(cpu_ticks "$agg_pid")
 sim_cpu1=$(cpu_ticks "$sim_pid")
+# The aggregator's own figures (publish lag and duration, publications by trigger), kept with
+# the work directory (KUBESTAT_BENCH_KEEP), and the publish lag summed up.
+curl -kfs -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" \
+  >"$work/aggregator-metrics" || true
+python3 - "$work/aggregator-metrics" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+for name in ("kubestat_publish_lag_seconds", "kubestat_publish_duration_seconds"):
+    count = re.search(name + r"_count (\S+)", text)
+    total = re.search(name + r"_sum (\S+)", text)
+    if not count or float(count.group(1)) == 0:
+        continue
+    n = float(count.group(1))
+    buckets = re.findall(name + r'_bucket\{le="([^"]+)"\} (\S+)', text)
+    shares = ", ".join(f"<= {le} s {100 * float(c) / n:.0f}%" for le, c in buckets if le != "+Inf")
+    print(f"{name}: {n:.0f}, mean {float(total.group(1)) / n:.3f} s; {shares}")
+print("publications: " + " ".join(
+    l.split('trigger="')[1].replace('"}', "") for l in text.splitlines()
+    if l.startswith("kubestat_query_snapshot_publishes_total{")))
+EOF
 echo "== rounds measured"
 python3 - "$work/aggregator.log" "$first_round" "$agg_cpu0" "$agg_cpu1" "$sim_cpu0" "$sim_cpu1" \
   "$t0" "$t1" "$ticks" <<'EOF'
