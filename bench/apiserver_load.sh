@@ -7,7 +7,8 @@
 #     kubestat_bridge_pushed_objects_total over DURATION),
 #   - end-to-end freshness: for every pod the apiserver serves, how old its newest sample is
 #     (now - the metrics.k8s.io timestamp), sampled over DURATION: p50, p99, max; the same
-#     at the aggregator, to tell the push path's share from publication's,
+#     at the aggregator, to tell the push path's share from publication's, and the
+#     aggregator's publish lag and publications (lib.sh's aggregator_figures),
 #   - LIST latency with wrk (bench/rest_load.lua): all nodes (v1beta1) at 20/s and one
 #     namespace's pods at 200/s,
 #   - watch fan-out: WATCHERS watches of every pod (curl -N) for DURATION: events received,
@@ -110,9 +111,6 @@ while (($(date +%s) < end)); do
 done
 after=$(pushed)
 lag_buckets >"$work/lag-after"
-# The aggregator's own figures (publications, their cost, scrape durations), kept with the work
-# directory (KUBESTAT_BENCH_KEEP) to explain the freshness.
-curl -kfs "${auth[@]}" "https://127.0.0.1:$port/metrics" >"$work/aggregator-metrics" || true
 elapsed=$(python3 -c "import time; print(time.time() - $start)")
 python3 - "$before" "$after" "$elapsed" "$work/ages" "$work/aggregator-ages" \
   "$work/lag-before" "$work/lag-after" <<'EOF'
@@ -134,6 +132,9 @@ for path, where in ((sys.argv[4], "apiserver"), (sys.argv[5], "aggregator")):
           f"p99 {pick(0.99):.1f} s, max {ages[-1]:.1f} s (time asked - sample time; whole-second "
           "timestamps)")
 EOF
+
+echo "== the aggregator's publications over the run (explain its freshness)"
+aggregator_figures "https://127.0.0.1:$port/metrics"
 
 script="$here/rest_load.lua"
 namespace="$api/apis/metrics.k8s.io/v1beta1/namespaces/tenant-0007/pods"

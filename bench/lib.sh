@@ -114,3 +114,27 @@ wait_nodes() {
   tail "$log"
   exit 1
 }
+
+# aggregator_figures URL: keeps the aggregator's /metrics (read at URL with bench_user's
+# token, which needs get on /metrics) in $work/aggregator-metrics, and prints what explains
+# its freshness: the publish lag (a node's scrape stored to the publication serving it) and
+# the publications' duration as shares per bucket, and the publications by trigger.
+aggregator_figures() {
+  curl -kfs -H "Authorization: Bearer $token" "$1" >"$work/aggregator-metrics" || true
+  python3 - "$work/aggregator-metrics" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+for name in ("kubestat_publish_lag_seconds", "kubestat_publish_duration_seconds"):
+    count = re.search(name + r"_count (\S+)", text)
+    total = re.search(name + r"_sum (\S+)", text)
+    if not count or float(count.group(1)) == 0:
+        continue
+    n = float(count.group(1))
+    buckets = re.findall(name + r'_bucket\{le="([^"]+)"\} (\S+)', text)
+    shares = ", ".join(f"<= {le} s {100 * float(c) / n:.0f}%" for le, c in buckets if le != "+Inf")
+    print(f"{name}: {n:.0f}, mean {float(total.group(1)) / n:.3f} s; {shares}")
+print("publications: " + " ".join(
+    l.split('trigger="')[1].replace('"}', "") for l in text.splitlines()
+    if l.startswith("kubestat_query_snapshot_publishes_total{")))
+EOF
+}

@@ -8,7 +8,8 @@
 #     the second metrics.k8s.io rounds timestamps to); a snapshot that stopped moving shows
 #     as ages that grow with the run;
 #   - whole: how many of the nodes and pods the simulator serves each list holds.
-# Then the rounds (nodes ok, skipped, how long each took), the aggregator's CPU over the
+# Then the aggregator's publish lag and publications (lib.sh's aggregator_figures), the
+# rounds (nodes ok, skipped, how long each took), the aggregator's CPU over the
 # measured span from /proc (cores, and ms per node scrape) and its RSS, and the simulator's.
 #
 #   bench/scale_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS]
@@ -111,26 +112,7 @@ EOF
 t1=$(date +%s.%N)
 agg_cpu1=$(cpu_ticks "$agg_pid")
 sim_cpu1=$(cpu_ticks "$sim_pid")
-# The aggregator's own figures (publish lag and duration, publications by trigger), kept with
-# the work directory (KUBESTAT_BENCH_KEEP), and the publish lag summed up.
-curl -kfs -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" \
-  >"$work/aggregator-metrics" || true
-python3 - "$work/aggregator-metrics" <<'EOF'
-import re, sys
-text = open(sys.argv[1]).read()
-for name in ("kubestat_publish_lag_seconds", "kubestat_publish_duration_seconds"):
-    count = re.search(name + r"_count (\S+)", text)
-    total = re.search(name + r"_sum (\S+)", text)
-    if not count or float(count.group(1)) == 0:
-        continue
-    n = float(count.group(1))
-    buckets = re.findall(name + r'_bucket\{le="([^"]+)"\} (\S+)', text)
-    shares = ", ".join(f"<= {le} s {100 * float(c) / n:.0f}%" for le, c in buckets if le != "+Inf")
-    print(f"{name}: {n:.0f}, mean {float(total.group(1)) / n:.3f} s; {shares}")
-print("publications: " + " ".join(
-    l.split('trigger="')[1].replace('"}', "") for l in text.splitlines()
-    if l.startswith("kubestat_query_snapshot_publishes_total{")))
-EOF
+aggregator_figures "https://127.0.0.1:$port/metrics"
 echo "== rounds measured"
 python3 - "$work/aggregator.log" "$first_round" "$agg_cpu0" "$agg_cpu1" "$sim_cpu0" "$sim_cpu1" \
   "$t0" "$t1" "$ticks" <<'EOF'
