@@ -306,8 +306,8 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     Timestamp stored;
   };
   std::vector<NodeToRead> nodes_to_read_;  // in scrape order
-  std::vector<Timestamp>
-      read_unpublished_;  // publisher thread: nodes read since the last publication
+  // Publisher thread: when each node read since the last publication was stored.
+  std::vector<Timestamp> read_unpublished_;
   std::unordered_set<std::string> nodes_to_read_set_;
   bool stop_publishing_ = false;
   std::thread publisher_;  // last: started once every member above exists
