@@ -211,6 +211,7 @@ struct NodeState {
   std::set<PodName> pods;                                             // pods in the last scrape
   std::set<PodName> deleted_pods;        // deleted by DeletePod, ignored until they disappear
   std::unique_ptr<ScrapeLayout> layout;  // of the last scrape, when it can be reused
+  storage::ScrapeChain chain;            // the node's newest stored blob
 };
 
 struct Ingestor::Shard {
@@ -613,7 +614,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
       }
       values.push_back({id, sample.value});
     }
-    batch.PutScrape(node.id, at, values);
+    batch.PutScrape(node.id, at, values, &node.chain);
     if (absl::Status s = store_->Write(batch); !s.ok()) {
       counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
       return s;
@@ -1207,7 +1208,7 @@ absl::Status NodeHistoryWriter::Append(Timestamp time,
     open.samples.push_back({time, *values[i]});
     values_.push_back({open.id, *values[i]});
   }
-  batch->PutScrape(node_id_, time, values_);
+  batch->PutScrape(node_id_, time, values_, &chain_);
   last_ = time;
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #define KUBESTAT_STORAGE_SRC_KEYS_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -84,6 +85,19 @@ inline std::string BlobKey(NodeId node, int64_t time) {
   return k;
 }
 inline int64_t BlobTime(std::string_view key) { return GetI64(key.substr(13)); }
+
+// Scrape blobs are chained (scrape_blob.h) only within a slot of this length, aligned to
+// the epoch, so that the first blob of a node in a slot is a key blob and a reader decodes
+// any blob from the start of its slot. It divides an hour: chains never cross partitions.
+inline constexpr int64_t kChainSlotNanos = int64_t{300} * 1000 * 1000 * 1000;
+static_assert(kPartitionNanos % kChainSlotNanos == 0);
+// The start of the slot holding `t`, also for times before the epoch (the lowest time for
+// the slot that would start before it).
+inline int64_t ChainSlotStart(int64_t t) {
+  const int64_t into = ((t % kChainSlotNanos) + kChainSlotNanos) % kChainSlotNanos;
+  return t < std::numeric_limits<int64_t>::min() + into ? std::numeric_limits<int64_t>::min()
+                                                        : t - into;
+}
 
 // 'R' hour node bucket_start series: 29 bytes.
 inline constexpr size_t kRollupKeySize = 1 + 8 + 4 + 8 + 8;

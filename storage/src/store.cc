@@ -228,7 +228,7 @@ absl::Status StoreOptions::Validate() const {
 // --- ScrapeBatch ---
 
 ScrapeBatch::ScrapeBatch() : batch_(std::make_unique<rocksdb::WriteBatch>()) {}
-ScrapeBatch::~ScrapeBatch() = default;
+ScrapeBatch::~ScrapeBatch() { SettleChains(/*written=*/false); }
 
 void ScrapeBatch::AddNode(NodeId id, std::string_view name) {
   batch_->Put(keys::NodeKey(id), ToSlice(name));
@@ -247,15 +247,58 @@ void ScrapeBatch::RetireSeries(SeriesId id, Timestamp at) {
   batch_->Put(keys::RetiredKey(id), scratch_);
 }
 
-void ScrapeBatch::PutScrape(NodeId node, Timestamp time, std::span<const SeriesValue> values) {
-  std::vector<SeriesValue> sorted(values.begin(), values.end());
-  std::sort(sorted.begin(), sorted.end(),
+void ScrapeBatch::PutScrape(NodeId node, Timestamp time, std::span<const SeriesValue> values,
+                            ScrapeChain* chain) {
+  sorted_.assign(values.begin(), values.end());
+  std::sort(sorted_.begin(), sorted_.end(),
             [](const SeriesValue& a, const SeriesValue& b) { return a.id < b.id; });
+  const int64_t t = keys::Nanos(time);
+  Staged* mine = nullptr;
+  const BlobChainState* reference = nullptr;
+  if (chain != nullptr) {
+    for (Staged& staged : staged_) {
+      if (staged.chain == chain) mine = &staged;
+    }
+    if (mine != nullptr) {
+      reference = &mine->state;
+    } else if (chain->pending_ == nullptr) {
+      reference = &chain->written_;
+    }  // else another unwritten batch holds the chain: a key blob
+    if (reference != nullptr &&
+        (reference->empty() || reference->time_ns() >= t ||
+         keys::ChainSlotStart(reference->time_ns()) != keys::ChainSlotStart(t))) {
+      reference = nullptr;
+    }
+  }
   scratch_.clear();
   // Ids are distinct by contract; a duplicate is a caller bug caught here.
-  const absl::Status s = EncodeScrapeBlob(sorted, &scratch_);
+  const absl::Status s = EncodeScrapeBlob(sorted_, t, reference, &scratch_);
   if (!s.ok()) std::abort();
-  batch_->Put(keys::BlobKey(node, keys::Nanos(time)), scratch_);
+  batch_->Put(keys::BlobKey(node, t), scratch_);
+  if (chain == nullptr) return;
+  BlobChainState next;
+  next.Advance(reference != nullptr ? *reference : BlobChainState(), t, sorted_);
+  if (mine != nullptr) {
+    mine->state = std::move(next);
+  } else {
+    staged_.push_back({chain, std::move(next)});
+  }
+  chain->pending_ = this;
+}
+
+void ScrapeBatch::SettleChains(bool written) const {
+  for (Staged& staged : staged_) {
+    ScrapeChain& chain = *staged.chain;
+    if (written && chain.pending_ == this) {
+      chain.written_ = std::move(staged.state);
+    } else if (written || chain.pending_ == this) {
+      // Written while a later batch holds the chain, or not written (or not known to be:
+      // a failed write): the chain's newest stored blob is uncertain, so it starts again.
+      chain.written_.Clear();
+    }
+    if (chain.pending_ == this) chain.pending_ = nullptr;
+  }
+  staged_.clear();
 }
 
 void ScrapeBatch::PutRollup(NodeId node, SeriesId series, Timestamp bucket_start,
@@ -270,7 +313,10 @@ void ScrapeBatch::PutHistory(std::string_view owner, SeriesId series, Timestamp 
 
 bool ScrapeBatch::empty() const { return batch_->Count() == 0; }
 size_t ScrapeBatch::ByteSize() const { return batch_->GetDataSize(); }
-void ScrapeBatch::Clear() { batch_->Clear(); }
+void ScrapeBatch::Clear() {
+  SettleChains(/*written=*/false);
+  batch_->Clear();
+}
 
 // --- Store ---
 
@@ -425,6 +471,7 @@ absl::Status Store::ReadyToWrite() {
 absl::Status Store::Write(const ScrapeBatch& batch) {
   if (absl::Status ready = ReadyToWrite(); !ready.ok()) {
     counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
+    batch.SettleChains(/*written=*/false);
     return ready;
   }
   rocksdb::WriteOptions w;
@@ -437,6 +484,7 @@ absl::Status Store::Write(const ScrapeBatch& batch) {
   const auto nanos = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count());
+  batch.SettleChains(/*written=*/s.ok());
   if (!s.ok()) {
     counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
     return absl::UnavailableError(
@@ -485,19 +533,20 @@ absl::StatusOr<Dictionary> Store::LoadDictionary() const {
   return dict;
 }
 
-absl::Status Store::ReadScrapes(NodeId node, Timestamp after, Timestamp through,
-                                const ScrapeVisitor& visit) const {
-  const int64_t hi = keys::Nanos(through);
-  if (keys::Nanos(after) >= hi) return absl::OkStatus();
-  const int64_t lo = keys::Nanos(after) + 1;
+absl::Status Store::ScanBlobs(NodeId node, int64_t lo, int64_t hi, const BlobVisitor& visit) const {
+  if (lo >= hi) return absl::OkStatus();
+  // Chained blobs decode from the key blob that starts their slot.
+  const int64_t from = keys::ChainSlotStart(lo + 1);
   const int64_t last_hour = keys::HourOf(hi);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  static const BlobChainState kNoReference;
+  BlobChainState state, next;
   std::vector<SeriesValue> values;
-  int64_t hour = keys::HourOf(lo);
+  int64_t hour = keys::HourOf(from);
   bool first = true;
   while (hour <= last_hour) {
     const std::string prefix = keys::BlobPrefix(hour, node);
-    it->Seek(first ? keys::BlobKey(node, lo) : prefix);
+    it->Seek(first ? keys::BlobKey(node, from) : prefix);
     first = false;
     if (!it->Valid() || it->key()[0] != keys::kBlobTag) break;
     if (it->key().size() != keys::kBlobKeySize) {
@@ -509,15 +558,19 @@ absl::Status Store::ReadScrapes(NodeId node, Timestamp after, Timestamp through,
       hour = key_hour;  // skip the hours that hold nothing
       continue;
     }
+    state.Clear();  // chains never cross hours
     for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
       const int64_t t = keys::BlobTime(ToView(it->key()));
       if (t > hi) return absl::OkStatus();
-      if (absl::Status s = DecodeScrapeBlob(ToView(it->value()), &values); !s.ok()) {
+      if (absl::Status s = DecodeScrapeBlob(ToView(it->value()), t, &state, &values); !s.ok()) {
         counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
         return absl::DataLossError(
             absl::StrCat("store: scrape of node ", node, " at ", t, "ns: ", s.message()));
       }
-      visit(keys::AtNanos(t), values);
+      // A key blob starts the predictions afresh, as it did for the writer.
+      next.Advance(IsChainedScrapeBlob(ToView(it->value())) ? state : kNoReference, t, values);
+      std::swap(state, next);
+      if (t > lo && !visit(t, values)) return absl::OkStatus();
     }
     ++hour;
   }
@@ -528,17 +581,29 @@ absl::Status Store::ReadScrapes(NodeId node, Timestamp after, Timestamp through,
   return absl::OkStatus();
 }
 
+absl::Status Store::ReadScrapes(NodeId node, Timestamp after, Timestamp through,
+                                const ScrapeVisitor& visit) const {
+  return ScanBlobs(node, keys::Nanos(after), keys::Nanos(through),
+                   [&](int64_t t, std::span<const SeriesValue> values) {
+                     visit(keys::AtNanos(t), values);
+                     return true;
+                   });
+}
+
 absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestamp after,
                                         const BackwardVisitor& visit) const {
-  const int64_t hi = keys::Nanos(through);
+  int64_t hi = keys::Nanos(through);
   const int64_t lo = keys::Nanos(after);  // exclusive
   if (lo >= hi) return absl::OkStatus();
   const int64_t first_hour = keys::HourOf(lo + 1);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  std::vector<SeriesValue> values;
+  // The scrapes of one slot, decoded forward from its key blob, then visited backward.
+  std::vector<std::pair<int64_t, std::vector<SeriesValue>>> slot;
+  size_t used = 0;
   int64_t hour = keys::HourOf(hi);
   bool first = true;
   while (hour >= first_hour) {
+    // The newest blob of `node` at or before hi, in `hour`.
     const std::string prefix = keys::BlobPrefix(hour, node);
     std::string target = first ? keys::BlobKey(node, hi) : prefix;
     if (!first) keys::PutI64(&target, std::numeric_limits<int64_t>::max());
@@ -554,17 +619,31 @@ absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestam
       hour = key_hour;
       continue;
     }
-    for (; it->Valid() && it->key().starts_with(prefix); it->Prev()) {
-      const int64_t t = keys::BlobTime(ToView(it->key()));
-      if (t <= lo) return absl::OkStatus();
-      if (absl::Status s = DecodeScrapeBlob(ToView(it->value()), &values); !s.ok()) {
-        counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-        return absl::DataLossError(
-            absl::StrCat("store: scrape of node ", node, " at ", t, "ns: ", s.message()));
-      }
-      if (!visit(keys::AtNanos(t), values)) return absl::OkStatus();
+    if (!it->key().starts_with(prefix)) {
+      --hour;
+      continue;
     }
-    --hour;
+    const int64_t newest = keys::BlobTime(ToView(it->key()));
+    if (newest <= lo) return absl::OkStatus();
+    // Decode the slot of `newest` up to it, then visit it newest first.
+    const int64_t slot_start = keys::ChainSlotStart(newest);
+    used = 0;
+    absl::Status s = ScanBlobs(node, std::max(slot_start, lo + 1) - 1, newest,
+                               [&](int64_t t, std::span<const SeriesValue> values) {
+                                 if (used == slot.size()) slot.emplace_back();
+                                 slot[used].first = t;
+                                 slot[used].second.assign(values.begin(), values.end());
+                                 ++used;
+                                 return true;
+                               });
+    if (!s.ok()) return s;
+    for (size_t i = used; i > 0; --i) {
+      if (!visit(keys::AtNanos(slot[i - 1].first), slot[i - 1].second)) return absl::OkStatus();
+    }
+    if (slot_start <= lo + 1) return absl::OkStatus();
+    hi = slot_start - 1;
+    hour = keys::HourOf(hi);
+    first = true;
   }
   if (!it->status().ok()) {
     counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
@@ -574,21 +653,34 @@ absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestam
 }
 
 absl::StatusOr<std::vector<SeriesValue>> Store::GetScrape(NodeId node, Timestamp time) const {
+  const int64_t t = keys::Nanos(time);
   std::string value;
-  const rocksdb::Status s =
-      db_->Get(rocksdb::ReadOptions(), keys::BlobKey(node, keys::Nanos(time)), &value);
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), keys::BlobKey(node, t), &value);
   if (s.IsNotFound()) {
-    return absl::NotFoundError(
-        absl::StrCat("store: no scrape of node ", node, " at ", keys::Nanos(time), "ns"));
+    return absl::NotFoundError(absl::StrCat("store: no scrape of node ", node, " at ", t, "ns"));
   }
   if (!s.ok()) {
     counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
     return ReadError("reading a scrape", s);
   }
   std::vector<SeriesValue> values;
-  if (absl::Status d = DecodeScrapeBlob(value, &values); !d.ok()) {
-    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return d;
+  if (!IsChainedScrapeBlob(value)) {
+    if (absl::Status d = DecodeScrapeBlob(value, t, nullptr, &values); !d.ok()) {
+      counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+      return d;
+    }
+    return values;
+  }
+  // A chained blob: decode its slot from the key blob up to it.
+  bool found = false;
+  absl::Status d = ScanBlobs(node, t - 1, t, [&](int64_t at, std::span<const SeriesValue> v) {
+    found = at == t;
+    values.assign(v.begin(), v.end());
+    return false;
+  });
+  if (!d.ok()) return d;
+  if (!found) {
+    return absl::NotFoundError(absl::StrCat("store: no scrape of node ", node, " at ", t, "ns"));
   }
   return values;
 }

@@ -222,6 +222,8 @@ class Ingestor {
 //
 // Records go into the caller's ScrapeBatch, so that many scrapes (of one or many nodes)
 // can share one Store::Write; once a batch is written, Append must not be retried with it.
+// The writer chains its node's blobs (storage::ScrapeChain): it must outlive the batches
+// it appends to.
 // Memory: the samples of every series' open bucket (16 bytes per sample).
 // Thread-safety: none; different writers may be used from different threads.
 class NodeHistoryWriter {
@@ -262,6 +264,7 @@ class NodeHistoryWriter {
   std::optional<Timestamp> last_;
   std::vector<OpenBucket> open_;              // per key
   std::vector<storage::SeriesValue> values_;  // scratch
+  storage::ScrapeChain chain_;                // the node's blobs (see ScrapeChain)
 };
 
 }  // namespace kubestat::aggregator

@@ -26,11 +26,20 @@
 // dictionary entries (removed with the samples) and the pods themselves.
 //
 // Samples are stored as one blob per node scrape (scrape_blob.h: every series value of that
-// scrape, id deltas and values as varints), not as one key per (series, time). The window
+// scrape), not as one key per (series, time). The window
 // engine asks for old samples of every series of a node at the same times (the samples
 // leaving a window, the rest of the oldest bucket); with blobs that is one seek per node
 // per window edge instead of one per series, the keys cost 21 bytes per scrape instead of
 // per sample, and a write is one Put per scrape.
+//
+// A node's blobs form chains (ScrapeChain): a blob holds, for each series, the residual of
+// its value against the prediction from the node's two previous blobs (second differences;
+// memory in pages), so that slowly moving series cost one or two bytes per sample. A chain
+// lives within one slot of 5 minutes (aligned to the epoch): the first blob of a node in a
+// slot is a key blob holding whole values, so every read decodes from the start of the slot
+// it begins in (at most a slot of blobs more than asked), and a lost or corrupt blob costs
+// the rest of its slot, never more. Blobs written by earlier versions (version 1, whole
+// values) are read as they are.
 //
 // On disk, RocksDB compresses 32 KiB blocks: LZ4 in flushes and the upper levels, ZSTD in
 // the bottommost level that holds most of the data (LZ4 where the library lacks ZSTD; a
@@ -153,6 +162,34 @@ struct Dictionary {
   std::vector<SeriesEntry> series;  // by id
 };
 
+class ScrapeBatch;
+
+// The writer's side of one node's chain of scrape blobs: the node's newest written blob,
+// which the next one is chained to when it lies in the same slot. Kept by the caller, one
+// per node, and passed to ScrapeBatch::PutScrape. A Store::Write that succeeds makes the
+// batch's blob the newest; a Write that fails, or a batch cleared or destroyed before it
+// was written, resets the chain, so that the next blob is a key blob (a chained blob never
+// refers to one that may not be stored). A new chain (after a restart) starts with a key
+// blob. Memory: 25 bytes per series of the node (and as much in a batch until written).
+// Not thread-safe: used by one writer at a time; it must outlive the batches it is in.
+class ScrapeChain {
+ public:
+  ScrapeChain() = default;
+  ScrapeChain(const ScrapeChain&) = delete;
+  ScrapeChain& operator=(const ScrapeChain&) = delete;
+  // Only while no unwritten batch holds it.
+  ScrapeChain(ScrapeChain&&) = default;
+  ScrapeChain& operator=(ScrapeChain&&) = default;
+  // The next blob is a key blob.
+  void Reset() { written_.Clear(); }
+
+ private:
+  friend class ScrapeBatch;
+  friend class Store;
+  BlobChainState written_;                // the newest blob known to be stored
+  const ScrapeBatch* pending_ = nullptr;  // the unwritten batch holding its next blob
+};
+
 // What one node scrape writes: its samples blob, dictionary additions and retirements, and
 // the rollups of the buckets it closes. Applied atomically by Store::Write.
 class ScrapeBatch {
@@ -167,7 +204,11 @@ class ScrapeBatch {
   // The series gets no more samples; its data ages out, then its entry is removed.
   void RetireSeries(SeriesId id, Timestamp at);
   // The samples of one scrape of `node` at `time`; `values` in any order, ids distinct.
-  void PutScrape(NodeId node, Timestamp time, std::span<const SeriesValue> values);
+  // With `chain` (the node's), the blob is chained to the node's previous blob when that is
+  // in the same slot and older (several scrapes of a node in one batch chain too); without,
+  // it is a key blob. A chain that another unwritten batch holds gets a key blob.
+  void PutScrape(NodeId node, Timestamp time, std::span<const SeriesValue> values,
+                 ScrapeChain* chain = nullptr);
   // The serialized rollup of one series' bucket starting at `bucket_start`.
   void PutRollup(NodeId node, SeriesId series, Timestamp bucket_start, std::string_view bytes);
   // The serialized usage histogram of one series' bucket starting at `bucket_start`, kept
@@ -177,12 +218,24 @@ class ScrapeBatch {
 
   bool empty() const;
   size_t ByteSize() const;  // bytes of the underlying WriteBatch
+  // Empties the batch; the chains of its unwritten blobs are reset.
   void Clear();
 
  private:
   friend class Store;
+  // After the batch was written (or failed to be): advances (or resets) its chains.
+  void SettleChains(bool written) const;
+
+  // A chain's newest blob in this batch, which becomes its written blob once the batch is.
+  struct Staged {
+    ScrapeChain* chain;
+    BlobChainState state;
+  };
+
   std::unique_ptr<rocksdb::WriteBatch> batch_;
   std::string scratch_;
+  std::vector<SeriesValue> sorted_;
+  mutable std::vector<Staged> staged_;  // emptied by the Write that takes it
 };
 
 class Store {
@@ -203,11 +256,11 @@ class Store {
   SeriesId AllocateSeriesId();
 
   // Applies the batch atomically (WAL on; fsync when options.sync). The batch is left
-  // unchanged. ResourceExhausted, without touching RocksDB, while free space is below
-  // options.min_free_bytes (the pause and the resumption are logged once each); Unavailable
-  // for a write RocksDB failed. After a RocksDB background error (logged and counted by
-  // the store's event listener) that RocksDB does not recover from itself, a write asks
-  // RocksDB to resume once there is room again.
+  // unchanged, but the scrape chains it holds advance (or are reset when it fails).
+  // ResourceExhausted, without touching RocksDB, while free space is below options.min_free_bytes
+  // (the pause and the resumption are logged once each); Unavailable for a write RocksDB failed.
+  // After a RocksDB background error (logged and counted by the store's event listener) that
+  // RocksDB does not recover from itself, a write asks RocksDB to resume once there is room again.
   [[nodiscard]] absl::Status Write(const ScrapeBatch& batch);
 
   // Every node and live series.
@@ -265,6 +318,10 @@ class Store {
   // stopped writes (if any) has been resumed from.
   absl::Status ReadyToWrite();
   absl::Status LoadIdCounters();
+  using BlobVisitor = std::function<bool(int64_t time, std::span<const SeriesValue> values)>;
+  // Decodes `node`'s blobs from the start of the chain slot holding lo + 1 and calls `visit`
+  // for those with lo < time <= hi in time order, while it returns true.
+  absl::Status ScanBlobs(NodeId node, int64_t lo, int64_t hi, const BlobVisitor& visit) const;
   // ReadRollups: the records under `tag`.
   absl::Status ReadBuckets(char tag, NodeId node, Timestamp after, Timestamp through,
                            const RollupVisitor& visit) const;
