@@ -519,6 +519,9 @@ class ApiServer::Impl {
     std::mutex mu;               // orders the writes of events and bookmarks
     uint64_t last_revision = 0;  // guarded by mu: the newest revision written
     bool ended = false;          // guarded by mu
+    // Guarded by mu: the bytes of the initial events still allowed on top of the bound,
+    // until the client has once caught up to within the bound.
+    size_t initial_allowance = 0;
   };
 
   // Ends a watch: its subscription is cancelled (outside the store's delivery) and its
@@ -534,9 +537,16 @@ class ApiServer::Impl {
 
   // Whether the client of `s` has fallen so far behind that its watch must end (s.mu held):
   // its unsent events are bounded, not buffered without end. The client lists and watches
-  // again, as after a 410.
+  // again, as after a 410. The initial events of a watch without a resourceVersion (the
+  // whole state, as large as a LIST answer) come on top of the bound until the client has
+  // read down to it once, so that a watch of a large cluster is not ended at its start.
   bool Overflowed(WatchSession& s) {
-    if (s.writer->queued_bytes() <= options_.max_watch_queue_bytes) return false;
+    const size_t queued = s.writer->queued_bytes();
+    if (queued <= options_.max_watch_queue_bytes) {
+      s.initial_allowance = 0;
+      return false;
+    }
+    if (queued - options_.max_watch_queue_bytes <= s.initial_allowance) return false;
     s.ended = true;
     s.writer->Finish();
     overflows_.Increment();
@@ -812,10 +822,11 @@ class ApiServer::Impl {
       const RenderContext ctx{s.gv, clock_.Now(), 0};
       std::lock_guard lock(s.mu);
       for (const StoredObject& o : list->items) {
-        if (Overflowed(s)) return;
+        if (s.writer->closed()) return;
         if (Matches(s.query, s.gv, o))
           Send(s, kube::WatchEventType::kAdded, RenderStored(o, ctx), "ADDED");
       }
+      s.initial_allowance = s.writer->queued_bytes();
       after = list->revision;
       s.last_revision = after;
       if (initial_end_bookmark) {

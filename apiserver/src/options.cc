@@ -21,7 +21,7 @@ void Options::RegisterFlags(FlagSet& flags) {
   flags.AddDuration("max-watch-timeout", &max_watch_timeout, "longest watch a client may ask for");
   flags.AddInt64("max-watch-queue-bytes", &max_watch_queue_bytes,
                  "bytes of events a watcher may leave unread before its watch is ended (it "
-                 "lists and watches again)");
+                 "lists and watches again); a watch's initial events come on top");
   flags.AddStringList("etcd-servers", &etcd_servers,
                       "etcd v3 client URLs (http:// or https://), comma-separated; objects are "
                       "kept in etcd and shared by every replica (empty: in memory)");

@@ -480,6 +480,37 @@ TEST_F(ApiServerSmallQueueTest, AWatcherThatDoesNotReadIsEndedNotBufferedWithout
   EXPECT_THAT(metrics.body, HasSubstr("kubestat_apiserver_watch_overflows_total 1"));
 }
 
+TEST_F(ApiServerSmallQueueTest, TheInitialEventsOfAWatchComeOnTopOfItsBound) {
+  // A state larger than the 64 KiB bound: 300 nodes of about 400 bytes each.
+  metrics_api::NodeMetrics node = cluster_.nodes[0];
+  node.labels["padding"] = std::string(60, 'p');
+  for (int i = 0; i < 300; ++i) {
+    node.name = "node-" + std::to_string(1000 + i);
+    ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/" + node.name, NodeJson(node)).code, 201);
+  }
+  // A client that reads nothing yet: the whole state is queued for it.
+  kubestat::testing::RawClient slow(server_->port(), 4096);
+  ASSERT_TRUE(
+      slow.Send("GET /apis/metrics/v1alpha1/nodes?watch=1&timeoutSeconds=60 HTTP/1.1\r\n"
+                "Host: x\r\nAuthorization: Bearer writer-token\r\n\r\n"));
+  ASSERT_TRUE(kubestat::testing::PollUntil([&] { return server_->watchers() == 1; },
+                                           std::chrono::seconds(20)));
+  server_->Sweep();
+  EXPECT_EQ(server_->watchers(), 1u);
+  // Once its time is up it ends after everything queued: every object, ADDED.
+  clock_.Advance(std::chrono::seconds(61));
+  server_->Sweep();
+  bool clean = false;
+  const std::string stream = slow.ReadToEnd(&clean);
+  size_t added = 0;
+  for (size_t at = 0; (at = stream.find(R"({"type":"ADDED")", at)) != std::string::npos; ++at) {
+    ++added;
+  }
+  EXPECT_EQ(added, 300u);
+  EXPECT_THAT(Send("GET", "/metrics").body,
+              HasSubstr("kubestat_apiserver_watch_overflows_total 0"));
+}
+
 TEST_F(ApiServerTest, AnObjectNotWrittenWithinTheTtlIsRemovedAtTheSweep) {
   ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(cluster_.nodes[0])).code,
             201);

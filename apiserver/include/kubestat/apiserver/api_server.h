@@ -108,7 +108,9 @@ struct ApiServerOptions {
   // The longest watch a client may ask for. Default: 1h
   Duration max_watch_timeout = std::chrono::hours(1);
   // Bytes of events a watch's client may leave unread; beyond them the watch is ended (the
-  // client lists and watches again) rather than buffered without bound. Default: 16777216
+  // client lists and watches again) rather than buffered without bound. The initial events
+  // of a watch without a resourceVersion (the whole state) come on top, until the client
+  // has once read down to this. Default: 16777216
   size_t max_watch_queue_bytes = size_t{16} << 20;
 
   // InvalidArgument naming the field.
