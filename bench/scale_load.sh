@@ -8,7 +8,8 @@
 #     the second metrics.k8s.io rounds timestamps to); a snapshot that stopped moving shows
 #     as ages that grow with the run;
 #   - whole: how many of the nodes and pods the simulator serves each list holds.
-# Then the aggregator's publish lag and publications (lib.sh's aggregator_figures), the
+# Then every pod listed five times in JSON and five in protobuf, alternately, timed. Then the
+# aggregator's publish lag and publications (lib.sh's aggregator_figures), the
 # rounds (nodes ok, skipped, how long each took), the aggregator's CPU over the
 # measured span from /proc (cores, and ms per node scrape) and its RSS, and the simulator's.
 #
@@ -107,6 +108,28 @@ if len(oldest_by_list) >= 2:
     half = len(oldest_by_list) // 2
     print(f"oldest node per list, first half p50 {pct(oldest_by_list[:half], 0.5):.1f}s, "
           f"second half p50 {pct(oldest_by_list[half:], 0.5):.1f}s (growing = frozen)")
+
+# Every pod in each encoding, alternately (kubectl and client-go ask for protobuf first):
+# the time to the last byte and the size, under the same scrape load.
+encodings = {"json": "application/json", "protobuf": "application/vnd.kubernetes.protobuf"}
+times = {name: [] for name in encodings}
+sizes = {name: 0 for name in encodings}
+for _ in range(5):
+    for name, accept in encodings.items():
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{port}/apis/metrics.k8s.io/v1beta1/pods",
+            headers={"Authorization": f"Bearer {token}", "Accept": accept})
+        start = time.monotonic()
+        with urllib.request.urlopen(request, context=context, timeout=60) as answer:
+            body = answer.read()
+            kind = answer.headers.get("Content-Type", "")
+        times[name].append(time.monotonic() - start)
+        sizes[name] = len(body)
+        if not kind.startswith(accept):
+            print(f"asked for {accept}, got {kind}")
+for name in encodings:
+    print(f"all pods as {name}: {sizes[name] / 2**20:.1f} MiB, took p50 "
+          f"{pct(times[name], 0.5):.2f}s max {max(times[name]):.2f}s over 5 lists")
 EOF
 
 t1=$(date +%s.%N)
