@@ -171,8 +171,11 @@ class Store::Listener final : public rocksdb::EventListener {
   }
   void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override {
     if (info.new_bg_error.ok()) {
-      counters_->recoveries.fetch_add(1, std::memory_order_relaxed);
       counters_->needs_resume.store(false);
+      // A resume asked for after RocksDB had already recovered on its own ends "from OK":
+      // not a recovery.
+      if (info.old_bg_error.ok()) return;
+      counters_->recoveries.fetch_add(1, std::memory_order_relaxed);
       KLOG(INFO) << "store: RocksDB recovered in " << dir_ << " from "
                  << info.old_bg_error.ToString();
     } else {
