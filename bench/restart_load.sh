@@ -9,8 +9,11 @@
 #
 # `cold` drops the page cache first (root only), so the store is read from the device.
 # The store's samples are kept: the aggregator runs with a retention long enough to hold
-# them whatever their age (a benchmark's store is dated in the past), so it can be used
-# again. Needs a descriptor limit of about 3 per node for the simulator.
+# them whatever their age, so the store can be used again. The time to ready is a restart's
+# only when the store's newest samples are recent: on a store dated in the past (as
+# ingest_bench's are) the first round expires every window against the store, reading
+# the whole day again, and /readyz waits for that round. Needs a descriptor limit of about
+# 3 per node for the simulator.
 set -euo pipefail
 
 build="${1:-build}"
