@@ -43,8 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     reference.push_back({id, Load64(p + 9)});
   }
   BlobChainState first, state;
-  first.Advance(BlobChainState(), kTime - 2, before);
-  state.Advance(first, kTime - 1, reference);
+  first.Advance(nullptr, kTime - 2, before);
+  state.Advance(&first, kTime - 1, reference);
 
   const std::string_view bytes(reinterpret_cast<const char*>(data + header), size - header);
   std::vector<SeriesValue> values;

@@ -1,5 +1,7 @@
 #include "kubestat/storage/scrape_blob.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/varint.h"
 
@@ -65,8 +67,14 @@ bool SameIds(std::span<const SeriesValue> a, std::span<const SeriesValue> b) {
   return true;
 }
 
-// The prediction of a series' next value from the reference's value and the one before.
-uint64_t Predict(uint64_t p1, uint64_t p2, bool has_p2) { return has_p2 ? 2 * p1 - p2 : p1; }
+// The index in `sorted` (by id) of `id`, searching from *cursor on and leaving it there,
+// so that ids asked in increasing order cost one pass; nullopt when absent.
+std::optional<size_t> FindFrom(const std::vector<SeriesValue>& sorted, size_t* cursor,
+                               SeriesId id) {
+  while (*cursor < sorted.size() && sorted[*cursor].id < id) ++*cursor;
+  if (*cursor < sorted.size() && sorted[*cursor].id == id) return *cursor;
+  return std::nullopt;
+}
 
 void PutResidual(uint64_t value, uint64_t prediction, std::string* out) {
   const auto r = static_cast<int64_t>(value - prediction);
@@ -103,24 +111,29 @@ void BlobChainState::Clear() {
   has_before_.clear();
 }
 
-void BlobChainState::Advance(const BlobChainState& previous, int64_t time_ns,
+void BlobChainState::Advance(const BlobChainState* reference, int64_t time_ns,
                              std::span<const SeriesValue> values) {
   values_.assign(values.begin(), values.end());
   before_.assign(values.size(), 0);
   has_before_.assign(values.size(), 0);
-  if (previous.valid_) {
-    const std::vector<SeriesValue>& old = previous.values_;
-    size_t j = 0;
+  if (reference != nullptr && reference->valid_) {
+    size_t cursor = 0;
     for (size_t i = 0; i < values_.size(); ++i) {
-      while (j < old.size() && old[j].id < values_[i].id) ++j;
-      if (j < old.size() && old[j].id == values_[i].id) {
-        before_[i] = old[j].value;
+      if (std::optional<size_t> j = FindFrom(reference->values_, &cursor, values_[i].id)) {
+        before_[i] = reference->values_[*j].value;
         has_before_[i] = 1;
       }
     }
   }
   time_ns_ = time_ns;
   valid_ = true;
+}
+
+std::optional<uint64_t> BlobChainState::Prediction(size_t* cursor, SeriesId id) const {
+  const std::optional<size_t> j = FindFrom(values_, cursor, id);
+  if (!j) return std::nullopt;
+  // The value in the reference plus the step it made from the value before it.
+  return has_before_[*j] != 0 ? 2 * values_[*j].value - before_[*j] : values_[*j].value;
 }
 
 absl::Status EncodeScrapeBlobV1(std::span<const SeriesValue> values, std::string* out) {
@@ -156,19 +169,15 @@ absl::Status EncodeScrapeBlob(std::span<const SeriesValue> values, int64_t time_
   if (chained) PutVarint(out, distance);
   PutVarint(out, values.size());
   if (!same_ids) PutIds(values, out);
-  size_t j = 0;
+  size_t cursor = 0;
   for (const SeriesValue& v : values) {
-    if (chained) {
-      const std::vector<SeriesValue>& ref = reference->values_;
-      while (j < ref.size() && ref[j].id < v.id) ++j;
-      if (j < ref.size() && ref[j].id == v.id) {
-        PutResidual(v.value,
-                    Predict(ref[j].value, reference->before_[j], reference->has_before_[j] != 0),
-                    out);
-        continue;
-      }
+    std::optional<uint64_t> prediction;
+    if (chained) prediction = reference->Prediction(&cursor, v.id);
+    if (prediction) {
+      PutResidual(v.value, *prediction, out);
+    } else {
+      PutVarint(out, v.value);
     }
-    PutVarint(out, v.value);
   }
   return absl::OkStatus();
 }
@@ -233,22 +242,13 @@ absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
       values->clear();
       return s;
     }
-    size_t j = 0;
+    size_t cursor = 0;
     for (uint64_t i = 0; i < n; ++i) {
       SeriesValue& v = (*values)[i];
-      bool ok = false;
-      bool in_reference = false;
-      if (chained) {
-        const std::vector<SeriesValue>& ref = reference->values_;
-        while (j < ref.size() && ref[j].id < v.id) ++j;
-        if (j < ref.size() && ref[j].id == v.id) {
-          in_reference = true;
-          ok = GetResidual(
-              &bytes, Predict(ref[j].value, reference->before_[j], reference->has_before_[j] != 0),
-              &v.value);
-        }
-      }
-      if (!in_reference) ok = GetVarint(&bytes, &v.value);
+      std::optional<uint64_t> prediction;
+      if (chained) prediction = reference->Prediction(&cursor, v.id);
+      const bool ok =
+          prediction ? GetResidual(&bytes, *prediction, &v.value) : GetVarint(&bytes, &v.value);
       if (!ok) {
         values->clear();
         return absl::DataLossError(absl::StrCat("scrape blob: truncated at value ", i));

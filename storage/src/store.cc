@@ -280,7 +280,7 @@ void ScrapeBatch::PutScrape(NodeId node, Timestamp time, std::span<const SeriesV
   batch_->Put(keys::BlobKey(node, t), scratch_);
   if (chain == nullptr) return;
   BlobChainState next;
-  next.Advance(reference != nullptr ? *reference : BlobChainState(), t, sorted_);
+  next.Advance(reference, t, sorted_);
   if (mine != nullptr) {
     mine->state = std::move(next);
   } else {
@@ -542,7 +542,6 @@ absl::Status Store::ScanBlobs(NodeId node, int64_t lo, int64_t hi, const BlobVis
   const int64_t from = keys::ChainSlotStart(lo + 1);
   const int64_t last_hour = keys::HourOf(hi);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  static const BlobChainState kNoReference;
   BlobChainState state, next;
   std::vector<SeriesValue> values;
   int64_t hour = keys::HourOf(from);
@@ -570,8 +569,7 @@ absl::Status Store::ScanBlobs(NodeId node, int64_t lo, int64_t hi, const BlobVis
         return absl::DataLossError(
             absl::StrCat("store: scrape of node ", node, " at ", t, "ns: ", s.message()));
       }
-      // A key blob starts the predictions afresh, as it did for the writer.
-      next.Advance(IsChainedScrapeBlob(ToView(it->value())) ? state : kNoReference, t, values);
+      next.Advance(IsChainedScrapeBlob(ToView(it->value())) ? &state : nullptr, t, values);
       std::swap(state, next);
       if (t > lo && !visit(t, values)) return absl::OkStatus();
     }

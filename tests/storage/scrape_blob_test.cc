@@ -20,7 +20,6 @@ std::vector<size_t> RoundTripChain(const std::vector<std::vector<SeriesValue>>& 
   BlobChainState writer, reader, next;
   std::vector<size_t> sizes;
   std::vector<SeriesValue> decoded;
-  const BlobChainState none;
   for (size_t i = 0; i < scrapes.size(); ++i) {
     const int64_t t = kT0 + static_cast<int64_t>(i) * 10 * kSecond;
     // Every 50th blob is a key blob: predictions start afresh on both sides.
@@ -32,9 +31,9 @@ std::vector<size_t> RoundTripChain(const std::vector<std::vector<SeriesValue>>& 
     absl::Status s = DecodeScrapeBlob(bytes, t, &reader, &decoded);
     EXPECT_TRUE(s.ok()) << i << ": " << s;
     EXPECT_EQ(decoded, scrapes[i]) << i;
-    next.Advance(key ? none : writer, t, scrapes[i]);
+    next.Advance(key ? nullptr : &writer, t, scrapes[i]);
     std::swap(writer, next);
-    next.Advance(IsChainedScrapeBlob(bytes) ? reader : none, t, decoded);
+    next.Advance(IsChainedScrapeBlob(bytes) ? &reader : nullptr, t, decoded);
     std::swap(reader, next);
   }
   return sizes;
@@ -51,7 +50,7 @@ TEST(ScrapeBlobTest, KeyBlobRoundTripsIdsAndValuesExactly) {
   EXPECT_EQ(decoded, values);
   // A key blob needs no reference, and ignores one.
   BlobChainState unrelated;
-  unrelated.Advance(BlobChainState(), kT0 - kSecond, std::vector<SeriesValue>{{5, 5}});
+  unrelated.Advance(nullptr, kT0 - kSecond, std::vector<SeriesValue>{{5, 5}});
   ASSERT_TRUE(DecodeScrapeBlob(bytes, kT0, &unrelated, &decoded).ok());
   EXPECT_EQ(decoded, values);
 }
@@ -125,7 +124,7 @@ TEST(ScrapeBlobTest, AChainedBlobNeedsItsReference) {
   const std::vector<SeriesValue> a = {{1, 100}, {2, 200}};
   const std::vector<SeriesValue> b = {{1, 110}, {2, 190}};
   BlobChainState ref;
-  ref.Advance(BlobChainState(), kT0, a);
+  ref.Advance(nullptr, kT0, a);
   std::string bytes;
   ASSERT_TRUE(EncodeScrapeBlob(b, kT0 + 10 * kSecond, &ref, &bytes).ok());
   ASSERT_TRUE(IsChainedScrapeBlob(bytes));
@@ -137,7 +136,7 @@ TEST(ScrapeBlobTest, AChainedBlobNeedsItsReference) {
             absl::StatusCode::kDataLoss);
   // A reference at another time (a blob in between was lost) is not used.
   BlobChainState other;
-  other.Advance(BlobChainState(), kT0 + kSecond, a);
+  other.Advance(nullptr, kT0 + kSecond, a);
   absl::Status s = DecodeScrapeBlob(bytes, kT0 + 10 * kSecond, &other, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(s.message().find(std::to_string(kT0)), std::string::npos) << s;
@@ -156,7 +155,7 @@ TEST(ScrapeBlobTest, RejectsUnsortedIdsAndAReferenceThatIsNotOlder) {
       EncodeScrapeBlob(std::vector<SeriesValue>{{2, 0}, {2, 0}}, kT0, nullptr, &bytes).ok());
   EXPECT_FALSE(EncodeScrapeBlobV1(std::vector<SeriesValue>{{2, 0}, {1, 0}}, &bytes).ok());
   BlobChainState ref;
-  ref.Advance(BlobChainState(), kT0, std::vector<SeriesValue>{{1, 1}});
+  ref.Advance(nullptr, kT0, std::vector<SeriesValue>{{1, 1}});
   EXPECT_EQ(EncodeScrapeBlob(std::vector<SeriesValue>{{1, 2}}, kT0, &ref, &bytes).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(bytes.empty());
@@ -171,7 +170,7 @@ TEST(ScrapeBlobTest, MalformedBytesAreDataLoss) {
   EXPECT_EQ(DecodeScrapeBlob(std::string("\x02\x02\x00", 3), kT0, nullptr, &out).code(),
             absl::StatusCode::kDataLoss);  // same ids without a reference
   BlobChainState ref;
-  ref.Advance(BlobChainState(), kT0, std::vector<SeriesValue>{{1, 300}, {2, 400}});
+  ref.Advance(nullptr, kT0, std::vector<SeriesValue>{{1, 300}, {2, 400}});
   std::string v1, key, chained;
   ASSERT_TRUE(EncodeScrapeBlobV1(std::vector<SeriesValue>{{1, 300}, {2, 400}}, &v1).ok());
   ASSERT_TRUE(
@@ -191,7 +190,7 @@ TEST(ScrapeBlobTest, MalformedBytesAreDataLoss) {
   }
   // Same ids as a reference of another size.
   BlobChainState three;
-  three.Advance(BlobChainState(), kT0, std::vector<SeriesValue>{{1, 1}, {2, 2}, {3, 3}});
+  three.Advance(nullptr, kT0, std::vector<SeriesValue>{{1, 1}, {2, 2}, {3, 3}});
   EXPECT_FALSE(DecodeScrapeBlob(chained, kT0 + kSecond, &three, &out).ok());
   // An id delta that overflows.
   std::string overflow = "\x01\x02\x01\x00";
@@ -204,7 +203,7 @@ TEST(ScrapeBlobTest, RandomBytesNeverCrash) {
   std::mt19937_64 rng(7);
   std::vector<SeriesValue> out;
   BlobChainState ref;
-  ref.Advance(BlobChainState(), kT0 - 1, std::vector<SeriesValue>{{0, 1}, {1, 2}, {5, 9}});
+  ref.Advance(nullptr, kT0 - 1, std::vector<SeriesValue>{{0, 1}, {1, 2}, {5, 9}});
   for (int i = 0; i < 50000; ++i) {
     std::string bytes(rng() % 40, '\0');
     for (char& c : bytes) c = static_cast<char>(rng());

@@ -27,6 +27,7 @@
 #define KUBESTAT_STORAGE_SCRAPE_BLOB_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,9 +58,10 @@ class BlobChainState {
   const std::vector<SeriesValue>& values() const { return values_; }
   void Clear();
   // Becomes the state after the blob at `time_ns` with `values` (sorted by strictly
-  // increasing id) that followed `previous` (empty when the blob starts a chain).
-  // `previous` must not be this state.
-  void Advance(const BlobChainState& previous, int64_t time_ns,
+  // increasing id), chained to `reference`, or a key blob when `reference` is null: a key
+  // blob starts the predictions afresh, for the writer and the reader alike. `reference`
+  // must not be this state.
+  void Advance(const BlobChainState* reference, int64_t time_ns,
                std::span<const SeriesValue> values);
 
  private:
@@ -67,6 +69,10 @@ class BlobChainState {
                                        std::string*);
   friend absl::Status DecodeScrapeBlob(std::string_view, int64_t, const BlobChainState*,
                                        std::vector<SeriesValue>*);
+
+  // The prediction of series `id`'s next value (the second difference), nullopt when the
+  // newest blob lacks it; ids asked in increasing order with one `cursor` cost one pass.
+  std::optional<uint64_t> Prediction(size_t* cursor, SeriesId id) const;
 
   bool valid_ = false;
   int64_t time_ns_ = 0;
