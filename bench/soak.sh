@@ -202,7 +202,8 @@ for ((k = 0; ; k++)); do
   for pid in "${procs[@]}"; do row+=$'\t'"$(process_figures "$pid")"; done
   queries=$(wc -l <"$work/queries")
   errors=$(awk '$1 != 200' "$work/queries" | wc -l)
-  events=$(cat "$work"/watch.*.count 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+  # No count file yet (no watch has read 200 events): 0, not an error.
+  events=$({ cat "$work"/watch.*.count 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }')
   row+=$'\t'"$(du -sk "$work/store" | cut -f1)"$'\t'"$(du -sk --apparent-size "$work/store" | cut -f1)"
   row+=$'\t'"$queries"$'\t'"$errors"
   row+=$'\t'"$(grpc_totals)"$'\t'"$events"$'\t'"$(wc -l <"$work/restarts")"
