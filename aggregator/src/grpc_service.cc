@@ -106,6 +106,45 @@ class GaugeScope {
   prometheus::Gauge* gauge_;
 };
 
+// One watch event to send, whose object may be lent rather than copied: with every window
+// asked for, the event points at the hub's shared proto (kept alive by the batch being sent)
+// instead of a copy of it, and Reset() or the destructor takes it back before the event is
+// cleared, so the event never frees or changes it. ServerWriter::Write serializes the event
+// before it returns and serializing only reads the object (the size protobuf caches in it is
+// an atomic), so the watchers sending one object at the same time share it safely.
+class EventBuffer {
+ public:
+  EventBuffer() = default;
+  ~EventBuffer() { Unlend(); }
+  EventBuffer(const EventBuffer&) = delete;
+  EventBuffer& operator=(const EventBuffer&) = delete;
+
+  v1::WatchEvent& event() { return event_; }
+  void Reset() {
+    Unlend();
+    event_.Clear();
+  }
+  void Lend(const v1::PodMetrics& pod) {
+    event_.unsafe_arena_set_allocated_pod(const_cast<v1::PodMetrics*>(&pod));
+    lent_ = true;
+  }
+  void Lend(const v1::NodeMetrics& node) {
+    event_.unsafe_arena_set_allocated_node(const_cast<v1::NodeMetrics*>(&node));
+    lent_ = true;
+  }
+
+ private:
+  void Unlend() {
+    if (!lent_) return;
+    lent_ = false;
+    if (event_.has_pod()) (void)event_.unsafe_arena_release_pod();
+    if (event_.has_node()) (void)event_.unsafe_arena_release_node();
+  }
+
+  v1::WatchEvent event_;
+  bool lent_ = false;
+};
+
 // The per-stream view of the feed: which objects this stream has sent (so an upsert is
 // ADDED or MODIFIED, and a removal or a selector mismatch is DELETED only when it was sent).
 class WatchStreamState {
@@ -115,7 +154,8 @@ class WatchStreamState {
       : nodes_(std::move(nodes)), pods_(std::move(pods)), windows_(std::move(windows)) {}
 
   // The event for `change`, or false when this stream does not see it.
-  bool ToEvent(const WatchChange& change, v1::WatchEvent* event) {
+  bool ToEvent(const WatchChange& change, EventBuffer* out) {
+    v1::WatchEvent* event = &out->event();
     if (change.is_pod) {
       if (!pods_) return false;
       std::pair<std::string, std::string> key(change.namespace_name, change.name);
@@ -124,6 +164,10 @@ class WatchStreamState {
       if (matches) {
         bool known = !sent_pods_.insert(std::move(key)).second;
         event->set_type(known ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED);
+        if (windows_.all()) {
+          out->Lend(change.pod->proto());
+          return true;
+        }
         v1::PodMetrics* pod = event->mutable_pod();
         *pod = change.pod->proto();
         windows_.Apply(pod);
@@ -141,6 +185,10 @@ class WatchStreamState {
     if (matches) {
       bool known = !sent_nodes_.insert(change.name).second;
       event->set_type(known ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED);
+      if (windows_.all()) {
+        out->Lend(change.node->proto());
+        return true;
+      }
       v1::NodeMetrics* node = event->mutable_node();
       *node = change.node->proto();
       windows_.Apply(node);
@@ -390,10 +438,12 @@ grpc::Status AggregatorService::DoWatch(grpc::ServerContext* context,
         break;
     }
     google::protobuf::Timestamp tick = ToProtoTimestamp(batch->tick);
-    v1::WatchEvent event;
+    // Declared after `batch`, so an object lent from it is taken back before it is freed.
+    EventBuffer buffer;
+    v1::WatchEvent& event = buffer.event();
     for (const WatchChange& change : batch->changes) {
-      event.Clear();
-      if (!stream.ToEvent(change, &event)) continue;
+      buffer.Reset();
+      if (!stream.ToEvent(change, &buffer)) continue;
       event.set_revision(change.revision);
       *event.mutable_tick_time() = tick;
       if (!writer->Write(event)) {
@@ -401,7 +451,7 @@ grpc::Status AggregatorService::DoWatch(grpc::ServerContext* context,
       }
     }
     if (batch->snapshot) {
-      event.Clear();
+      buffer.Reset();
       event.set_type(v1::WatchEvent::SNAPSHOT_END);
       event.set_revision(batch->snapshot_end_revision);
       *event.mutable_tick_time() = tick;

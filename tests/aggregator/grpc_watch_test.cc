@@ -219,6 +219,99 @@ TEST_F(GrpcWatchTest, EachRoundSendsExactlyItsAddsModificationsAndDeletions) {
   EXPECT_GT(next[0].revision(), previous);
 }
 
+// Watchers that ask for every window are sent the hub's shared object itself, not a copy:
+// several of them sending the same objects at once each get every object whole, and the
+// shared objects are intact afterwards (a later watcher's snapshot and a filtered watcher,
+// which gets a copy, see the same values).
+TEST_F(GrpcWatchTest, ManyWatchersSendTheSameSharedObjectsWhole) {
+  Start();
+  hub_->OnRound(Tick(0));
+  constexpr int kWatchers = 4;
+  constexpr int kRounds = 5;
+  // Per round: 2 nodes and 4 pods modified.
+  constexpr size_t kPerRound = 6;
+  std::vector<std::unique_ptr<v1::Aggregator::Stub>> stubs;
+  std::vector<WatchStream> streams;
+  for (int i = 0; i < kWatchers; ++i) {
+    stubs.push_back(NewStub());
+    streams.push_back(Open(AllRequest(), stubs.back().get()));
+  }
+  v1::WatchRequest filtered = AllRequest();
+  filtered.add_windows("1h");
+  auto filtered_stub = NewStub();
+  WatchStream filtered_stream = Open(filtered, filtered_stub.get());
+  for (WatchStream& stream : streams) ASSERT_EQ(stream.Read(7).size(), 7u);
+  ASSERT_EQ(filtered_stream.Read(7).size(), 7u);
+
+  // Every watcher reads on its own thread while the rounds are published.
+  std::vector<std::vector<v1::WatchEvent>> got(kWatchers);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kWatchers; ++i) {
+    readers.emplace_back([&, i] { got[i] = streams[i].Read(kPerRound * kRounds); });
+  }
+  for (int r = 1; r <= kRounds; ++r) {
+    const uint64_t v = 1000 * static_cast<uint64_t>(r);
+    source_.PutNode(MakeNode("node-a", {{"zone", "a"}}, Tick(r), v + 1));
+    source_.PutNode(MakeNode("node-b", {{"zone", "b"}}, Tick(r), v + 2));
+    source_.PutPod(MakePod("shop", "web-1", "node-a", {{"app", "web"}}, Tick(r), v + 3, 2));
+    source_.PutPod(MakePod("shop", "web-2", "node-b", {{"app", "web"}}, Tick(r), v + 4, 2));
+    source_.PutPod(MakePod("shop", "db-1", "node-b", {{"app", "db"}}, Tick(r), v + 5, 2));
+    source_.PutPod(MakePod("ops", "agent-1", "node-a", {}, Tick(r), v + 6, 2));
+    hub_->OnRound(Tick(r));
+  }
+  for (std::thread& t : readers) t.join();
+
+  for (int i = 0; i < kWatchers; ++i) {
+    ASSERT_EQ(got[i].size(), kPerRound * kRounds) << "watcher " << i;
+    for (size_t e = 0; e < got[i].size(); ++e) {
+      const v1::WatchEvent& event = got[i][e];
+      const uint64_t v = 1000 * (e / kPerRound + 1);
+      EXPECT_EQ(event.type(), v1::WatchEvent::MODIFIED) << Describe(event);
+      if (event.has_pod()) {
+        ASSERT_EQ(event.pod().windows_size(), 4) << Describe(event);
+        EXPECT_EQ(event.pod().containers_size(), 2) << Describe(event);
+        EXPECT_EQ(event.pod().windows(3).name(), "1d");
+        EXPECT_GT(event.pod().windows(0).cpu_nanocores().min(), v) << Describe(event);
+        EXPECT_LT(event.pod().windows(0).cpu_nanocores().min(), v + 10) << Describe(event);
+      } else {
+        ASSERT_TRUE(event.has_node());
+        EXPECT_EQ(event.node().machine_size(), 4) << Describe(event);
+        EXPECT_GT(event.node().machine(0).cpu_nanocores().min(), v) << Describe(event);
+      }
+      // Every watcher got the very same bytes.
+      EXPECT_EQ(event.SerializeAsString(), got[0][e].SerializeAsString()) << "watcher " << i;
+    }
+  }
+  // The filtered watcher's copies carry the last round's values too.
+  std::vector<v1::WatchEvent> filtered_events = filtered_stream.Read(kPerRound * kRounds);
+  ASSERT_EQ(filtered_events.size(), kPerRound * kRounds);
+  const v1::WatchEvent& last_filtered = filtered_events.back();
+  ASSERT_TRUE(last_filtered.has_pod());
+  ASSERT_EQ(last_filtered.pod().windows_size(), 1);
+  EXPECT_EQ(last_filtered.pod().windows(0).name(), "1h");
+
+  // The shared objects were lent, never taken: a new watcher's snapshot holds them whole,
+  // equal to what the last round sent.
+  WatchStream late = Open(AllRequest());
+  std::vector<v1::WatchEvent> snapshot = late.Read(7);
+  ASSERT_EQ(snapshot.size(), 7u);
+  std::map<std::string, std::string> sent_last;
+  for (size_t e = kPerRound * (kRounds - 1); e < got[0].size(); ++e) {
+    v1::WatchEvent event = got[0][e];
+    event.clear_revision();
+    event.clear_tick_time();
+    event.set_type(v1::WatchEvent::ADDED);
+    sent_last[Describe(event)] = event.SerializeAsString();
+  }
+  for (size_t e = 0; e + 1 < snapshot.size(); ++e) {
+    v1::WatchEvent event = snapshot[e];
+    event.clear_revision();
+    event.clear_tick_time();
+    ASSERT_TRUE(sent_last.contains(Describe(event))) << Describe(event);
+    EXPECT_EQ(event.SerializeAsString(), sent_last[Describe(event)]) << Describe(event);
+  }
+}
+
 TEST_F(GrpcWatchTest, WatchersWithDifferentSelectorsSeeTheirOwnEvents) {
   Start();
   hub_->OnRound(Tick(0));
