@@ -3,6 +3,7 @@
 //
 //   ingest_bench [--scrape_cost=1] [--day_nodes=10] [--day_step_s=10] [--day_workload=synthetic]
 //                [--rebuild_nodes=100] [--rebuild_step_s=10] [--rebuild_threads=2]
+//                [--rebuild_workload=synthetic] [--rebuild_end=fixed]
 //                [--fill_threads=2] [--store_dir=DIR]
 //
 // 1. CPU per node scrape (samples, store batch, window update) for a 30-pod and a 110-pod
@@ -26,6 +27,10 @@
 //    bytes read, and checks node 0's windows against its stored samples. With
 //    --store_dir the filled store is kept there and reused by later runs with the same
 //    shape (the fill of 1,000 nodes takes minutes; the rebuild can then be re-measured).
+//    --rebuild_workload=sim fills it from kubestat-sim's model instead (its node and pod
+//    names, 188 series per node too, smooth values) and --rebuild_end=now makes its 25 h end
+//    at the present, so bench/restart_load.sh can restart a real aggregator on it against a
+//    simulator of the same size.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +54,7 @@
 #include "aggregator/ingest_scrape_builder.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/series_registry.h"
+#include "kubestat/core/time.h"
 #include "kubestat/scrapers/summary_decoder.h"
 #include "kubestat/sim/model.h"
 #include "kubestat/sim/render.h"
@@ -353,37 +359,169 @@ std::vector<SeriesKey> NodeKeys(const std::string& node, size_t pods) {
   return keys;
 }
 
+// What the rebuild-at-scale store holds: the synthetic samples over 25 h from the fixed
+// kT0, or kubestat-sim's cluster model (its node and pod names, smooth values) over the 25 h
+// that end at the present, so that a real aggregator started on the store against a
+// kubestat-sim of the same size (bench/restart_load.sh) restarts as after a short outage.
+struct FillShape {
+  bool sim = false;
+  bool end_now = false;
+  // The model bench/restart_load.sh's simulator runs: NODES × 30 pods, its tenants.
+  static kubestat::sim::ClusterModelOptions ModelOptions(size_t nodes) {
+    kubestat::sim::ClusterModelOptions options;
+    options.nodes = static_cast<int>(nodes);
+    options.pods_per_node = 30;
+    options.tenant_namespaces = std::max(1, static_cast<int>(nodes * 28 / 30));
+    return options;
+  }
+  std::string Describe() const {
+    return std::string(sim ? "sim" : "synthetic") + (end_now ? " now" : " fixed");
+  }
+};
+
+// One node of the simulator's model as the writer's series: the pods of its slots as named
+// at `named_at` (the fill's end), each with its containers, the system containers and the
+// node; cpu in nanocores, memory the working set, as Ingest stores a scrape. A slot whose pod
+// was replaced during the day keeps the name it has at the end (the history of its earlier
+// generations is stored under it).
+class SimNodeSamples {
+ public:
+  SimNodeSamples(const kubestat::sim::ClusterModel& model, int node, Timestamp named_at)
+      : model_(model), node_(node) {
+    const std::string& name = model.node(node).name;
+    const kubestat::sim::NodeSnapshot snapshot = model.Snapshot(node, named_at);
+    for (Resource r : {Resource::kCpu, Resource::kMemory}) {
+      sources_.emplace(SeriesKey::Node(name, r), Source{r, Source::kNode, 0, 0});
+      for (int c = 0; c < 3; ++c) {
+        sources_.emplace(SeriesKey::SystemContainer(
+                             name, std::string(kubestat::sim::kSystemContainerNames[c]), r),
+                         Source{r, Source::kSystem, c, 0});
+      }
+      for (size_t slot = 0; slot < snapshot.pods.size(); ++slot) {
+        const kubestat::sim::PodInfo& pod = snapshot.pods[slot].pod;
+        const int s = static_cast<int>(slot);
+        sources_.emplace(SeriesKey::Pod(name, pod.namespace_name, pod.name, r),
+                         Source{r, Source::kPod, s, 0});
+        for (const auto& container : snapshot.pods[slot].containers) {
+          sources_.emplace(SeriesKey::Container(name, pod.namespace_name, pod.name,
+                                                pod.containers[container.index].name, r),
+                           Source{r, Source::kContainer, s, container.index});
+        }
+      }
+    }
+  }
+  std::vector<SeriesKey> Keys() const {
+    std::vector<SeriesKey> keys;
+    for (const auto& [key, source] : sources_) keys.push_back(key);
+    return keys;
+  }
+  // Call once with the writer's key order before the first Next().
+  void Order(const std::vector<SeriesKey>& keys) {
+    order_.clear();
+    for (const SeriesKey& key : keys) order_.push_back(sources_.at(key));
+    values_.assign(keys.size(), std::nullopt);
+  }
+  std::span<const std::optional<uint64_t>> Next(Timestamp t) {
+    const kubestat::sim::NodeSnapshot snapshot = model_.Snapshot(node_, t);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const Source& s = order_[i];
+      const kubestat::sim::ResourceUsage* usage = nullptr;
+      switch (s.kind) {
+        case Source::kNode:
+          usage = &snapshot.usage;
+          break;
+        case Source::kSystem:
+          usage = &snapshot.system_containers[static_cast<size_t>(s.slot)];
+          break;
+        case Source::kPod:
+          usage = &snapshot.pods[static_cast<size_t>(s.slot)].usage;
+          break;
+        case Source::kContainer: {
+          const auto& containers = snapshot.pods[static_cast<size_t>(s.slot)].containers;
+          for (const auto& c : containers) {
+            if (c.index == s.container) usage = &c.usage;
+          }
+          break;
+        }
+      }
+      values_[i] = usage == nullptr ? std::nullopt
+                   : s.resource == Resource::kCpu
+                       ? std::optional<uint64_t>(usage->usage_nano_cores)
+                       : std::optional<uint64_t>(usage->working_set_bytes);
+    }
+    return values_;
+  }
+
+ private:
+  struct Source {
+    Resource resource;
+    enum Kind { kNode, kSystem, kPod, kContainer } kind;
+    int slot;       // system container index or pod slot
+    int container;  // ContainerSnapshot::index
+  };
+  const kubestat::sim::ClusterModel& model_;
+  int node_;
+  std::map<SeriesKey, Source> sources_;
+  std::vector<Source> order_;
+  std::vector<std::optional<uint64_t>> values_;
+};
+
 // Fills `dir` with 25 h of `nodes` nodes, written as the scrape loop writes them.
-void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads) {
+void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads, FillShape shape) {
   auto store = OpenStore(dir);
   const Duration step = std::chrono::seconds(step_s);
-  const Timestamp end = kT0 + std::chrono::hours(25);
+  // Ending now: the last step at or before the present, in whole steps.
+  const Timestamp end =
+      shape.end_now ? Timestamp((std::chrono::system_clock::now().time_since_epoch() / step) * step)
+                    : kT0 + std::chrono::hours(25);
+  const Timestamp start = end - std::chrono::hours(25);
   const double wall0 = WallSeconds();
   const kubestat::aggregator::WindowEngineOptions engine_options;
+  std::optional<kubestat::sim::ClusterModel> model;
+  if (shape.sim) {
+    auto created = kubestat::sim::ClusterModel::Create(FillShape::ModelOptions(nodes));
+    if (!created.ok()) exit(1);
+    model.emplace(std::move(*created));
+  }
   // Node ids and names in node order, as the scrape loop's first round allocates them.
   std::vector<std::unique_ptr<NodeHistoryWriter>> writers;
   std::vector<NodeSamples> samples;
+  std::vector<SimNodeSamples> sim_samples;
   for (size_t n = 0; n < nodes; ++n) {
-    const std::string name = "node-" + std::to_string(n);
-    auto writer = NodeHistoryWriter::Create(engine_options, store.get(), name, NodeKeys(name, 30));
+    std::string name = "node-" + std::to_string(n);
+    std::vector<SeriesKey> keys;
+    if (model) {
+      name = model->node(static_cast<int>(n)).name;
+      sim_samples.emplace_back(*model, static_cast<int>(n), end - step);
+      keys = sim_samples.back().Keys();
+    } else {
+      keys = NodeKeys(name, 30);
+    }
+    auto writer = NodeHistoryWriter::Create(engine_options, store.get(), name, std::move(keys));
     if (!writer.ok()) exit(1);
-    samples.emplace_back((*writer)->keys(), 1000 + n, step_s);
+    if (model) {
+      sim_samples.back().Order((*writer)->keys());
+    } else {
+      samples.emplace_back((*writer)->keys(), 1000 + n, step_s);
+    }
     writers.push_back(std::move(*writer));
   }
   std::atomic<uint64_t> bytes{0};
   auto fill = [&](size_t from, size_t to) {
     kubestat::storage::ScrapeBatch batch;
     int hours_done = 0;
-    for (Timestamp t = kT0; t < end; t += step) {
+    for (Timestamp t = start; t < end; t += step) {
       for (size_t n = from; n < to; ++n) {
-        if (!writers[n]->Append(t + std::chrono::milliseconds(n), samples[n].Next(), &batch).ok())
-          exit(1);
+        const Timestamp at = t + std::chrono::milliseconds(n % 1000);
+        std::span<const std::optional<uint64_t>> values =
+            model ? sim_samples[n].Next(t) : samples[n].Next();
+        if (!writers[n]->Append(at, values, &batch).ok()) exit(1);
       }
       bytes.fetch_add(batch.ByteSize());
       if (!store->Write(batch).ok()) exit(1);
       batch.Clear();
-      if (from == 0 && (t - kT0) / std::chrono::hours(1) > hours_done) {
-        hours_done = static_cast<int>((t - kT0) / std::chrono::hours(1));
+      if (from == 0 && (t - start) / std::chrono::hours(1) > hours_done) {
+        hours_done = static_cast<int>((t - start) / std::chrono::hours(1));
         fprintf(stderr, "  fill: %d h of 25 after %.0f s\n", hours_done, WallSeconds() - wall0);
       }
     }
@@ -393,30 +531,36 @@ void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads)
     workers.emplace_back(fill, nodes * i / threads, nodes * (i + 1) / threads);
   }
   for (std::thread& w : workers) w.join();
+  size_t series = 0;
+  for (const auto& writer : writers) series += writer->keys().size();
   printf(
-      "rebuild store: %zu nodes x 188 series, 25 h at %d s filled in %.1f s (%.0f MiB written, "
-      "%.0f MiB on disk)\n",
-      nodes, step_s, WallSeconds() - wall0, static_cast<double>(bytes.load()) / (1 << 20),
+      "rebuild store: %zu nodes, %zu series (%s), 25 h at %d s to %s filled in %.1f s "
+      "(%.0f MiB written, %.0f MiB on disk)\n",
+      nodes, series, shape.Describe().c_str(), step_s, kubestat::FormatRfc3339Nano(end).c_str(),
+      WallSeconds() - wall0, static_cast<double>(bytes.load()) / (1 << 20),
       static_cast<double>(store->DiskBytes()) / (1 << 20));
   // Closed without a flush: the newest writes are in the WAL only, as after a kill.
 }
 
 void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threads,
-                    size_t rebuild_threads) {
+                    size_t rebuild_threads, FillShape fill) {
   std::optional<TempDir> temp;
   if (dir.empty()) {
     temp.emplace();
     dir = temp->path + "/db";
   }
-  const std::string shape = std::to_string(nodes) + " " + std::to_string(step_s);
+  // The synthetic fixed store's shape keeps its old spelling, so such stores are reused.
+  std::string shape = std::to_string(nodes) + " " + std::to_string(step_s);
+  if (fill.sim || fill.end_now) shape += " " + fill.Describe();
   std::string filled;
   std::getline(std::ifstream(dir + "/FILLED_BY_INGEST_BENCH"), filled);
   if (filled != shape) {
     std::filesystem::remove_all(dir);
-    FillStore(dir, nodes, step_s, fill_threads);
+    FillStore(dir, nodes, step_s, fill_threads, fill);
     std::ofstream(dir + "/FILLED_BY_INGEST_BENCH") << shape << "\n";
   } else {
-    printf("rebuild store: reusing %s (%zu nodes, 25 h at %d s)\n", dir.c_str(), nodes, step_s);
+    printf("rebuild store: reusing %s (%zu nodes, 25 h at %d s, %s)\n", dir.c_str(), nodes, step_s,
+           fill.Describe().c_str());
   }
 
   const long rss0 = RssKiB();
@@ -457,9 +601,10 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
   // within the sketch's 1%.
   auto dict = store->LoadDictionary();
   if (!dict.ok()) exit(1);
+  const std::string node0_name = fill.sim ? "node-0000" : "node-0";
   uint32_t node0 = 0;
   for (const auto& n : dict->nodes) {
-    if (n.name == "node-0") node0 = n.id;
+    if (n.name == node0_name) node0 = n.id;
   }
   std::map<uint64_t, SeriesKey> key_of;
   for (const auto& e : dict->series) {
@@ -482,7 +627,7 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
   auto all = (*ingestor)->QueryAll();
   size_t checked = 0, bad = 0;
   for (const auto& w : all) {
-    if (w.key.node != "node-0") continue;
+    if (w.key.node != node0_name) continue;
     uint64_t id = 0;
     for (const auto& [i, k] : key_of) {
       if (k == w.key) id = i;
@@ -508,9 +653,12 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
       }
     }
   }
-  printf("  node-0 windows checked against the stored samples: %zu, mismatches %zu\n", checked,
-         bad);
-  if (bad != 0 || stats.rebuild_errors != 0 || stats.rebuilt_series != nodes * 188) exit(1);
+  printf("  %s windows checked against the stored samples: %zu, mismatches %zu\n",
+         node0_name.c_str(), checked, bad);
+  if (bad != 0 || checked == 0 || stats.rebuild_errors != 0 ||
+      stats.rebuilt_series != dict->series.size()) {
+    exit(1);
+  }
 }
 }  // namespace
 
@@ -523,6 +671,7 @@ int main(int argc, char** argv) {
   int rebuild_step = 10;
   size_t rebuild_threads = 2;
   size_t fill_threads = 2;
+  FillShape fill;
   std::string store_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -547,6 +696,18 @@ int main(int argc, char** argv) {
       rebuild_step = std::atoi(v);
     } else if (const char* v = value("--rebuild_threads=")) {
       rebuild_threads = std::strtoul(v, nullptr, 10);
+    } else if (const char* v = value("--rebuild_workload=")) {
+      if (strcmp(v, "sim") != 0 && strcmp(v, "synthetic") != 0) {
+        fprintf(stderr, "ingest_bench: --rebuild_workload is sim or synthetic\n");
+        return 2;
+      }
+      fill.sim = strcmp(v, "sim") == 0;
+    } else if (const char* v = value("--rebuild_end=")) {
+      if (strcmp(v, "now") != 0 && strcmp(v, "fixed") != 0) {
+        fprintf(stderr, "ingest_bench: --rebuild_end is now or fixed\n");
+        return 2;
+      }
+      fill.end_now = strcmp(v, "now") == 0;
     } else if (const char* v = value("--fill_threads=")) {
       fill_threads = std::strtoul(v, nullptr, 10);
     } else if (const char* v = value("--store_dir=")) {
@@ -556,6 +717,7 @@ int main(int argc, char** argv) {
           "ingest_bench [--scrape_cost=1] [--day_nodes=10] [--day_step_s=10]\n"
           "             [--day_workload=synthetic]\n"
           "             [--rebuild_nodes=100] [--rebuild_step_s=10] [--rebuild_threads=2]\n"
+          "             [--rebuild_workload=synthetic] [--rebuild_end=fixed]\n"
           "             [--fill_threads=2] [--store_dir=]\n"
           "  --scrape_cost      measure the CPU per node scrape (0 skips)\n"
           "  --day_nodes        nodes of the day through the pipeline (0 skips)\n"
@@ -565,6 +727,9 @@ int main(int argc, char** argv) {
           "  --rebuild_nodes    nodes of the rebuild-at-scale store (0 skips)\n"
           "  --rebuild_step_s   its scrape interval, seconds\n"
           "  --rebuild_threads  IngestOptions::rebuild_threads for that rebuild\n"
+          "  --rebuild_workload synthetic (as --day_workload) or sim: kubestat-sim's model,\n"
+          "                     its node and pod names (as bench/restart_load.sh's sim)\n"
+          "  --rebuild_end      fixed (25 h from a fixed day) or now (the 25 h ending now)\n"
           "  --fill_threads     threads writing that store\n"
           "  --store_dir        keep that store here and reuse it when it has the same shape\n"
           "                     (default: a temporary directory, removed at exit)\n");
@@ -584,7 +749,7 @@ int main(int argc, char** argv) {
   }
   if (day_nodes > 0) Day(day_nodes, day_step, day_sim);
   if (rebuild_nodes > 0) {
-    RebuildAtScale(store_dir, rebuild_nodes, rebuild_step, fill_threads, rebuild_threads);
+    RebuildAtScale(store_dir, rebuild_nodes, rebuild_step, fill_threads, rebuild_threads, fill);
   }
   return 0;
 }

@@ -10,10 +10,14 @@
 # `cold` drops the page cache first (root only), so the store is read from the device.
 # The store's samples are kept: the aggregator runs with a retention long enough to hold
 # them whatever their age, so the store can be used again. The time to ready is a restart's
-# only when the store's newest samples are recent: on a store dated in the past (as
-# ingest_bench's are) the first round expires every window against the store, reading
-# the whole day again, and /readyz waits for that round. Needs a descriptor limit of about
-# 3 per node for the simulator.
+# only when the store's newest samples are recent and name the simulator's nodes and pods:
+# make it with `ingest_bench --scrape_cost=0 --day_nodes=0 --rebuild_nodes=NODES
+# --rebuild_workload=sim --rebuild_end=now --store_dir=STORE_DIR` (the simulator's model over
+# the 25 h ending now) and run this right after. On a store dated in the past (ingest_bench's
+# default) the first round expires every window against the store, reading the whole day
+# again, and /readyz waits for that round; on one with other node names every stored node
+# is rebuilt and then retired. Needs a descriptor limit of about 3 per node for the
+# simulator.
 set -euo pipefail
 
 build="${1:-build}"
