@@ -1,5 +1,6 @@
 #include "kubestat/aggregator/grpc_service.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -106,44 +107,14 @@ class GaugeScope {
   prometheus::Gauge* gauge_;
 };
 
-// One watch event to send, whose object may be lent rather than copied: with every window
-// asked for, the event points at the hub's shared proto (kept alive by the batch being sent)
-// instead of a copy of it, and Reset() or the destructor takes it back before the event is
-// cleared, so the event never frees or changes it. ServerWriter::Write serializes the event
-// before it returns and serializing only reads the object (the size protobuf caches in it is
-// an atomic), so the watchers sending one object at the same time share it safely.
-class EventBuffer {
- public:
-  EventBuffer() = default;
-  ~EventBuffer() { Unlend(); }
-  EventBuffer(const EventBuffer&) = delete;
-  EventBuffer& operator=(const EventBuffer&) = delete;
-
-  v1::WatchEvent& event() { return event_; }
-  void Reset() {
-    Unlend();
-    event_.Clear();
-  }
-  void Lend(const v1::PodMetrics& pod) {
-    event_.unsafe_arena_set_allocated_pod(const_cast<v1::PodMetrics*>(&pod));
-    lent_ = true;
-  }
-  void Lend(const v1::NodeMetrics& node) {
-    event_.unsafe_arena_set_allocated_node(const_cast<v1::NodeMetrics*>(&node));
-    lent_ = true;
-  }
-
- private:
-  void Unlend() {
-    if (!lent_) return;
-    lent_ = false;
-    if (event_.has_pod()) (void)event_.unsafe_arena_release_pod();
-    if (event_.has_node()) (void)event_.unsafe_arena_release_node();
-  }
-
-  v1::WatchEvent event_;
-  bool lent_ = false;
-};
+// Sets the event's object (field `number`: node or pod) to `wire`, an object's serialized
+// form, without parsing it: as a length-delimited field the message does not hold, which
+// protobuf writes out as it is. On the wire the event is the one with the object set, and a
+// reader parses it so. Every watcher that asks for every window is sent objects this way: the
+// hub serialized each once, and a watcher only copies the bytes.
+void SetObjectWire(v1::WatchEvent* event, int number, const std::string& wire) {
+  event->GetReflection()->MutableUnknownFields(event)->AddLengthDelimited(number, wire);
+}
 
 // The per-stream view of the feed: which objects this stream has sent (so an upsert is
 // ADDED or MODIFIED, and a removal or a selector mismatch is DELETED only when it was sent).
@@ -154,8 +125,7 @@ class WatchStreamState {
       : nodes_(std::move(nodes)), pods_(std::move(pods)), windows_(std::move(windows)) {}
 
   // The event for `change`, or false when this stream does not see it.
-  bool ToEvent(const WatchChange& change, EventBuffer* out) {
-    v1::WatchEvent* event = &out->event();
+  bool ToEvent(const WatchChange& change, v1::WatchEvent* event) {
     if (change.is_pod) {
       if (!pods_) return false;
       std::pair<std::string, std::string> key(change.namespace_name, change.name);
@@ -165,7 +135,7 @@ class WatchStreamState {
         bool known = !sent_pods_.insert(std::move(key)).second;
         event->set_type(known ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED);
         if (windows_.all()) {
-          out->Lend(change.pod->proto());
+          SetObjectWire(event, v1::WatchEvent::kPodFieldNumber, change.pod->wire());
           return true;
         }
         v1::PodMetrics* pod = event->mutable_pod();
@@ -186,7 +156,7 @@ class WatchStreamState {
       bool known = !sent_nodes_.insert(change.name).second;
       event->set_type(known ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED);
       if (windows_.all()) {
-        out->Lend(change.node->proto());
+        SetObjectWire(event, v1::WatchEvent::kNodeFieldNumber, change.node->wire());
         return true;
       }
       v1::NodeMetrics* node = event->mutable_node();
@@ -438,12 +408,10 @@ grpc::Status AggregatorService::DoWatch(grpc::ServerContext* context,
         break;
     }
     google::protobuf::Timestamp tick = ToProtoTimestamp(batch->tick);
-    // Declared after `batch`, so an object lent from it is taken back before it is freed.
-    EventBuffer buffer;
-    v1::WatchEvent& event = buffer.event();
+    v1::WatchEvent event;
     for (const WatchChange& change : batch->changes) {
-      buffer.Reset();
-      if (!stream.ToEvent(change, &buffer)) continue;
+      event.Clear();
+      if (!stream.ToEvent(change, &event)) continue;
       event.set_revision(change.revision);
       *event.mutable_tick_time() = tick;
       if (!writer->Write(event)) {
@@ -451,7 +419,7 @@ grpc::Status AggregatorService::DoWatch(grpc::ServerContext* context,
       }
     }
     if (batch->snapshot) {
-      buffer.Reset();
+      event.Clear();
       event.set_type(v1::WatchEvent::SNAPSHOT_END);
       event.set_revision(batch->snapshot_end_revision);
       *event.mutable_tick_time() = tick;

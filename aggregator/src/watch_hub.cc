@@ -139,9 +139,20 @@ void AppendUpserts(const std::vector<std::shared_ptr<const Watched<View, Proto>>
 }  // namespace
 
 template <typename View, typename Proto>
-const Proto& Watched<View, Proto>::proto() const {
-  std::call_once(built_, [this] { Build(*view_, &proto_); });
-  return proto_;
+const std::string& Watched<View, Proto>::wire() const {
+  std::call_once(built_, [this] {
+    Proto proto;
+    Build(*view_, &proto);
+    wire_ = proto.SerializeAsString();
+  });
+  return wire_;
+}
+
+template <typename View, typename Proto>
+Proto Watched<View, Proto>::proto() const {
+  Proto proto;
+  Build(*view_, &proto);
+  return proto;
 }
 
 template class Watched<NodeView, v1::NodeMetrics>;

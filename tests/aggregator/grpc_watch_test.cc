@@ -219,10 +219,10 @@ TEST_F(GrpcWatchTest, EachRoundSendsExactlyItsAddsModificationsAndDeletions) {
   EXPECT_GT(next[0].revision(), previous);
 }
 
-// Watchers that ask for every window are sent the hub's shared object itself, not a copy:
-// several of them sending the same objects at once each get every object whole, and the
-// shared objects are intact afterwards (a later watcher's snapshot and a filtered watcher,
-// which gets a copy, see the same values).
+// Watchers that ask for every window are sent the hub's serialized form of each object, built
+// once and shared: several of them sending the same objects at once each get every object
+// whole, as a reader parses it, and the shared forms are intact afterwards (a later
+// watcher's snapshot sees the same bytes; a filtered watcher gets its own message).
 TEST_F(GrpcWatchTest, ManyWatchersSendTheSameSharedObjectsWhole) {
   Start();
   hub_->OnRound(Tick(0));
@@ -557,11 +557,11 @@ TEST(WatchHubTest, ARoundKeepsWhatDidNotChangeAndHandsBackWhatItLetGo) {
   SnapshotByName before = TakeSnapshot(hub);
   auto& old = before.objects;
   ASSERT_EQ(old.size(), 3u);
-  // The proto is built on first use, equal to a direct conversion, and then kept.
-  const v1::NodeMetrics& node_proto = old["n1"]->node->proto();
-  EXPECT_EQ(node_proto.SerializeAsString(),
-            metrics_api::ToProto(old["n1"]->node->view()).SerializeAsString());
-  EXPECT_EQ(&old["n1"]->node->proto(), &node_proto);
+  // The serialized proto is built on first use, equal to a direct conversion, and then kept.
+  const std::string& node_wire = old["n1"]->node->wire();
+  EXPECT_EQ(node_wire, metrics_api::ToProto(old["n1"]->node->view()).SerializeAsString());
+  EXPECT_EQ(&old["n1"]->node->wire(), &node_wire);
+  EXPECT_EQ(old["n1"]->node->proto().SerializeAsString(), node_wire);
 
   source.PutPod(MakePod("ns", "p1", "n1", {}, Tick(1), 5));
   source.RemovePod("ns", "p2");
@@ -574,11 +574,13 @@ TEST(WatchHubTest, ARoundKeepsWhatDidNotChangeAndHandsBackWhatItLetGo) {
   SnapshotByName after = TakeSnapshot(hub);
   auto& now = after.objects;
   ASSERT_EQ(now.size(), 2u);
-  // The unchanged node keeps its watched form and the proto built for it.
+  // The unchanged node keeps its watched form and the serialized proto built for it.
   EXPECT_EQ(now["n1"]->node.get(), old["n1"]->node.get());
-  EXPECT_EQ(&now["n1"]->node->proto(), &node_proto);
+  EXPECT_EQ(&now["n1"]->node->wire(), &node_wire);
   EXPECT_NE(now["p1"]->pod.get(), old["p1"]->pod.get());
-  EXPECT_EQ(now["p1"]->pod->proto().windows(0).cpu_nanocores().max(), 5 + 10);
+  v1::PodMetrics p1;
+  ASSERT_TRUE(p1.ParseFromString(now["p1"]->pod->wire()));
+  EXPECT_EQ(p1.windows(0).cpu_nanocores().max(), 5 + 10);
 }
 
 }  // namespace
