@@ -25,6 +25,11 @@ bench_cleanup() {
   fi
 }
 
+# cpu_ticks PID: the CPU ticks (user + system, getconf CLK_TCK per second) process PID used
+# so far. rss_kib PID: its resident memory, KiB.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
 # A free TCP port on 127.0.0.1.
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

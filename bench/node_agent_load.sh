@@ -28,10 +28,8 @@ source "$here/lib.sh"
 bench_init agents
 
 hz=$(getconf CLK_TCK)
-# CPU ticks (user + system) of a process; its RSS, and the part of it that is its own
-# (anonymous, private dirty: the rest is shared library pages), in KiB.
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# The part of a process's RSS that is its own (anonymous, private dirty: the rest is shared
+# library pages), in KiB; lib.sh's cpu_ticks and rss_kib give its CPU and whole RSS.
 private_kib() { awk '/^Private_Dirty/ {print $2}' "/proc/$1/smaps_rollup"; }
 node_ip() { echo "127.1.$(($1 / 250)).$(($1 % 250 + 1))"; }
 node_name() { printf 'node-%04d' "$1"; }
@@ -74,16 +72,16 @@ measure() {
   for _ in $(seq 300); do grep -q "round 3:" "$work/aggregator.log" && break; sleep 0.5; done
   grep -q "round 3:" "$work/aggregator.log" || { tail "$work/aggregator.log"; exit 1; }
   local t0 a0 r0 i
-  t0=$(ticks "$agg_pid")
+  t0=$(cpu_ticks "$agg_pid")
   r0=$(grep -c "round [0-9]*:" "$work/aggregator.log")
   declare -ga agent_t0=()
-  for i in "${!agent_pids[@]}"; do agent_t0[i]=$(ticks "${agent_pids[i]}"); done
+  for i in "${!agent_pids[@]}"; do agent_t0[i]=$(cpu_ticks "${agent_pids[i]}"); done
   a0=$(date +%s.%N)
   sleep "$seconds"
   local elapsed rounds
   elapsed=$(echo "$(date +%s.%N) - $a0" | bc -l)
   rounds=$(($(grep -c "round [0-9]*:" "$work/aggregator.log") - r0))
-  cpu_per_round=$(echo "($(ticks "$agg_pid") - $t0) / $hz / $rounds" | bc -l)
+  cpu_per_round=$(echo "($(cpu_ticks "$agg_pid") - $t0) / $hz / $rounds" | bc -l)
   agg_rss_mib=$(echo "$(rss_kib "$agg_pid") / 1024" | bc -l)
   echo "== aggregator $name: $rounds rounds in ${elapsed%.*} s, CPU $(printf '%.3f' "$cpu_per_round") s per round" \
     "($(printf '%.1f' "$(echo "$cpu_per_round * 100 / 10" | bc -l)")% of a core at 10 s), RSS $(printf '%.1f' "$agg_rss_mib") MiB"
@@ -91,7 +89,7 @@ measure() {
   if [[ "$name" == "with agents" ]]; then
     local sum_cpu=0 max_cpu=0 sum_rss=0 max_rss=0 sum_private=0 c r
     for i in "${!agent_pids[@]}"; do
-      c=$(echo "($(ticks "${agent_pids[i]}") - ${agent_t0[i]}) * 100 / $hz / $elapsed" | bc -l)
+      c=$(echo "($(cpu_ticks "${agent_pids[i]}") - ${agent_t0[i]}) * 100 / $hz / $elapsed" | bc -l)
       r=$(rss_kib "${agent_pids[i]}")
       sum_private=$((sum_private + $(private_kib "${agent_pids[i]}")))
       sum_cpu=$(echo "$sum_cpu + $c" | bc -l)

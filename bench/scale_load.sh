@@ -45,7 +45,6 @@ start_aggregator "$agg" "$port"
 wait_nodes "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" "$nodes" "$work/aggregator.log"
 
 ticks=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 first_round=$(grep -o "round [0-9]*:" "$work/aggregator.log" | tail -n 1 | tr -dc 0-9)
 agg_cpu0=$(cpu_ticks "$agg_pid")
 sim_cpu0=$(cpu_ticks "$sim_pid")

@@ -29,8 +29,7 @@ source "$here/lib.sh"
 bench_init watch
 
 hz=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-rss_mib() { awk '/^VmRSS/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
+rss_mib() { echo $(($(rss_kib "$1") / 1024)); }
 
 tenants=$((nodes * (pods - 2) / 30))
 ((tenants > 0)) || tenants=1
@@ -46,9 +45,9 @@ wait_nodes "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" "$nodes" 
   "$work/aggregator.log"
 
 # The span without watchers.
-cpu0=$(ticks "$agg_pid")
+cpu0=$(cpu_ticks "$agg_pid")
 sleep "$seconds"
-cpu1=$(ticks "$agg_pid")
+cpu1=$(cpu_ticks "$agg_pid")
 rss_without=$(rss_mib "$agg_pid")
 
 # The watchers: their snapshots first (one report per second; the first line whose every
@@ -66,9 +65,9 @@ done
 grep -q "snapshots=$watchers\b" "$work/watchers.out" ||
   { echo "the watchers never read their snapshots"; tail "$work/watchers.log"; exit 1; }
 events0=$(events_at)
-cpu2=$(ticks "$agg_pid")
+cpu2=$(cpu_ticks "$agg_pid")
 sleep "$seconds"
-cpu3=$(ticks "$agg_pid")
+cpu3=$(cpu_ticks "$agg_pid")
 events1=$(events_at)
 rss_with=$(rss_mib "$agg_pid")
 errors=$(grep -o 'errors=[0-9]*' "$work/watchers.out" | tail -n 1 | cut -d= -f2)
