@@ -371,7 +371,7 @@ struct FillShape {
     kubestat::sim::ClusterModelOptions options;
     options.nodes = static_cast<int>(nodes);
     options.pods_per_node = 30;
-    options.tenant_namespaces = std::max(1, static_cast<int>(nodes * 28 / 30));
+    options.tenant_namespaces = static_cast<int>(nodes * 28 / 30);
     return options;
   }
   std::string Describe() const {
@@ -660,6 +660,16 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
     exit(1);
   }
 }
+// A flag whose value is one of two words: sets *out to whether it is `yes`; false, with a
+// message, for any other value.
+bool ParseChoice(const char* flag, const char* value, const char* yes, const char* no, bool* out) {
+  if (strcmp(value, yes) != 0 && strcmp(value, no) != 0) {
+    fprintf(stderr, "ingest_bench: %s is %s or %s\n", flag, yes, no);
+    return false;
+  }
+  *out = strcmp(value, yes) == 0;
+  return true;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -685,11 +695,7 @@ int main(int argc, char** argv) {
     } else if (const char* v = value("--day_step_s=")) {
       day_step = std::atoi(v);
     } else if (const char* v = value("--day_workload=")) {
-      if (strcmp(v, "sim") != 0 && strcmp(v, "synthetic") != 0) {
-        fprintf(stderr, "ingest_bench: --day_workload is sim or synthetic\n");
-        return 2;
-      }
-      day_sim = strcmp(v, "sim") == 0;
+      if (!ParseChoice("--day_workload", v, "sim", "synthetic", &day_sim)) return 2;
     } else if (const char* v = value("--rebuild_nodes=")) {
       rebuild_nodes = std::strtoul(v, nullptr, 10);
     } else if (const char* v = value("--rebuild_step_s=")) {
@@ -697,17 +703,9 @@ int main(int argc, char** argv) {
     } else if (const char* v = value("--rebuild_threads=")) {
       rebuild_threads = std::strtoul(v, nullptr, 10);
     } else if (const char* v = value("--rebuild_workload=")) {
-      if (strcmp(v, "sim") != 0 && strcmp(v, "synthetic") != 0) {
-        fprintf(stderr, "ingest_bench: --rebuild_workload is sim or synthetic\n");
-        return 2;
-      }
-      fill.sim = strcmp(v, "sim") == 0;
+      if (!ParseChoice("--rebuild_workload", v, "sim", "synthetic", &fill.sim)) return 2;
     } else if (const char* v = value("--rebuild_end=")) {
-      if (strcmp(v, "now") != 0 && strcmp(v, "fixed") != 0) {
-        fprintf(stderr, "ingest_bench: --rebuild_end is now or fixed\n");
-        return 2;
-      }
-      fill.end_now = strcmp(v, "now") == 0;
+      if (!ParseChoice("--rebuild_end", v, "now", "fixed", &fill.end_now)) return 2;
     } else if (const char* v = value("--fill_threads=")) {
       fill_threads = std::strtoul(v, nullptr, 10);
     } else if (const char* v = value("--store_dir=")) {
