@@ -80,18 +80,21 @@ TEST_F(StoreFullVolumeTest, AFullDiskUnderRocksDbIsAStatusAndWritesResumeWithRoo
   }
   ASSERT_FALSE(failed.ok()) << "4 MiB never filled";
   EXPECT_GE(store_->Stats().batch_errors, 1u);
+  // Which background job meets the full disk first is up to RocksDB's timing: a compaction's
+  // error lets writes go on (the next write resumes it, a recovery) until a flush's stops
+  // them. Either way the store is now stopped on an error it has not recovered from.
   const StoreStats failing = store_->Stats();
-  EXPECT_EQ(failing.background_errors, 1u);
-  EXPECT_EQ(failing.recoveries, 0u);
+  EXPECT_GE(failing.background_errors, 1u);
+  EXPECT_LT(failing.recoveries, failing.background_errors);
   volume_.Empty();
   // RocksDB recovers from a full disk by itself once there is room (it looks every few
-  // seconds); writes are taken again from then on.
+  // seconds); writes are taken again from then on, and that is counted as a recovery.
   int next = i + 1;
   ASSERT_TRUE(::kubestat::testing::PollUntil([&] { return WriteScrape(next++).ok(); },
                                              std::chrono::seconds(60)))
       << WriteScrape(next);
-  EXPECT_EQ(store_->Stats().recoveries, 1u);
-  EXPECT_EQ(store_->Stats().background_errors, 1u);
+  EXPECT_EQ(store_->Stats().background_errors, failing.background_errors);
+  EXPECT_GT(store_->Stats().recoveries, failing.recoveries);
 }
 
 }  // namespace
