@@ -140,7 +140,8 @@ struct Aggregator::Parts {
       KLOG(WARNING) << "--storage-salvage: serving what could be restored; " << stats.rebuild_errors
                     << " series could not be";
     }
-    store_metrics->Update(stats, store->Stats(), store->DiskBytes(), ingestor->MemoryBytes());
+    store_metrics->Update(stats, store->Stats(), store->DiskBytes(),
+                          CountMemory(*ingestor, *store));
     if (stopping.load()) return;
     discovery->Start();
     if (!discovery->WaitForSync(std::chrono::seconds(30))) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "ingest_sample_cache.h"
 #include "kubestat/aggregator/series_registry.h"
+#include "kubestat/core/thread.h"
 #include "kubestat/core/time.h"
 #include "kubestat/windows/usage_histogram.h"
 
@@ -891,6 +892,7 @@ absl::Status Ingestor::Rebuild() {
   const size_t thread_count = std::min(options_.rebuild_threads, std::max<size_t>(queue.size(), 1));
   for (size_t t = 0; t < thread_count; ++t) {
     threads.emplace_back([&] {
+      NameThisThread("rebuild");
       // Buffers of one thread, reused from node to node.
       RebuildScratch scratch{
           IngestSampleCache(store_, 0, nullptr, options_.engine.rollup_width), {}, {}, {}};

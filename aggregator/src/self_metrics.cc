@@ -77,6 +77,15 @@ class StoreSelfMetrics::Impl {
         window_bytes_(
             Gauge(registry, "kubestat_window_memory_bytes",
                   "Memory held by the windows and the ingest pipeline (recounted once a minute)")),
+        store_memory_bytes_(Gauge(registry, "kubestat_store_memory_bytes",
+                                  "Memory RocksDB holds: memtables, block cache, table indexes "
+                                  "and filters (recounted once a minute)")),
+        heap_in_use_bytes_(Gauge(registry, "kubestat_heap_in_use_bytes",
+                                 "Bytes of the C library allocator's blocks in use, all data of "
+                                 "the process (recounted once a minute)")),
+        heap_free_bytes_(Gauge(registry, "kubestat_heap_free_bytes",
+                               "Bytes the C library allocator holds free, not returned to the "
+                               "system (recounted once a minute)")),
         rebuild_seconds_(Gauge(registry, "kubestat_rebuild_duration_seconds",
                                "Duration of the rebuild of the windows from the store at start")),
         unrestored_series_(Gauge(registry, "kubestat_rebuild_unrestored_series",
@@ -143,7 +152,7 @@ class StoreSelfMetrics::Impl {
   void ObservePublishDuration(Duration took) { publish_duration_.Observe(Seconds(took)); }
 
   void Update(const IngestStats& ingest, const storage::StoreStats& store, uint64_t disk_bytes,
-              std::optional<size_t> memory_bytes) {
+              const std::optional<MemoryFigures>& memory) {
     std::lock_guard<std::mutex> lock(mu_);
     Advance(scrapes_, ingest.scrapes, last_.scrapes);
     Advance(rejected_, ingest.scrapes_rejected, last_.scrapes_rejected);
@@ -170,7 +179,14 @@ class StoreSelfMetrics::Impl {
     size_bytes_.Set(static_cast<double>(disk_bytes));
     max_write_seconds_.Set(static_cast<double>(store.max_write_nanos) / 1e9);
     series_.Set(static_cast<double>(ingest.series_created - ingest.series_retired));
-    if (memory_bytes) window_bytes_.Set(static_cast<double>(*memory_bytes));
+    if (memory) {
+      window_bytes_.Set(static_cast<double>(memory->windows));
+      store_memory_bytes_.Set(static_cast<double>(memory->store));
+      if (memory->heap) {
+        heap_in_use_bytes_.Set(static_cast<double>(memory->heap->in_use));
+        heap_free_bytes_.Set(static_cast<double>(memory->heap->free));
+      }
+    }
     rebuild_seconds_.Set(ingest.rebuild_seconds);
     unrestored_series_.Set(static_cast<double>(ingest.rebuild_errors));
     rebuilt_series_.Set(static_cast<double>(ingest.rebuilt_series));
@@ -202,6 +218,9 @@ class StoreSelfMetrics::Impl {
   prometheus::Gauge& max_write_seconds_;
   prometheus::Gauge& series_;
   prometheus::Gauge& window_bytes_;
+  prometheus::Gauge& store_memory_bytes_;
+  prometheus::Gauge& heap_in_use_bytes_;
+  prometheus::Gauge& heap_free_bytes_;
   prometheus::Gauge& rebuild_seconds_;
   prometheus::Gauge& unrestored_series_;
   prometheus::Gauge& rebuilt_series_;
@@ -237,9 +256,17 @@ void StoreSelfMetrics::ObservePublishDuration(Duration took) {
   impl_->ObservePublishDuration(took);
 }
 
+MemoryFigures CountMemory(const Ingestor& ingestor, const storage::Store& store) {
+  MemoryFigures figures;
+  figures.windows = ingestor.MemoryBytes();
+  figures.store = store.MemoryBytes();
+  figures.heap = ReadHeapFigures();
+  return figures;
+}
+
 void StoreSelfMetrics::Update(const IngestStats& ingest, const storage::StoreStats& store,
-                              uint64_t disk_bytes, std::optional<size_t> memory_bytes) {
-  impl_->Update(ingest, store, disk_bytes, memory_bytes);
+                              uint64_t disk_bytes, const std::optional<MemoryFigures>& memory) {
+  impl_->Update(ingest, store, disk_bytes, memory);
 }
 
 class RecommenderSelfMetrics::Impl {

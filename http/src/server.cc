@@ -13,6 +13,7 @@
 
 #include "kubestat/core/log.h"
 #include "kubestat/core/str_cat.h"
+#include "kubestat/core/thread.h"
 #include "server_connection.h"
 #include "server_strings.h"
 #include "tls_context.h"
@@ -166,7 +167,10 @@ class Server::Impl {
         io_->get_executor());
     for (Listener* listener : Listeners()) Accept(*listener);
     for (int i = 0; i < options().io_threads; ++i) {
-      threads_.emplace_back([this] { RunIo(); });
+      threads_.emplace_back([this] {
+        NameThisThread("http-io");
+        RunIo();
+      });
     }
     KLOG(INFO) << "HTTP server " << options().metrics_name << " listening on " << BaseUrlOf(port())
                << (health_ ? StrCat(", health on ", BaseUrlOf(health_port())) : "");

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "kubestat/core/thread.h"
+
 namespace kubestat::http::internal {
 
 WorkerPool::WorkerPool(int threads, size_t max_queued)
@@ -10,7 +12,12 @@ WorkerPool::WorkerPool(int threads, size_t max_queued)
 WorkerPool::~WorkerPool() { Stop(); }
 
 void WorkerPool::Start() {
-  for (int i = 0; i < threads_; ++i) workers_.emplace_back([this] { Run(); });
+  for (int i = 0; i < threads_; ++i) {
+    workers_.emplace_back([this] {
+      NameThisThread("http-worker");
+      Run();
+    });
+  }
 }
 
 bool WorkerPool::TrySubmit(std::function<void()> task) {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kubestat/core/thread.h"
 #include "kubestat/scrapers/fetch_error.h"
 
 namespace kubestat::scrapers {
@@ -138,9 +139,15 @@ void ScrapeScheduler::Start() {
   started_ = true;
   next_round_ = clock_.Now();
   for (int i = 0; i < options_.max_concurrent_scrapes; ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
+    workers_.emplace_back([this] {
+      NameThisThread("scrape");
+      WorkerLoop();
+    });
   }
-  timer_ = std::thread([this] { TimerLoop(); });
+  timer_ = std::thread([this] {
+    NameThisThread("scrape-timer");
+    TimerLoop();
+  });
 }
 
 void ScrapeScheduler::Stop() {

@@ -849,6 +849,16 @@ uint64_t Store::DiskBytes() const {
   return total;
 }
 
+uint64_t Store::MemoryBytes() const {
+  uint64_t total = 0;
+  for (const char* property : {"rocksdb.cur-size-all-mem-tables",
+                               "rocksdb.estimate-table-readers-mem", "rocksdb.block-cache-usage"}) {
+    uint64_t value = 0;
+    if (db_->GetIntProperty(property, &value)) total += value;
+  }
+  return total;
+}
+
 StoreStats Store::Stats() const {
   StoreStats s;
   s.batches = counters_->batches.load();

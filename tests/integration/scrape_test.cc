@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "kubestat/core/heap.h"
 #include "kubestat/core/time.h"
 #include "kubestat/sim/flags.h"
 #include "kubestat/sim/model.h"
@@ -152,7 +153,14 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
   // holds at least its ring buffers.
   const double series = MetricValue(metrics, "kubestat_series");
   EXPECT_GT(series, 0);
-  EXPECT_GE(MetricValue(metrics, "kubestat_window_memory_bytes"), 100 * series) << metrics;
+  const double window_memory = MetricValue(metrics, "kubestat_window_memory_bytes");
+  EXPECT_GE(window_memory, 100 * series) << metrics;
+  // The store's memtables hold the rounds written since start; the allocator's blocks in use
+  // hold the windows and everything else (absent where a sanitizer's allocator stands in).
+  EXPECT_GT(MetricValue(metrics, "kubestat_store_memory_bytes"), 0) << metrics;
+  if (ReadHeapFigures()) {
+    EXPECT_GT(MetricValue(metrics, "kubestat_heap_in_use_bytes"), window_memory) << metrics;
+  }
   ASSERT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
   ASSERT_TRUE(simulator.Running());
 

@@ -47,6 +47,7 @@
 #include "kubestat/aggregator/watch_hub.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/log.h"
+#include "kubestat/core/thread.h"
 #include "kubestat/core/time.h"
 #include "kubestat/scrapers/scheduler.h"
 #include "kubestat/storage/store.h"
@@ -67,7 +68,10 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
         hub_(hub),
         pacer_(pacer) {
     if (!dump_path.empty()) dump_.open(dump_path, std::ios::app);
-    publisher_ = std::thread([this] { PublishLoop(); });
+    publisher_ = std::thread([this] {
+      NameThisThread("publisher");
+      PublishLoop();
+    });
   }
   ~ScrapePublisher() override {
     {
@@ -267,13 +271,13 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     // every paced publication. The memory accounting is a pass over every series: once a
     // minute is enough, after the first round's.
     if (trigger != PublishTrigger::kPaced) {
-      std::optional<size_t> memory_bytes;
+      std::optional<MemoryFigures> memory;
       if (rounds_published_ < 2 || start - last_memory_count_ >= kMemoryCountEvery) {
-        memory_bytes = ingestor_.MemoryBytes();
+        memory = CountMemory(ingestor_, store_);
         last_memory_count_ = start;
       }
       ++rounds_published_;
-      metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory_bytes);
+      metrics_.Update(ingestor_.Stats(), store_.Stats(), store_.DiskBytes(), memory);
     }
     const Timestamp end = clock_.Now();
     metrics_.ObservePublishDuration(end - start);

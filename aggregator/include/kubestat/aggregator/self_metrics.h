@@ -1,7 +1,7 @@
 // StoreSelfMetrics: the ingest pipeline's, the store's and the query snapshot's figures as
 // Prometheus metrics (kubestat_ingested_*, kubestat_store_*, kubestat_series,
-// kubestat_window_memory_bytes, kubestat_rebuild_*, kubestat_query_snapshot_*,
-// kubestat_publish_*).
+// kubestat_window_memory_bytes, kubestat_store_memory_bytes, kubestat_heap_*_bytes,
+// kubestat_rebuild_*, kubestat_query_snapshot_*, kubestat_publish_*).
 //
 // The pipeline and the store keep plain monotonic counters; Update() turns their growth
 // since the previous call into counter increments and sets the gauges, so it may be called
@@ -20,6 +20,7 @@
 #include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/core/heap.h"
 #include "kubestat/storage/store.h"
 
 namespace prometheus {
@@ -27,6 +28,20 @@ class Registry;
 }  // namespace prometheus
 
 namespace kubestat::aggregator {
+
+// Where the process's memory is, recounted now and then (each figure is a pass or a lock
+// round over what it counts): the windows and the ingest pipeline's state, RocksDB's
+// memtables, block cache and table indexes, and the C library allocator's blocks in use
+// (all of the above and everything else: the query snapshot, watchers, discovery) and free.
+// The allocator's figures are absent in a sanitizer's build.
+struct MemoryFigures {
+  size_t windows = 0;
+  uint64_t store = 0;
+  std::optional<HeapFigures> heap;
+};
+
+// Counts them now.
+MemoryFigures CountMemory(const Ingestor& ingestor, const storage::Store& store);
 
 // What made the publisher publish.
 enum class PublishTrigger { kRound, kPaced, kStart };
@@ -46,9 +61,9 @@ class StoreSelfMetrics {
   void ObservePublishLag(Duration lag);
   // A whole publication (snapshot, watch changes, prepared answers) took `took`.
   void ObservePublishDuration(Duration took);
-  // The pipeline's and store's counters now; `memory_bytes` when it was recounted.
+  // The pipeline's and store's counters now; `memory` when it was recounted.
   void Update(const IngestStats& ingest, const storage::StoreStats& store, uint64_t disk_bytes,
-              std::optional<size_t> memory_bytes);
+              const std::optional<MemoryFigures>& memory);
 
  private:
   class Impl;

@@ -304,6 +304,9 @@ class Store {
   [[nodiscard]] absl::Status Flush();
   // Bytes of every file in the directory (SSTs, WAL, manifest).
   uint64_t DiskBytes() const;
+  // Bytes of memory RocksDB holds for this store: memtables, the block cache's contents and
+  // the open tables' indexes and filters (RocksDB's own estimates).
+  uint64_t MemoryBytes() const;
   // Bytes free to this process on the directory's file system (statvfs f_bavail); 0 when it
   // cannot be read.
   uint64_t FreeBytes() const;
