@@ -1,8 +1,9 @@
-# REST front end: rendering cost (Google Benchmark) and a server over a synthetic cluster
-# for the wrk load test (bench/rest_load.sh).
+# REST front end: rendering cost (Google Benchmark; the protobuf also through libprotobuf's
+# generated classes, tests/support/render_protobuf_reference.h, for comparison) and a server
+# over a synthetic cluster for the wrk load test (bench/rest_load.sh).
 if(TARGET kubestat_aggregator)
   kubestat_benchmark(rest_render_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/rest_render_bench.cc
-    LIBS kubestat::aggregator benchmark::benchmark)
+    LIBS kubestat::aggregator kubestat_test_render_protobuf_reference benchmark::benchmark)
   # The query snapshot's publication: from the unchanged parts against assembled anew.
   kubestat_benchmark(snapshot_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/snapshot_bench.cc
     LIBS kubestat::aggregator)

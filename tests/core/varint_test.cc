@@ -21,6 +21,7 @@ TEST(VarintTest, RoundTripsEdgeValuesWithTheirLeb128Lengths) {
     std::string one;
     PutVarint(&one, c.value);
     EXPECT_EQ(one.size(), c.bytes) << c.value;
+    EXPECT_EQ(VarintSize(c.value), c.bytes) << c.value;
     all += one;
   }
   std::string_view in = all;

@@ -3,19 +3,40 @@
 #ifndef KUBESTAT_CORE_VARINT_H_
 #define KUBESTAT_CORE_VARINT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace kubestat {
 
-// Appends `v` to `out`.
-inline void PutVarint(std::string* out, uint64_t v) {
+// The most bytes a varint takes.
+inline constexpr size_t kMaxVarintBytes = 10;
+
+// Writes `v` at `dst`, which has room for kMaxVarintBytes; returns the end of what it wrote.
+inline char* EncodeVarint(char* dst, uint64_t v) {
   while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    *dst++ = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  out->push_back(static_cast<char>(v));
+  *dst++ = static_cast<char>(v);
+  return dst;
+}
+
+// Appends `v` to `out`.
+inline void PutVarint(std::string* out, uint64_t v) {
+  char buffer[kMaxVarintBytes];
+  out->append(buffer, static_cast<size_t>(EncodeVarint(buffer, v) - buffer));
+}
+
+// The bytes PutVarint appends for `v` (1 to 10).
+constexpr size_t VarintSize(uint64_t v) {
+  size_t bytes = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++bytes;
+  }
+  return bytes;
 }
 
 // False on truncated or over-long input; `in` is advanced past the varint on success.

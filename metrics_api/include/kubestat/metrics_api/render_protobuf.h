@@ -22,6 +22,9 @@
 // resourceVersion, generation, creationTimestamp; ListMeta's selfLink, resourceVersion and
 // continue; Unknown's contentEncoding and contentType), maps in key order, so the bytes are
 // those kube-apiserver would send for the same object. The zero time is an empty Time.
+// The wire bytes are written straight into the body, without building message objects; they
+// are byte for byte what libprotobuf's deterministic serialization of the same messages gives
+// (tests/support/render_protobuf_reference.h).
 //
 // Thread-safety: free functions over values; safe from any thread.
 #ifndef KUBESTAT_METRICS_API_RENDER_PROTOBUF_H_
