@@ -3,7 +3,9 @@
 # on STORE_DIR (a store holding a day of NODES nodes, as `ingest_bench --rebuild_nodes=NODES
 # --store_dir=STORE_DIR` leaves it) against kubestat-sim with the same NODES, timed from the
 # process start to /readyz 200 (the store opened and every window rebuilt), with its RSS and
-# CPU from /proc at that moment; then until every node is listed on metrics.k8s.io again.
+# CPU from /proc at that moment; then until every node is listed on metrics.k8s.io again, and
+# the process's memory then by part (the aggregator's kubestat_*_memory_bytes and
+# kubestat_heap_*_bytes against its RSS).
 #
 #   bench/restart_load.sh [BUILD_DIR] [NODES] STORE_DIR [cold]
 #
@@ -35,7 +37,8 @@ bench_init restart
 port=$(free_port)
 start_sim "$sim" --nodes="$nodes" --pods-per-node=30 --tenant-namespaces=$((nodes * 28 / 30))
 bench_user restart '- users: [restart]' '  verbs: [get, list]' \
-  '  apiGroups: [metrics.k8s.io]' '  resources: [nodes]'
+  '  apiGroups: [metrics.k8s.io]' '  resources: [nodes]' \
+  '- users: [restart]' '  verbs: [get]' '  nonResourceURLs: [/metrics]'
 if [[ "$cold" == cold ]]; then
   sync
   echo 3 >/proc/sys/vm/drop_caches
@@ -62,3 +65,32 @@ grep -E "rebuil|restored" "$work/aggregator.log" | head -n 5 || true
 wait_nodes "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" "$nodes" "$work/aggregator.log"
 echo "== every node listed $((($(date +%s%N) - start) / 1000000)) ms after the start;" \
   "RSS then $(awk '/VmRSS/ {printf "%d MiB", $2 / 1024}' "/proc/$agg_pid/status")"
+
+# The day's memory by part, from the aggregator's own figures (counted at the first
+# publications after start, then once a minute): windows, RocksDB, the allocator's blocks in
+# use (those two and everything else) and free, against the RSS.
+curl -kfs -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" \
+  >"$work/aggregator-metrics" || true
+rss_kib_now=$(awk '/VmRSS/ {print $2}' "/proc/$agg_pid/status")
+python3 - "$work/aggregator-metrics" "$rss_kib_now" "$nodes" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+rss = int(sys.argv[2]) * 1024
+nodes = int(sys.argv[3])
+def gauge(name):
+    m = re.search(r"^" + name + r" (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+parts = [("windows and ingest state", "kubestat_window_memory_bytes"),
+         ("RocksDB (memtables, block cache, indexes)", "kubestat_store_memory_bytes"),
+         ("allocator: blocks in use (all data)", "kubestat_heap_in_use_bytes"),
+         ("allocator: held free", "kubestat_heap_free_bytes")]
+mib = lambda b: b / 1048576
+print(f"== memory: RSS {mib(rss):.0f} MiB ({mib(rss) / nodes:.3f} MiB per node)")
+for label, name in parts:
+    v = gauge(name)
+    print(f"  {label}: " + ("absent" if v is None else f"{mib(v):.0f} MiB ({mib(v) / nodes:.3f} per node)"))
+w, s, u, f = (gauge(n) for _, n in parts)
+if None not in (w, s, u, f):
+    print(f"  in use besides windows and RocksDB (snapshot, watch hub, discovery, requests): {mib(u - w - s):.0f} MiB")
+    print(f"  RSS beyond the allocator's (code, stacks, library mappings, pages not yet touched back): {mib(rss - u - f):.0f} MiB")
+EOF
