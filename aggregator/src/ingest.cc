@@ -856,6 +856,10 @@ absl::Status Ingestor::Rebuild() {
     std::vector<BucketRollup>& parsed = scratch.parsed;
     for (const auto& [key, series] : state.series) {
       parsed.clear();
+      // Every bucket closed by a later sample has its rollup (written in that sample's
+      // batch), so the hours without one hold none of the series' samples and are not read,
+      // unless a rollup could not be parsed.
+      WindowEngine::RollupCoverage coverage = WindowEngine::RollupCoverage::kComplete;
       auto [first, end] = std::equal_range(
           scratch.rollups.begin(), scratch.rollups.end(), StoredRollup{series.id, 0, 0},
           [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
@@ -866,11 +870,13 @@ absl::Status Ingestor::Rebuild() {
           parsed.push_back(std::move(*rollup));
         } else {
           // Without it the engine reads the bucket's samples instead.
+          coverage = WindowEngine::RollupCoverage::kPartial;
           counters_->Unrestored(
               absl::StrCat(key.ToString(), " (an hourly rollup: ", rollup.status().message(), ")"));
         }
       }
-      if (absl::Status rs = shard.engine->RestoreSeries(key, series.newest, parsed, cache);
+      if (absl::Status rs =
+              shard.engine->RestoreSeries(key, series.newest, parsed, cache, coverage);
           rs.ok()) {
         counters_->rebuilt_series.fetch_add(1, std::memory_order_relaxed);
       } else {

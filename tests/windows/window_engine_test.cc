@@ -397,6 +397,54 @@ TEST(WindowEngineTest, RestoreWithoutRollupsReplaysSamplesToTheSameResult) {
   EXPECT_EQ(*restored->Query(key), *original->Query(key));
 }
 
+// A series that began during the day (a pod started at hour 20 of 29) has no rollups for the
+// hours of its 1d window before its first sample. With kComplete those hours are not read at
+// all, and the result is the same as reading them (they hold nothing of the series); a
+// complete bucket is read only when coverage is partial.
+TEST(WindowEngineTest, RestoreWithCompleteRollupsSkipsTheHoursBeforeTheSeriesBegan) {
+  auto original = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Container("n", "ns", "p", "c", Resource::kMemory);
+  ShapeGenerator gen(Shape::kDiurnal, 5);
+  Timestamp newest;
+  for (int64_t secs = 20 * 3600 + 17; secs < 29 * 3600 + 1234; secs += 10) {
+    newest = kDayStart + seconds(secs);
+    ASSERT_TRUE(IngestAndStore(*original, source, key, newest, gen.Next(secs)).ok());
+  }
+  const std::vector<BucketRollup> rollups = HourlyRollups(*original, source.SamplesOf(key), newest);
+  ASSERT_EQ(rollups.size(), 9u);  // hours 20 to 28; hour 29 is still open
+
+  auto partial = MakeEngine();
+  source.ResetCounters();
+  ASSERT_TRUE(partial->RestoreSeries(key, newest, rollups, source).ok());
+  const uint64_t partial_reads = source.reads();
+  EXPECT_EQ(*partial->Query(key), *original->Query(key));
+
+  auto complete = MakeEngine();
+  source.ResetCounters();
+  ASSERT_TRUE(
+      complete->RestoreSeries(key, newest, rollups, source, WindowEngine::RollupCoverage::kComplete)
+          .ok());
+  EXPECT_EQ(*complete->Query(key), *original->Query(key));
+  // The 1d window's hours 5 to 19 (complete, no rollup) are read one by one with partial
+  // coverage and not at all with complete coverage.
+  EXPECT_GE(partial_reads, source.reads() + 14) << "partial " << partial_reads;
+
+  // Complete coverage trusts the rollups: a missing one that did hold samples is left out
+  // (which is why the pipeline falls back to partial coverage when one cannot be parsed).
+  std::vector<BucketRollup> one_missing = rollups;
+  one_missing.erase(one_missing.begin() + 3);
+  auto trusting = MakeEngine();
+  ASSERT_TRUE(
+      trusting
+          ->RestoreSeries(key, newest, one_missing, source, WindowEngine::RollupCoverage::kComplete)
+          .ok());
+  EXPECT_LT(trusting->Query(key)->windows.back().count, original->Query(key)->windows.back().count);
+  auto reading = MakeEngine();
+  ASSERT_TRUE(reading->RestoreSeries(key, newest, one_missing, source).ok());
+  EXPECT_EQ(*reading->Query(key), *original->Query(key));
+}
+
 // Every percentile of every window, for failure messages.
 std::string PercentilesOf(const WindowStats& w) {
   return "window=" + std::to_string(w.window.count() / 1000000000) +

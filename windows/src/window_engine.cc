@@ -360,7 +360,7 @@ absl::StatusOr<BucketRollup> WindowEngine::BuildRollup(Timestamp bucket_start,
 
 absl::Status WindowEngine::RestoreSeries(const SeriesKey& key, Timestamp newest,
                                          std::span<const BucketRollup> rollups,
-                                         SampleSource& source) {
+                                         SampleSource& source, RollupCoverage coverage) {
   const Layout& layout = *layout_;
   const int64_t t_newest = Nanos(newest);
   std::map<int64_t, const BucketRollup*> by_start;
@@ -420,6 +420,7 @@ absl::Status WindowEngine::RestoreSeries(const SeriesKey& key, Timestamp newest,
           lw.AddRollup(g, *found->second);
           continue;
         }
+        if (coverage == RollupCoverage::kComplete) continue;  // no samples of the series there
       }
       if (absl::Status s = read(std::max(lower, bucket_start - 1), std::min(t_newest, bucket_last));
           !s.ok()) {

@@ -160,14 +160,27 @@ class WindowEngine {
   // need none).
   [[nodiscard]] absl::StatusOr<BucketRollup> BuildRollup(Timestamp bucket_start,
                                                          std::span<const Sample> samples) const;
+  // What the rollups given to RestoreSeries() cover.
+  enum class RollupCoverage {
+    // Some complete buckets with samples may lack a rollup: their samples are read.
+    kPartial,
+    // Every complete bucket in which the series has samples has its rollup, so a complete
+    // bucket without one holds none of its samples and is not read. True of what the
+    // ingest pipeline stores: a bucket's rollup is written in the batch of the first
+    // sample after it, so only the series' newest bucket lacks one (and a series that
+    // began during the day has none before its first sample, which is why this matters).
+    kComplete,
+  };
   // Replaces any state of `key` with the state an engine would have after ingesting every
   // stored sample of `key` up to `newest` (which must be the time of its newest stored
   // sample). `rollups` are used for complete buckets inside the windows (any order; others
-  // ignored); every other needed sample is read from `source`. FailedPrecondition if no
-  // sample is stored at `newest`; DataLoss if a rollup does not match the options.
+  // ignored); every other needed sample is read from `source`, except, with kComplete, those
+  // of complete buckets without a rollup. FailedPrecondition if no sample is stored at
+  // `newest`; DataLoss if a rollup does not match the options.
   [[nodiscard]] absl::Status RestoreSeries(const SeriesKey& key, Timestamp newest,
                                            std::span<const BucketRollup> rollups,
-                                           SampleSource& source);
+                                           SampleSource& source,
+                                           RollupCoverage coverage = RollupCoverage::kPartial);
 
   // --- Accounting ---
   size_t SeriesCount() const;
