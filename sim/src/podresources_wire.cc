@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "kubestat/core/varint.h"
 
 namespace kubestat::sim {
 namespace {
@@ -47,21 +48,13 @@ constexpr uint32_t kRequestPodName = 1;
 constexpr uint32_t kRequestPodNamespace = 2;
 }  // namespace field
 
-void PutVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
 void PutTag(std::string& out, uint32_t number, uint32_t wire_type) {
-  PutVarint(out, (uint64_t{number} << 3) | wire_type);
+  PutVarint(&out, (uint64_t{number} << 3) | wire_type);
 }
 
 void PutBytes(std::string& out, uint32_t number, std::string_view bytes) {
   PutTag(out, number, kLengthDelimited);
-  PutVarint(out, bytes.size());
+  PutVarint(&out, bytes.size());
   out.append(bytes);
 }
 
@@ -74,14 +67,14 @@ void PutString(std::string& out, uint32_t number, std::string_view text) {
 void PutInt(std::string& out, uint32_t number, uint64_t v) {
   if (v == 0) return;
   PutTag(out, number, kVarint);
-  PutVarint(out, v);
+  PutVarint(&out, v);
 }
 
 // A packed repeated int64: left out when empty.
 void PutPacked(std::string& out, uint32_t number, const std::vector<int64_t>& values) {
   if (values.empty()) return;
   std::string packed;
-  for (int64_t v : values) PutVarint(packed, static_cast<uint64_t>(v));
+  for (int64_t v : values) PutVarint(&packed, static_cast<uint64_t>(v));
   PutBytes(out, number, packed);
 }
 
