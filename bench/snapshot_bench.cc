@@ -84,12 +84,19 @@ int Run(int nodes, int changed, int publications) {
       incremental.RefreshNode(name);
       whole.RefreshNode(name);
     }
+    // The previous snapshots stay held while a publication is timed, as the watch hub holds
+    // the objects it last diffed in the aggregator: the replaced views are freed after it, not
+    // in it.
+    std::shared_ptr<const MetricsSnapshot> held_incremental = incremental.Snapshot();
+    std::shared_ptr<const MetricsSnapshot> held_whole = whole.Snapshot();
     double t0 = ThreadCpuSeconds();
     incremental.Publish();
     incremental_seconds.push_back(ThreadCpuSeconds() - t0);
     t0 = ThreadCpuSeconds();
     whole.Publish();
     whole_seconds.push_back(ThreadCpuSeconds() - t0);
+    held_incremental.reset();
+    held_whole.reset();
   }
   if (incremental.Snapshot()->pods.size() != whole.Snapshot()->pods.size()) {
     fprintf(stderr, "snapshot_bench: the two snapshots differ\n");
@@ -101,6 +108,8 @@ int Run(int nodes, int changed, int publications) {
   printf("  from the unchanged parts: p50 %.1f ms, max %.1f ms CPU\n", a.p50_ms, a.max_ms);
   printf("  assembled anew:           p50 %.1f ms, max %.1f ms CPU\n", b.p50_ms, b.max_ms);
   printf("  ratio (anew / unchanged parts), p50: %.1f\n", b.p50_ms / a.p50_ms);
+  printf("  parts read again whose pods took their predecessors' places: %llu\n",
+         static_cast<unsigned long long>(incremental.Stats().parts_in_place));
   return 0;
 }
 

@@ -79,13 +79,26 @@ bool PodKeyLess(const PodView& a, const PodView& b) {
   return a.name < b.name;
 }
 
+// Whether `now` holds pods of the keys `before` held, in the same order, each key greater
+// than the one before it (so the keys are sorted and unique in both).
+bool SameSortedKeys(const std::vector<std::shared_ptr<const PodView>>& before,
+                    const std::vector<std::shared_ptr<const PodView>>& now) {
+  if (before.size() != now.size()) return false;
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (!SamePod(*before[i], *now[i])) return false;
+    if (i > 0 && !PodKeyLess(*now[i - 1], *now[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // One snapshot from every node's part (parts in node-name order). A pod reported by two
 // parts is taken from the first part by node name. With `base` (the previous assembly) and
 // no pod dropped as a duplicate then, the pods of the parts that did not change stay as they
-// were, in order, and only the changed parts' pods are sorted and merged in: the cost
-// follows what changed, plus a pass of pointer work over the rest.
+// were, in order, those of parts read again with the same pods take their places, and only
+// the other changed parts' pods are sorted and merged in: the cost follows what came and
+// went, plus a pass of pointer work over the rest.
 std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
     bool complete, std::vector<std::shared_ptr<const NodeObjects>> parts) {
   auto snapshot = std::make_shared<MetricsSnapshot>();
@@ -111,24 +124,53 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
   const bool incremental = incremental_ && assembled_.valid && !assembled_.dropped_duplicates;
   assembled_.last_incremental = incremental;
   if (incremental) {
-    // Which parts of the previous assembly are still here, unchanged.
-    std::vector<int64_t> now_index(assembled_.parts.size(), -1);
-    std::unordered_set<const NodeObjects*> before;
-    before.reserve(assembled_.parts.size());
-    for (size_t i = 0; i < assembled_.parts.size(); ++i) {
-      before.insert(assembled_.parts[i].get());
-      if (auto it = index.find(assembled_.parts[i].get()); it != index.end()) {
-        now_index[i] = it->second;
+    // Pair each part of the previous assembly with this one's part of the same node (both
+    // lists are in node-name order). A part that is the very one assembled before keeps its
+    // pods where they were. A part read again whose pods have the keys its predecessor's had,
+    // in the same order (a node scraped again with the same pods: the common case), puts its
+    // pods in its predecessor's pods' places, since a part's pods are sorted and unique and
+    // so appear in the assembly in the part's order. Any other part's pods are sorted and
+    // merged in below.
+    enum class Fate : uint8_t { kFresh, kSame, kInPlace };
+    const size_t before_count = assembled_.parts.size();
+    std::vector<int64_t> now_index(before_count, -1);
+    std::vector<Fate> fate(before_count, Fate::kFresh);
+    std::vector<bool> placed(parts.size(), false);
+    size_t j = 0;
+    for (uint32_t i = 0; i < parts.size(); ++i) {
+      const NodeObjects& part = *parts[i];
+      while (j < before_count && assembled_.parts[j]->node_name < part.node_name) ++j;
+      if (j == before_count || assembled_.parts[j]->node_name != part.node_name) continue;
+      now_index[j] = i;
+      if (assembled_.parts[j].get() == &part) {
+        fate[j] = Fate::kSame;
+        placed[i] = true;
+      } else if (SameSortedKeys(assembled_.parts[j]->pods, part.pods)) {
+        fate[j] = Fate::kInPlace;
+        placed[i] = true;
+        ++assembled_.parts_in_place;
+      }
+      ++j;
+    }
+    std::vector<uint32_t> next_pod(before_count, 0);  // a kInPlace part's next pod
+    kept.reserve(pods);
+    for (size_t k = 0; k < assembled_.pods.size(); ++k) {
+      const uint32_t source = assembled_.sources[k];
+      const int64_t part = now_index[source];
+      switch (fate[source]) {
+        case Fate::kSame:  // moved out: the base is replaced below
+          kept.push_back({std::move(assembled_.pods[k]), static_cast<uint32_t>(part)});
+          break;
+        case Fate::kInPlace:
+          kept.push_back({parts[static_cast<size_t>(part)]->pods[next_pod[source]++],
+                          static_cast<uint32_t>(part)});
+          break;
+        case Fate::kFresh:  // the node is gone, or its pods are merged in as fresh ones
+          break;
       }
     }
-    kept.reserve(pods);
-    for (size_t i = 0; i < assembled_.pods.size(); ++i) {
-      const int64_t part = now_index[assembled_.sources[i]];
-      // Moved out: the base is replaced below.
-      if (part >= 0) kept.push_back({std::move(assembled_.pods[i]), static_cast<uint32_t>(part)});
-    }
     for (uint32_t i = 0; i < parts.size(); ++i) {
-      if (before.contains(parts[i].get())) continue;
+      if (placed[i]) continue;
       for (const auto& pod : parts[i]->pods) fresh.push_back({pod, i});
     }
   } else {
@@ -326,6 +368,7 @@ void SnapshotSource::PublishParts(bool complete) {
   snapshot->newest_usage = metrics_api::NewestUsage(snapshot->nodes);
   ++stats_.publishes;
   if (assembled_.last_incremental) ++stats_.incremental_publishes;
+  stats_.parts_in_place = assembled_.parts_in_place;
   removals_unpublished_ = false;
   replaced = std::move(current_);
   current_ = std::move(snapshot);

@@ -583,5 +583,65 @@ TEST(WatchHubTest, ARoundKeepsWhatDidNotChangeAndHandsBackWhatItLetGo) {
   EXPECT_EQ(p1.windows(0).cpu_nanocores().max(), 5 + 10);
 }
 
+TEST(WatchHubTest, ARoundNobodyWatchesCountsItsChangesAsAWatchedOneWould) {
+  FakeMetricsSource source;
+  WatchHub watched(&source);
+  WatchHub unwatched(&source);
+  auto watcher = watched.Subscribe();
+  ASSERT_TRUE(watcher.ok());
+  const uint64_t reserved = watched.revision();  // the watcher's snapshot took revisions
+  std::shared_ptr<const WatchBatch> batch;
+  size_t sent = 0;
+  auto round = [&](int tick) {
+    watched.OnRound(Tick(tick));
+    unwatched.OnRound(Tick(tick));
+    while ((*watcher)->Next(&batch, Duration::zero()) == WatchSubscription::Result::kBatch) {
+      if (!batch->snapshot) sent += batch->changes.size();
+    }
+  };
+  source.PutNode(MakeNode("n1", {}, Tick(0), 1));
+  source.PutPod(MakePod("ns", "p1", "n1", {{"app", "a"}}, Tick(0), 1));
+  source.PutPod(MakePod("ns", "p2", "n1", {}, Tick(0), 2));
+  round(0);
+  source.PutPod(MakePod("ns", "p1", "n1", {{"app", "a"}}, Tick(1), 3));  // new usage
+  source.PutPod(MakePod("ns", "p3", "n1", {}, Tick(1), 1));              // added
+  source.RemovePod("ns", "p2");                                          // removed
+  round(1);
+  // Only a label changed: the same usage, so told apart by the labels alone.
+  source.PutPod(MakePod("ns", "p1", "n1", {{"app", "b"}}, Tick(1), 3));
+  round(2);
+  round(3);  // nothing changed
+
+  EXPECT_EQ(sent, 3u + 3u + 1u);
+  EXPECT_EQ(watched.Stats().changes, sent);
+  EXPECT_EQ(unwatched.Stats().changes, sent);
+  EXPECT_EQ(unwatched.revision(), watched.revision() - reserved);
+  // A watcher that comes later gets the same objects as one that watched all along.
+  SnapshotByName late = TakeSnapshot(unwatched);
+  SnapshotByName along = TakeSnapshot(watched);
+  ASSERT_EQ(late.objects.size(), 3u);
+  ASSERT_EQ(along.objects.size(), 3u);
+  for (const auto& [name, change] : along.objects) {
+    ASSERT_TRUE(late.objects.contains(name)) << name;
+    const WatchChange& other = *late.objects[name];
+    if (change->pod) {
+      EXPECT_EQ(other.pod->view(), change->pod->view()) << name;
+    } else {
+      EXPECT_EQ(other.node->view(), change->node->view()) << name;
+    }
+  }
+  EXPECT_EQ(late.objects["p1"]->pod->view().labels.at("app"), "b");
+  // Changes made after it subscribed reach it as a batch.
+  auto late_watcher = unwatched.Subscribe();
+  ASSERT_TRUE(late_watcher.ok());
+  ASSERT_EQ((*late_watcher)->Next(&batch, Duration::zero()), WatchSubscription::Result::kBatch);
+  source.RemovePod("ns", "p3");
+  unwatched.OnRound(Tick(4));
+  ASSERT_EQ((*late_watcher)->Next(&batch, Duration::zero()), WatchSubscription::Result::kBatch);
+  ASSERT_EQ(batch->changes.size(), 1u);
+  EXPECT_EQ(batch->changes[0].kind, WatchChange::Kind::kRemove);
+  EXPECT_EQ(batch->changes[0].name, "p3");
+}
+
 }  // namespace
 }  // namespace kubestat::aggregator

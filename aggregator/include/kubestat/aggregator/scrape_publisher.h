@@ -267,6 +267,10 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     retired_ = std::move(retired);
     next_retired_ = 0;
     release_per_read_ = retired_.size() / std::max<size_t>(1, snapshot_.Stats().nodes) + 1;
+    // The pacer weighs the publication alone: the self-metrics below are a round's duty,
+    // and their memory count (a pass over every series once a minute) would otherwise hold
+    // the next publications back for ten times its cost.
+    pacer_.Record(start, ThreadCpuTime() - cpu_start);
     // The self-metrics (a scan of the store's directory among them) once per round, not at
     // every paced publication. The memory accounting is a pass over every series: once a
     // minute is enough, after the first round's.
@@ -281,7 +285,6 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     }
     const Timestamp end = clock_.Now();
     metrics_.ObservePublishDuration(end - start);
-    pacer_.Record(start, ThreadCpuTime() - cpu_start);
   }
 
   void ReleaseRetired(size_t count) {

@@ -8,9 +8,11 @@
 // so the cost of reading the windows is spread over the round instead of paid at its end.
 // Publish() assembles the current parts into one snapshot, indexed by node name, by
 // (namespace, pod name) and by the node a pod runs on. The pods of parts unchanged since the
-// previous assembly keep their places and only the changed parts' pods are sorted and merged
-// in, so a publication's cost follows what changed (a whole assembly again only after one
-// that found a pod reported by two nodes); the aggregator calls it when a round
+// previous assembly keep their places, a part read again with the same pods puts them in its
+// predecessor's pods' places, and only the pods of the other changed parts are sorted and
+// merged in, so a publication is pointer work over the pods plus a sort of what came or went
+// (a whole assembly again only after one that found a pod reported by two nodes); the
+// aggregator calls it when a round
 // completes and, as its PublishPacer allows, while one scrapes. Refresh() re-reads every node and
 // publishes (at start, after the rebuild). A node whose scrape failed keeps the part read last, as
 // its windows have not changed. A pod reported by two nodes at once (it moved) is listed once, from
@@ -59,6 +61,9 @@ struct SnapshotStats {
   uint64_t node_refreshes = 0;         // RefreshNode() calls
   uint64_t publishes = 0;              // snapshots assembled (Publish() and Refresh())
   uint64_t incremental_publishes = 0;  // of them, made from the previous one's unchanged parts
+  // Parts read again whose pods took their predecessors' places in an incremental publication
+  // (the same pods, so none of them was sorted or merged).
+  uint64_t parts_in_place = 0;
   uint64_t removals = 0;               // RemoveNode() and RemovePod() calls
   bool removals_unpublished = false;   // some removal is not yet in the served snapshot
   size_t nodes = 0;                    // objects in the current snapshot
@@ -139,6 +144,7 @@ class SnapshotSource final : public MetricsSource {
     bool valid = false;
     bool dropped_duplicates = false;  // a pod reported by two parts: the next is made whole
     bool last_incremental = false;
+    uint64_t parts_in_place = 0;  // SnapshotStats::parts_in_place
     std::vector<std::shared_ptr<const NodeObjects>> parts;
     std::vector<std::shared_ptr<const PodView>> pods;
     std::vector<uint32_t> sources;  // parallel to pods: index into parts

@@ -8,9 +8,10 @@
 // labels or node changed, and a removal for every object that disappeared. Both lists are sorted,
 // so the diff is one merge pass; an object whose view is the very one held (its node was not read
 // again) costs a pointer comparison. The diff is built once and shared, read-only, by every
-// watcher, so a round costs one comparison pass plus one queue push per watcher. An object's proto
-// form is built (serialized) when a watcher first sends it, once, so a round that nobody watches
-// builds none.
+// watcher, so a round costs one comparison pass plus one queue push per watcher; a round that
+// nobody watches only counts its changes (they take their revisions all the same). An object's
+// proto form is built (serialized) when a watcher first sends it, once, so a round that nobody
+// watches builds none.
 //
 // Revisions: one counter per hub, starting at 0. Each change of a round takes the next
 // value (nodes by name first, then pods by namespace and name), so the changes a watcher
