@@ -10,6 +10,9 @@
 //    node (2 containers each), measured after 70 minutes of history so the 1h window's
 //    expiry reads from the store are included; once with the previous scrape's shape reused
 //    (the steady state) and once through the general path (a scrape whose pods changed).
+//    Then, on the 30-pod node, the CPU of one read of the node's query views as the
+//    publisher makes after each scrape (AggregatorState::ObjectsOfNode), with labels (5 per
+//    object) and 2 declared containers per pod from a fake discovery.
 // 2. A full day (25 h) for N (--day_nodes) nodes x 30 pods x 2 containers at one scrape per
 //    S seconds through the pipeline: memory per node (engine accounting and RSS growth),
 //    disk per node-day, then a rebuild of those windows from the store (time per node),
@@ -51,7 +54,9 @@
 #include <thread>
 #include <vector>
 
+#include "aggregator/fake_label_provider.h"
 #include "aggregator/ingest_scrape_builder.h"
+#include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/series_registry.h"
 #include "kubestat/core/time.h"
@@ -73,6 +78,7 @@ const Timestamp kT0 = Timestamp(std::chrono::hours(24 * 20000));
 
 using kubestat::bench::CpuSeconds;
 using kubestat::bench::RssKiB;
+using kubestat::bench::ThreadCpuSeconds;
 using kubestat::bench::WallSeconds;
 
 struct TempDir {
@@ -105,6 +111,46 @@ std::unique_ptr<Ingestor> NewIngestor(kubestat::storage::Store* store, kubestat:
   return std::move(*ingestor);
 }
 
+// The CPU of one AggregatorState::ObjectsOfNode of `node` (`pods` pods), averaged over a few
+// hundred reads, with what discovery would give: 5 labels on the node and on every pod, and
+// 2 declared containers per pod (those the scrape reports).
+void NodeReadCost(const Ingestor& ingestor, const std::string& node, size_t pods) {
+  using kubestat::aggregator::PodLabels;
+  kubestat::aggregator::testing::FakeLabels labels;
+  labels.synced = true;
+  auto five_labels = [](const std::string& name) {
+    kubestat::aggregator::Labels out;
+    for (const char* key : {"app", "team", "tier", "version", "zone"}) {
+      out[std::string("example.com/") + key] = name + "-" + key;
+    }
+    return out;
+  };
+  labels.nodes[node] = five_labels(node);
+  for (const kubestat::aggregator::PodRef& pod : ingestor.ListPods()) {
+    PodLabels info{five_labels(pod.name), pod.node, {}};
+    for (const char* container : {"c0", "c1"}) {
+      kubestat::limits::ContainerResources declared;
+      declared.name = container;
+      declared.requests = {100, int64_t{128} << 20};
+      declared.limits = {500, int64_t{256} << 20};
+      info.containers.push_back(std::move(declared));
+    }
+    labels.pods[pod.namespace_name + "/" + pod.name] = std::move(info);
+  }
+  const kubestat::aggregator::AggregatorState state(&ingestor, &labels);
+  constexpr int kReads = 300;
+  size_t views = 0;
+  const double cpu0 = ThreadCpuSeconds();
+  for (int i = 0; i < kReads; ++i) {
+    std::optional<kubestat::aggregator::NodeObjects> objects = state.ObjectsOfNode(node);
+    if (!objects || objects->pods.size() != pods) exit(1);
+    views += objects->pods.size() + 1;
+  }
+  const double cpu = (ThreadCpuSeconds() - cpu0) / kReads;
+  printf("node read cpu per node (ObjectsOfNode, %zu pods): %.1f us (%zu views per read)\n", pods,
+         cpu * 1e6, views / kReads);
+}
+
 // With `reuse_layout` false every scrape takes the general path (keys built, sorted and
 // looked up), as a scrape whose pods changed does.
 void ScrapeCost(size_t pods, bool reuse_layout) {
@@ -128,6 +174,7 @@ void ScrapeCost(size_t pods, bool reuse_layout) {
   const double cpu = (CpuSeconds() - cpu0) / static_cast<double>(scrapes.size());
   printf("ingest cpu per node scrape, %zu pods x 2 containers (%zu series)%s: %.3f ms\n", pods,
          2 + 6 + pods * 6, reuse_layout ? "" : ", general path", cpu * 1e3);
+  if (reuse_layout && pods == 30) NodeReadCost(*ingestor, cluster.NodeName(0), pods);
 }
 
 // The day's scrapes: SyntheticCluster's, or with `sim` the simulator's cluster model's,

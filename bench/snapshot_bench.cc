@@ -20,16 +20,13 @@
 
 #include "kubestat/aggregator/snapshot_source.h"
 #include "parts_source.h"
+#include "process_figures.h"
 #include "rest_fake_source.h"
 
 namespace kubestat::aggregator {
 namespace {
 
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+using ::kubestat::bench::ThreadCpuSeconds;
 
 // Each node's objects from the synthetic cluster; a read returns new views of them, as a
 // read after a scrape does.

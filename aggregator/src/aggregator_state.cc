@@ -1,23 +1,35 @@
 #include "kubestat/aggregator/aggregator_state.h"
 
+#include <cassert>
+#include <memory>
+#include <span>
+#include <string>
 #include <utility>
 
 namespace kubestat::aggregator {
 
 namespace {
 
+void Assign(ResourceWindows* windows, Resource resource, std::span<const WindowStats> stats) {
+  (resource == Resource::kCpu ? windows->cpu : windows->memory) = ToApiStatistics(stats);
+}
+
 void Assign(ResourceWindows* windows, const SeriesWindows& series) {
-  (series.key.resource == Resource::kCpu ? windows->cpu : windows->memory) =
-      ToApiStatistics(series.windows);
+  Assign(windows, series.key.resource, series.windows);
 }
 
 // Series of one kind grouped by container name (series arrive in key order, so the
 // containers come out sorted by name).
-void AddContainer(std::vector<ContainerView>* containers, const SeriesWindows& series) {
-  if (containers->empty() || containers->back().name != series.key.container) {
-    containers->push_back({series.key.container, {}});
+void AddContainer(std::vector<ContainerView>* containers, const SeriesKey& key,
+                  std::span<const WindowStats> stats) {
+  if (containers->empty() || containers->back().name != key.container) {
+    containers->push_back({key.container, {}});
   }
-  Assign(&containers->back().windows, series);
+  Assign(&containers->back().windows, key.resource, stats);
+}
+
+void AddContainer(std::vector<ContainerView>* containers, const SeriesWindows& series) {
+  AddContainer(containers, series.key, series.windows);
 }
 
 // The requests and limits `declared` gives each container view of the same name (cpu from
@@ -39,14 +51,90 @@ void AddDeclared(std::vector<ContainerView>* containers,
   }
 }
 
+// A node's views from the visit of its series, windows only: the visit runs under the
+// ingestor's lock, so the providers are asked afterwards (JoinNode, JoinPod). Views are made
+// shared at once, so that publishing them moves no view.
+class NodeViewBuilder final : public NodeObjectsVisitor {
+ public:
+  explicit NodeViewBuilder(std::string_view node) : node(std::make_shared<NodeView>()) {
+    this->node->name = std::string(node);
+  }
+  void NodeSeries(const SeriesKey& key, Timestamp /*endtime*/,
+                  std::span<const WindowStats> windows) override {
+    if (key.kind == ObjectKind::kNode) {
+      Assign(&node->machine, key.resource, windows);
+    } else if (key.kind == ObjectKind::kSystemContainer) {
+      AddContainer(&node->system_containers, key, windows);
+    }
+  }
+  void BeginPod(std::string_view namespace_name, std::string_view name) override {
+    auto pod = std::make_shared<PodView>();
+    pod->name = std::string(name);
+    pod->namespace_name = std::string(namespace_name);
+    pod->node_name = node->name;
+    pods.push_back(std::move(pod));
+  }
+  void PodSeries(const SeriesKey& key, Timestamp /*endtime*/,
+                 std::span<const WindowStats> windows) override {
+    PodView& pod = *pods.back();
+    if (key.kind == ObjectKind::kPod) {
+      Assign(&pod.pod, key.resource, windows);
+    } else if (key.kind == ObjectKind::kContainer) {
+      AddContainer(&pod.containers, key, windows);
+    }
+  }
+
+  std::shared_ptr<NodeView> node;
+  std::vector<std::shared_ptr<PodView>> pods;  // by (namespace, name)
+};
+
 }  // namespace
 
+std::vector<std::optional<PodLabels>> LabelProvider::PodInfos(
+    std::span<const PodNameRef> pods) const {
+  std::vector<std::optional<PodLabels>> infos;
+  infos.reserve(pods.size());
+  for (const PodNameRef& pod : pods) infos.push_back(PodInfo(pod.namespace_name, pod.name));
+  return infos;
+}
+
 bool AggregatorState::Ready() const { return ingestor_->ready() && labels_->HasSynced(); }
+
+void AggregatorState::JoinNode(NodeView* view) const {
+  view->labels = labels_->NodeLabels(view->name).value_or(Labels{});
+  if (topology_ != nullptr) {
+    if (std::optional<NodeTopology> topology = topology_->Node(view->name)) {
+      view->allocatable = std::move(topology->allocatable);
+      view->pod_resources = std::move(topology->status);
+    }
+  }
+}
+
+void AggregatorState::JoinPod(PodView* view, std::optional<PodLabels> info) const {
+  // The agent beside the kubelet that reported the pod knows its assignments: asked before
+  // the node name is replaced by discovery's.
+  std::optional<metrics_api::PodAssignment> assigned;
+  if (topology_ != nullptr) {
+    assigned = topology_->Pod(view->node_name, view->namespace_name, view->name);
+  }
+  if (info) {
+    view->labels = std::move(info->labels);
+    if (!info->node_name.empty()) view->node_name = std::move(info->node_name);
+    AddDeclared(&view->containers, info->containers);
+  }
+  if (assigned) {
+    view->exclusive = std::move(assigned->exclusive);
+    for (ContainerView& container : view->containers) {
+      for (metrics_api::ContainerAssignment& c : assigned->containers) {
+        if (c.name == container.name) container.exclusive = std::move(c.exclusive);
+      }
+    }
+  }
+}
 
 NodeView AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
   NodeView view;
   view.name = std::move(snapshot.name);
-  view.labels = labels_->NodeLabels(view.name).value_or(Labels{});
   for (const SeriesWindows& series : snapshot.series) {
     if (series.key.kind == ObjectKind::kNode) {
       Assign(&view.machine, series);
@@ -54,12 +142,7 @@ NodeView AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
       AddContainer(&view.system_containers, series);
     }
   }
-  if (topology_ != nullptr) {
-    if (std::optional<NodeTopology> topology = topology_->Node(view.name)) {
-      view.allocatable = std::move(topology->allocatable);
-      view.pod_resources = std::move(topology->status);
-    }
-  }
+  JoinNode(&view);
   return view;
 }
 
@@ -68,17 +151,6 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
   view.name = std::move(snapshot.pod.name);
   view.namespace_name = std::move(snapshot.pod.namespace_name);
   view.node_name = std::move(snapshot.pod.node);
-  std::optional<std::vector<limits::ContainerResources>> declared;
-  // The agent beside the kubelet that reported the pod knows its assignments.
-  std::optional<metrics_api::PodAssignment> assigned;
-  if (topology_ != nullptr) {
-    assigned = topology_->Pod(view.node_name, view.namespace_name, view.name);
-  }
-  if (std::optional<PodLabels> info = labels_->PodInfo(view.namespace_name, view.name)) {
-    view.labels = std::move(info->labels);
-    if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
-    declared = std::move(info->containers);
-  }
   for (const SeriesWindows& series : snapshot.series) {
     if (series.key.kind == ObjectKind::kPod) {
       Assign(&view.pod, series);
@@ -86,15 +158,7 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
       AddContainer(&view.containers, series);
     }
   }
-  if (declared) AddDeclared(&view.containers, *declared);
-  if (assigned) {
-    view.exclusive = std::move(assigned->exclusive);
-    for (ContainerView& container : view.containers) {
-      for (metrics_api::ContainerAssignment& c : assigned->containers) {
-        if (c.name == container.name) container.exclusive = std::move(c.exclusive);
-      }
-    }
-  }
+  JoinPod(&view, labels_->PodInfo(view.namespace_name, view.name));
   return view;
 }
 
@@ -133,14 +197,24 @@ std::optional<PodView> AggregatorState::GetPod(std::string_view namespace_name,
 }
 
 std::optional<NodeObjects> AggregatorState::ObjectsOfNode(std::string_view node) const {
-  std::optional<NodeObjectsSnapshot> snapshot = ingestor_->QueryNodeObjects(node);
-  if (!snapshot) return std::nullopt;
+  NodeViewBuilder views(node);
+  if (!ingestor_->VisitNodeObjects(node, views)) return std::nullopt;
+  // The ingestor's lock is released: the providers are asked now.
+  JoinNode(views.node.get());
+  std::vector<PodNameRef> names;
+  names.reserve(views.pods.size());
+  for (const std::shared_ptr<PodView>& pod : views.pods) {
+    names.push_back({pod->namespace_name, pod->name});
+  }
+  std::vector<std::optional<PodLabels>> infos = labels_->PodInfos(names);
+  assert(infos.size() == names.size() && "PodInfos answers each pod asked");
   NodeObjects objects;
-  objects.node_name = snapshot->node.name;
-  objects.node = std::make_shared<const NodeView>(MakeNodeView(std::move(snapshot->node)));
-  objects.pods.reserve(snapshot->pods.size());
-  for (PodSnapshot& pod : snapshot->pods) {
-    objects.pods.push_back(std::make_shared<const PodView>(MakePodView(std::move(pod))));
+  objects.node_name = views.node->name;
+  objects.node = std::move(views.node);
+  objects.pods.reserve(views.pods.size());
+  for (size_t i = 0; i < views.pods.size(); ++i) {
+    JoinPod(views.pods[i].get(), i < infos.size() ? std::move(infos[i]) : std::nullopt);
+    objects.pods.push_back(std::move(views.pods[i]));
   }
   return objects;
 }

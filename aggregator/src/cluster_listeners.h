@@ -9,6 +9,7 @@
 #define KUBESTAT_AGGREGATOR_SRC_CLUSTER_LISTENERS_H_
 
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -39,6 +40,17 @@ class DiscoveryLabels final : public LabelProvider {
     std::optional<scrapers::PodInfo> pod = discovery_->Pod(namespace_name, name);
     if (!pod) return std::nullopt;
     return PodLabels{std::move(pod->labels), pod->node_name, std::move(pod->containers)};
+  }
+  // Discovery's lock once for the batch, and only the fields the views use copied.
+  std::vector<std::optional<PodLabels>> PodInfos(std::span<const PodNameRef> pods) const override {
+    std::vector<std::optional<scrapers::PodLabelsInfo>> found = discovery_->PodLabelsOf(pods);
+    std::vector<std::optional<PodLabels>> infos(found.size());
+    for (size_t i = 0; i < found.size(); ++i) {
+      if (!found[i]) continue;
+      infos[i] = PodLabels{std::move(found[i]->labels), std::move(found[i]->node_name),
+                           std::move(found[i]->containers)};
+    }
+    return infos;
   }
 
  private:

@@ -970,32 +970,72 @@ std::optional<NodeSnapshot> Ingestor::QueryNode(std::string_view name) const {
   return snapshot;
 }
 
+namespace {
+
+// Builds what QueryNodeObjects returns from the visits.
+class SnapshotBuilder final : public NodeObjectsVisitor {
+ public:
+  explicit SnapshotBuilder(std::string_view node) { objects.node.name = std::string(node); }
+  void NodeSeries(const SeriesKey& key, Timestamp endtime,
+                  std::span<const WindowStats> windows) override {
+    objects.node.series.push_back({key, endtime, {windows.begin(), windows.end()}});
+  }
+  void BeginPod(std::string_view namespace_name, std::string_view name) override {
+    objects.pods.push_back(
+        {{std::string(namespace_name), std::string(name), objects.node.name}, {}});
+  }
+  void PodSeries(const SeriesKey& key, Timestamp endtime,
+                 std::span<const WindowStats> windows) override {
+    objects.pods.back().series.push_back({key, endtime, {windows.begin(), windows.end()}});
+  }
+
+  NodeObjectsSnapshot objects;
+};
+
+}  // namespace
+
 std::optional<NodeObjectsSnapshot> Ingestor::QueryNodeObjects(std::string_view name) const {
+  SnapshotBuilder builder(name);
+  if (!VisitNodeObjects(name, builder)) return std::nullopt;
+  return std::move(builder.objects);
+}
+
+bool Ingestor::VisitNodeObjects(std::string_view name, NodeObjectsVisitor& visitor) const {
   Shard& shard = ShardOf(name);
   std::lock_guard lock(shard.mu);
   auto node = shard.nodes.find(name);
-  if (node == shard.nodes.end()) return std::nullopt;
-  NodeObjectsSnapshot objects;
-  objects.node.name = std::string(name);
-  objects.pods.reserve(node->second.pods.size());
-  std::vector<SeriesWindows> series = shard.engine->QueryNode(name);
-  // Each pod's series follow the node's own, by (namespace, pod): the same order as the
-  // node's pod list, so one merge pass pairs them.
-  auto it = TakeNodeSeries(series, &objects.node);
-  for (const PodName& pod : node->second.pods) {
-    auto before = [&](const SeriesWindows& w) {
-      return std::tie(w.key.pod_namespace, w.key.pod) < std::tie(pod.first, pod.second);
-    };
-    while (it != series.end() && before(*it)) ++it;
-    PodSnapshot snapshot;
-    snapshot.pod = {pod.first, pod.second, std::string(name)};
-    for (; it != series.end() && it->key.pod_namespace == pod.first && it->key.pod == pod.second;
-         ++it) {
-      snapshot.series.push_back(std::move(*it));
+  if (node == shard.nodes.end()) return false;
+  // The node's own series come first in its key order, then each pod's, by (namespace, pod):
+  // the order of the node's pod list, so one merge pass pairs them. `next` is the first pod
+  // not begun yet; `current` the pod whose series are being passed, if any.
+  const std::set<PodName>& pods = node->second.pods;
+  auto next = pods.begin();
+  const PodName* current = nullptr;
+  shard.engine->VisitNode(name, [&](const SeriesKey& key, Timestamp endtime,
+                                    std::span<const WindowStats> windows) {
+    if (!IsPodSeries(key)) {
+      visitor.NodeSeries(key, endtime, windows);
+      return;
     }
-    objects.pods.push_back(std::move(snapshot));
-  }
-  return objects;
+    if (current == nullptr || current->first != key.pod_namespace || current->second != key.pod) {
+      current = nullptr;
+      // Listed pods before this one have no series: they are begun with none.
+      for (; next != pods.end() &&
+             std::tie(next->first, next->second) < std::tie(key.pod_namespace, key.pod);
+           ++next) {
+        visitor.BeginPod(next->first, next->second);
+      }
+      // A series of a pod the node's list does not hold (deleted) is skipped.
+      if (next == pods.end() || next->first != key.pod_namespace || next->second != key.pod) {
+        return;
+      }
+      current = &*next++;
+      visitor.BeginPod(current->first, current->second);
+    }
+    visitor.PodSeries(key, endtime, windows);
+  });
+  for (; next != pods.end(); ++next) visitor.BeginPod(next->first, next->second);
+  return true;
 }
 
 std::optional<PodSnapshot> Ingestor::QueryPod(std::string_view namespace_name,

@@ -8,7 +8,7 @@
 
 namespace kubestat::aggregator {
 
-std::vector<metrics_api::Statistics> ToApiStatistics(const std::vector<WindowStats>& windows) {
+std::vector<metrics_api::Statistics> ToApiStatistics(std::span<const WindowStats> windows) {
   std::vector<metrics_api::Statistics> out;
   out.reserve(windows.size());
   for (const WindowStats& w : windows) {

@@ -74,6 +74,23 @@ std::optional<PodInfo> Discovery::Pod(std::string_view namespace_name,
   return it->second;
 }
 
+std::vector<std::optional<PodLabelsInfo>> Discovery::PodLabelsOf(
+    std::span<const PodNameRef> pods) const {
+  std::vector<std::optional<PodLabelsInfo>> out(pods.size());
+  std::string key;  // "namespace/name", the map's key; reused from pod to pod
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < pods.size(); ++i) {
+    key.assign(pods[i].namespace_name);
+    key += '/';
+    key += pods[i].name;
+    auto it = pods_.find(key);
+    if (it == pods_.end()) continue;
+    const PodInfo& pod = it->second;
+    out[i] = PodLabelsInfo{pod.labels, pod.node_name, pod.containers};
+  }
+  return out;
+}
+
 std::vector<LimitRangeInfo> Discovery::LimitRanges(std::string_view namespace_name) const {
   const std::string prefix = absl::StrCat(AbslView(namespace_name), "/");
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -738,6 +739,369 @@ TEST_F(IngestTest, AggregatorStateReadsOneNodeAsItsListsDo) {
   ASSERT_TRUE(ingestor_->DeleteNode("node-2").value());
   EXPECT_FALSE(state.ObjectsOfNode("node-2"));
   EXPECT_EQ(state.AllNodeObjects().nodes.size(), 2u);
+}
+
+// A cluster drawn at random: pods in several namespaces with zero to three containers, one
+// pod with no container and one whose containers report no reading (both listed, without
+// series), one pod reported by two nodes at once (it moved), readings missing now and then.
+struct RandomPod {
+  std::string namespace_name, name;
+  std::vector<std::string> containers;
+  bool silent = false;  // its containers report no reading
+};
+struct RandomNode {
+  std::string name;
+  std::vector<RandomPod> pods;
+};
+
+std::vector<RandomNode> IngestRandomCluster(Ingestor& ingestor, std::mt19937_64& rng) {
+  std::vector<RandomNode> nodes;
+  int next_pod = 0;
+  for (int n = 0; n < 5; ++n) {
+    RandomNode node{"node-" + std::to_string(n), {}};
+    const size_t pods = 3 + rng() % 6;
+    for (size_t p = 0; p < pods; ++p) {
+      static const char* const kNamespaces[] = {"default", "kube-system", "shop"};
+      static const char* const kPrefixes[] = {"api", "db", "web", "job"};
+      RandomPod pod{kNamespaces[rng() % 3],
+                    std::string(kPrefixes[rng() % 4]) + "-" + std::to_string(next_pod++),
+                    {}};
+      std::vector<std::string> names = {"app", "cache", "proxy", "worker"};
+      std::shuffle(names.begin(), names.end(), rng);
+      names.resize(rng() % 4);
+      pod.containers = std::move(names);
+      node.pods.push_back(std::move(pod));
+    }
+    nodes.push_back(std::move(node));
+  }
+  nodes[0].pods.push_back({"default", "empty", {}});
+  nodes[2].pods.push_back({"shop", "silent", {"app", "proxy"}, true});
+  nodes[0].pods.push_back({"shop", "mover", {"app"}});
+  nodes[3].pods.push_back({"shop", "mover", {"app", "sidecar"}});
+
+  // Cpu counters by object: "node", "node//kubelet", "node/namespace/pod/container".
+  std::map<std::string, uint64_t> counters;
+  for (int i = 0; i < 6; ++i) {
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      const Timestamp t = kT0 + seconds(10 * i) + std::chrono::milliseconds(n);
+      scrapers::NodeScrape s;
+      s.node_name = nodes[n].name;
+      s.start_time = Timestamp(hours(1));
+      uint64_t& node_cpu = counters[nodes[n].name];
+      node_cpu += 1'000'000'000 + rng() % 1'000'000'000;
+      s.cpu = scrapers::CpuSample{t, node_cpu, std::nullopt};
+      s.memory = scrapers::MemorySample{t, (uint64_t{8} << 30) + rng() % (1 << 30)};
+      for (const char* name : {"kubelet", "runtime"}) {
+        uint64_t& cpu = counters[nodes[n].name + "//" + name];
+        cpu += rng() % 100'000'000;
+        s.system_containers.push_back(MakeContainer(name, t, cpu, (200 << 20) + rng() % (1 << 20)));
+      }
+      for (const RandomPod& pod : nodes[n].pods) {
+        scrapers::PodScrape p;
+        p.namespace_name = pod.namespace_name;
+        p.name = pod.name;
+        for (const std::string& container : pod.containers) {
+          uint64_t& cpu =
+              counters[nodes[n].name + "/" + pod.namespace_name + "/" + pod.name + "/" + container];
+          cpu += rng() % 500'000'000;
+          std::optional<uint64_t> cpu_reading = cpu, memory = (100 << 20) + rng() % (1 << 24);
+          if (pod.silent) {
+            cpu_reading.reset();
+            memory.reset();
+          }
+          if (rng() % 20 == 0) cpu_reading.reset();
+          if (rng() % 20 == 0) memory.reset();
+          p.containers.push_back(MakeContainer(container, t, cpu_reading, memory));
+        }
+        s.pods.push_back(std::move(p));
+      }
+      EXPECT_TRUE(ingestor.IngestAt(s, t).ok());
+    }
+  }
+  return nodes;
+}
+
+// Records the visits of one node's objects.
+class RecordingVisitor final : public NodeObjectsVisitor {
+ public:
+  void NodeSeries(const SeriesKey& key, Timestamp endtime,
+                  std::span<const WindowStats> windows) override {
+    EXPECT_TRUE(pods.empty()) << "a node series after a pod: " << key.ToString();
+    node.push_back({key, endtime, {windows.begin(), windows.end()}});
+  }
+  void BeginPod(std::string_view namespace_name, std::string_view name) override {
+    pods.push_back({{std::string(namespace_name), std::string(name), {}}, {}});
+  }
+  void PodSeries(const SeriesKey& key, Timestamp endtime,
+                 std::span<const WindowStats> windows) override {
+    EXPECT_FALSE(pods.empty()) << "a pod series before any pod: " << key.ToString();
+    if (pods.empty()) return;
+    EXPECT_EQ(key.pod_namespace, pods.back().pod.namespace_name);
+    EXPECT_EQ(key.pod, pods.back().pod.name);
+    pods.back().series.push_back({key, endtime, {windows.begin(), windows.end()}});
+  }
+
+  std::vector<SeriesWindows> node;
+  std::vector<PodSnapshot> pods;  // pod.node left empty
+};
+
+// The visit of a node's objects passes what QueryNode and QueryPods give of that node, in
+// the same order, pods without series included, and nothing for an unknown node.
+TEST_F(IngestTest, VisitNodeObjectsPassesWhatQueryNodeAndQueryPodsGive) {
+  std::mt19937_64 rng(20261203);
+  const std::vector<RandomNode> nodes = IngestRandomCluster(*ingestor_, rng);
+  const std::vector<PodSnapshot> all_pods = ingestor_->QueryPods("");
+  size_t without_series = 0, pods_seen = 0;
+  for (const RandomNode& node : nodes) {
+    SCOPED_TRACE(node.name);
+    RecordingVisitor visitor;
+    ASSERT_TRUE(ingestor_->VisitNodeObjects(node.name, visitor));
+    std::optional<NodeSnapshot> want_node = ingestor_->QueryNode(node.name);
+    ASSERT_TRUE(want_node);
+    EXPECT_EQ(visitor.node, want_node->series);
+    EXPECT_EQ(visitor.node.size(), 6u);  // machine and 2 system containers, 2 resources each
+    std::vector<const PodSnapshot*> want_pods;
+    for (const PodSnapshot& pod : all_pods) {
+      if (pod.pod.node == node.name) want_pods.push_back(&pod);
+    }
+    ASSERT_EQ(visitor.pods.size(), want_pods.size());
+    EXPECT_EQ(visitor.pods.size(), node.pods.size());
+    for (size_t p = 0; p < want_pods.size(); ++p) {
+      EXPECT_EQ(visitor.pods[p].pod.namespace_name, want_pods[p]->pod.namespace_name);
+      EXPECT_EQ(visitor.pods[p].pod.name, want_pods[p]->pod.name);
+      EXPECT_EQ(visitor.pods[p].series, want_pods[p]->series);
+      if (want_pods[p]->series.empty()) ++without_series;
+    }
+    pods_seen += visitor.pods.size();
+    // QueryNodeObjects gives the same.
+    std::optional<NodeObjectsSnapshot> objects = ingestor_->QueryNodeObjects(node.name);
+    ASSERT_TRUE(objects);
+    EXPECT_EQ(objects->node.name, node.name);
+    EXPECT_EQ(objects->node.series, visitor.node);
+    ASSERT_EQ(objects->pods.size(), visitor.pods.size());
+    for (size_t p = 0; p < objects->pods.size(); ++p) {
+      EXPECT_EQ(objects->pods[p].pod.node, node.name);
+      EXPECT_EQ(objects->pods[p].series, visitor.pods[p].series);
+    }
+  }
+  EXPECT_EQ(pods_seen, all_pods.size());
+  EXPECT_GE(without_series, 2u);  // "default/empty" and "shop/silent" at least
+  RecordingVisitor unknown;
+  EXPECT_FALSE(ingestor_->VisitNodeObjects("node-9", unknown));
+  EXPECT_TRUE(unknown.node.empty());
+  EXPECT_TRUE(unknown.pods.empty());
+}
+
+// A TopologyProvider of fixed answers.
+class FixedTopology final : public TopologyProvider {
+ public:
+  std::optional<NodeTopology> Node(std::string_view node) const override {
+    auto it = nodes.find(std::string(node));
+    if (it == nodes.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<metrics_api::PodAssignment> Pod(std::string_view node,
+                                                std::string_view namespace_name,
+                                                std::string_view name) const override {
+    auto it =
+        pods.find(std::string(node) + "/" + std::string(namespace_name) + "/" + std::string(name));
+    if (it == pods.end()) return std::nullopt;
+    return it->second;
+  }
+
+  std::map<std::string, NodeTopology> nodes;               // by node name
+  std::map<std::string, metrics_api::PodAssignment> pods;  // by "node/namespace/name"
+};
+
+// The views of one node as AggregatorState::ObjectsOfNode built them from QueryNodeObjects
+// before it visited the series: windows copied out under the lock, then each view joined
+// with a PodInfo call per pod. The reference the visiting read is held against.
+struct ReferenceViews {
+  NodeView node;
+  std::vector<PodView> pods;
+};
+
+std::optional<ReferenceViews> ReferenceObjectsOfNode(const Ingestor& ingestor,
+                                                     const LabelProvider& labels,
+                                                     const TopologyProvider& topology,
+                                                     std::string_view name) {
+  std::optional<NodeObjectsSnapshot> snapshot = ingestor.QueryNodeObjects(name);
+  if (!snapshot) return std::nullopt;
+  auto assign = [](ResourceWindows* windows, const SeriesWindows& series) {
+    (series.key.resource == Resource::kCpu ? windows->cpu : windows->memory) =
+        ToApiStatistics(series.windows);
+  };
+  auto add_container = [&](std::vector<ContainerView>* containers, const SeriesWindows& series) {
+    if (containers->empty() || containers->back().name != series.key.container) {
+      containers->push_back({series.key.container, {}});
+    }
+    assign(&containers->back().windows, series);
+  };
+  ReferenceViews views;
+  NodeView& node = views.node;
+  node.name = snapshot->node.name;
+  node.labels = labels.NodeLabels(node.name).value_or(Labels{});
+  for (const SeriesWindows& series : snapshot->node.series) {
+    if (series.key.kind == ObjectKind::kNode) {
+      assign(&node.machine, series);
+    } else if (series.key.kind == ObjectKind::kSystemContainer) {
+      add_container(&node.system_containers, series);
+    }
+  }
+  if (std::optional<NodeTopology> t = topology.Node(node.name)) {
+    node.allocatable = std::move(t->allocatable);
+    node.pod_resources = std::move(t->status);
+  }
+  for (PodSnapshot& snapshot_pod : snapshot->pods) {
+    PodView view;
+    view.name = snapshot_pod.pod.name;
+    view.namespace_name = snapshot_pod.pod.namespace_name;
+    view.node_name = snapshot_pod.pod.node;
+    std::optional<std::vector<limits::ContainerResources>> declared;
+    std::optional<metrics_api::PodAssignment> assigned =
+        topology.Pod(view.node_name, view.namespace_name, view.name);
+    if (std::optional<PodLabels> info = labels.PodInfo(view.namespace_name, view.name)) {
+      view.labels = std::move(info->labels);
+      if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
+      declared = std::move(info->containers);
+    }
+    for (const SeriesWindows& series : snapshot_pod.series) {
+      if (series.key.kind == ObjectKind::kPod) {
+        assign(&view.pod, series);
+      } else if (series.key.kind == ObjectKind::kContainer) {
+        add_container(&view.containers, series);
+      }
+    }
+    auto convert = [](const limits::Amounts& in) {
+      metrics_api::DeclaredResources out;
+      if (in.cpu && *in.cpu >= 0) out.cpu = static_cast<uint64_t>(*in.cpu) * 1000000;
+      if (in.memory && *in.memory >= 0) out.memory = static_cast<uint64_t>(*in.memory);
+      return out;
+    };
+    if (declared) {
+      for (ContainerView& container : view.containers) {
+        for (const limits::ContainerResources& spec : *declared) {
+          if (spec.name != container.name) continue;
+          container.requests = convert(spec.requests);
+          container.limits = convert(spec.limits);
+        }
+      }
+    }
+    if (assigned) {
+      view.exclusive = std::move(assigned->exclusive);
+      for (ContainerView& container : view.containers) {
+        for (metrics_api::ContainerAssignment& c : assigned->containers) {
+          if (c.name == container.name) container.exclusive = std::move(c.exclusive);
+        }
+      }
+    }
+    views.pods.push_back(std::move(view));
+  }
+  return views;
+}
+
+// Over a random cluster whose objects discovery and the agents know in part (labels on some
+// nodes and most pods, a pod discovery places on another node, declared resources matching
+// some containers, negative or absent amounts, allocatable and exclusive cpus on some nodes
+// and pods), every node's views from the visiting read equal, field for field, those built
+// the way the read built them before.
+TEST_F(IngestTest, ObjectsOfNodeGivesTheViewsBuiltFromQueryNodeObjects) {
+  std::mt19937_64 rng(20261204);
+  const std::vector<RandomNode> nodes = IngestRandomCluster(*ingestor_, rng);
+  FakeLabels labels;
+  labels.synced = true;
+  FixedTopology topology;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const RandomNode& node = nodes[n];
+    if (n % 2 == 0) labels.nodes[node.name] = {{"zone", "z" + std::to_string(n)}, {"pool", "a"}};
+    if (n < 3) {
+      NodeTopology t;
+      t.allocatable = metrics_api::ResourceSet{{int64_t(n), int64_t(n) + 4}, {}, {}};
+      t.status.state = "Complete";
+      topology.nodes[node.name] = t;
+    } else if (n == 3) {
+      topology.nodes[node.name].status.state = "Unavailable";
+    }
+    for (const RandomPod& pod : node.pods) {
+      const std::string key = pod.namespace_name + "/" + pod.name;
+      if (rng() % 5 == 0 && pod.name != "mover") continue;  // unknown to discovery
+      PodLabels info{
+          {{"app", pod.name.substr(0, pod.name.find('-'))}, {"tier", "t"}}, node.name, {}};
+      for (const std::string& container : pod.containers) {
+        if (rng() % 4 == 0) continue;
+        limits::ContainerResources declared;
+        declared.name = container;
+        declared.requests = {int64_t(rng() % 2000), int64_t(rng() % (1 << 30))};
+        if (rng() % 3 == 0) declared.limits = {-1, std::nullopt};
+        info.containers.push_back(std::move(declared));
+      }
+      info.containers.push_back({"not-running", {100, 100}, {200, 200}});
+      labels.pods[key] = std::move(info);
+      if (rng() % 2 == 0) {
+        metrics_api::PodAssignment assigned;
+        assigned.namespace_name = pod.namespace_name;
+        assigned.name = pod.name;
+        if (rng() % 2 == 0) assigned.exclusive.cpu_ids = {int64_t(rng() % 64)};
+        for (const std::string& container : pod.containers) {
+          assigned.containers.push_back({container, {{int64_t(rng() % 64)}, {}, {}}, {}});
+        }
+        assigned.containers.push_back({"gone", {{63}, {}, {}}, {}});
+        topology.pods[node.name + "/" + key] = std::move(assigned);
+      }
+    }
+  }
+  // Discovery places the moved pod on its new node, and a pod of node-1 on node-4.
+  labels.pods["shop/mover"].node_name = "node-3";
+  const RandomPod& placed = nodes[1].pods.front();
+  labels.pods[placed.namespace_name + "/" + placed.name] = PodLabels{{{"app", "x"}}, "node-4"};
+  AggregatorState state(ingestor_.get(), &labels, &topology);
+
+  // What the cluster exercises, counted on the reference.
+  size_t labelled = 0, unlabelled = 0, elsewhere = 0, no_series = 0, declared = 0, exclusive = 0,
+         container_windows = 0;
+  for (const RandomNode& node : nodes) {
+    SCOPED_TRACE(node.name);
+    std::optional<ReferenceViews> want =
+        ReferenceObjectsOfNode(*ingestor_, labels, topology, node.name);
+    ASSERT_TRUE(want);
+    std::optional<NodeObjects> got = state.ObjectsOfNode(node.name);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->node_name, node.name);
+    ASSERT_TRUE(got->node);
+    EXPECT_TRUE(*got->node == want->node);
+    EXPECT_EQ(got->node->labels, want->node.labels);
+    ExpectSameWindows(got->node->machine, want->node.machine);
+    ExpectSameContainers(got->node->system_containers, want->node.system_containers);
+    ASSERT_EQ(got->pods.size(), want->pods.size());
+    for (size_t p = 0; p < want->pods.size(); ++p) {
+      const PodView& got_pod = *got->pods[p];
+      const PodView& want_pod = want->pods[p];
+      SCOPED_TRACE(want_pod.namespace_name + "/" + want_pod.name);
+      EXPECT_TRUE(got_pod == want_pod);
+      EXPECT_EQ(got_pod.node_name, want_pod.node_name);
+      EXPECT_EQ(got_pod.labels, want_pod.labels);
+      ExpectSameWindows(got_pod.pod, want_pod.pod);
+      ExpectSameContainers(got_pod.containers, want_pod.containers);
+      EXPECT_EQ(got_pod.exclusive, want_pod.exclusive);
+      (want_pod.labels.empty() ? unlabelled : labelled)++;
+      if (want_pod.node_name != node.name) ++elsewhere;
+      if (want_pod.containers.empty() && !want_pod.pod.HasUsage()) ++no_series;
+      if (!want_pod.exclusive.empty()) ++exclusive;
+      for (const ContainerView& c : want_pod.containers) {
+        if (!c.requests.empty()) ++declared;
+        if (!c.exclusive.empty()) ++exclusive;
+        if (!c.windows.cpu.empty() && !c.windows.memory.empty()) ++container_windows;
+      }
+    }
+  }
+  EXPECT_GT(labelled, 10u);
+  EXPECT_GT(unlabelled, 0u);
+  EXPECT_EQ(elsewhere, 2u);  // the mover on node-0 and node-1's first pod
+  EXPECT_GE(no_series, 2u);
+  EXPECT_GT(declared, 5u);
+  EXPECT_GT(exclusive, 5u);
+  EXPECT_GT(container_windows, 10u);
+  EXPECT_FALSE(state.ObjectsOfNode("node-9"));
 }
 
 }  // namespace

@@ -443,6 +443,42 @@ TEST_F(KubeApiDiscoveryTest, KeepsContainersRequestsLimitsAndTheControllingOwner
   EXPECT_EQ(discovery->stats().bad_quantities, 1u);
 }
 
+// The batch read gives each known pod's labels, node and containers (as Pod() has them),
+// in the order asked, and nothing for a pod it does not know.
+TEST_F(KubeApiDiscoveryTest, PodLabelsOfGivesLabelsNodeAndContainersOfEachKnownPod) {
+  api_.SetList("pods",
+               {PodWithResourcesJson("7"), PodJson("shop", "web-2", "8", "node-2"),
+                PodJson("payments", "api-1", "9", "node-1", "api")},
+               "20");
+  auto discovery = Start();
+  const std::vector<PodNameRef> asked = {{"shop", "web-2"},     {"shop", "absent"},
+                                         {"shop", "web-1"},     {"payments", "api-1"},
+                                         {"payments", "web-2"}, {"", ""}};
+  std::vector<std::optional<PodLabelsInfo>> found = discovery->PodLabelsOf(asked);
+  ASSERT_EQ(found.size(), asked.size());
+  for (size_t i : {0, 2, 3}) {
+    SCOPED_TRACE(std::string(asked[i].namespace_name) + "/" + std::string(asked[i].name));
+    std::optional<PodInfo> pod = discovery->Pod(asked[i].namespace_name, asked[i].name);
+    ASSERT_TRUE(pod);
+    ASSERT_TRUE(found[i]);
+    EXPECT_EQ(found[i]->labels, pod->labels);
+    EXPECT_EQ(found[i]->node_name, pod->node_name);
+    EXPECT_EQ(found[i]->containers, pod->containers);
+  }
+  EXPECT_EQ(found[0]->labels, (std::map<std::string, std::string>{{"app", "web"}}));
+  EXPECT_EQ(found[0]->node_name, "node-2");
+  EXPECT_EQ(found[3]->labels, (std::map<std::string, std::string>{{"app", "api"}}));
+  ASSERT_EQ(found[2]->containers.size(), 2u);
+  EXPECT_EQ(found[2]->node_name, "node-1");
+  EXPECT_EQ(found[2]->containers[0].name, "app");
+  EXPECT_EQ(found[2]->containers[0].requests, (limits::Amounts{250, 64 << 20}));
+  EXPECT_EQ(found[2]->containers[1].name, "sidecar");
+  EXPECT_FALSE(found[1]);
+  EXPECT_FALSE(found[4]);
+  EXPECT_FALSE(found[5]);
+  EXPECT_TRUE(discovery->PodLabelsOf({}).empty());
+}
+
 TEST_F(KubeApiDiscoveryTest, ListsAndWatchesLimitRangesByNamespace) {
   api_.SetList(
       "limitranges",

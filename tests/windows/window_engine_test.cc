@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -204,6 +205,79 @@ TEST(WindowEngineTest, DeletedSeriesVanishFromEveryQueryAtOnce) {
   // A deleted series that comes back starts afresh.
   ASSERT_TRUE(engine->Ingest(keys[2], kDayStart + seconds(10), 9, source).ok());
   EXPECT_EQ(engine->Query(keys[2])->windows[3].count, 1u);
+}
+
+// A node's series of every kind, with a day of history for some and an hour or less for
+// others (so their windows and endtimes differ from series to series), beside nodes whose
+// names sort next to it. VisitNode gives each series of the node once, in key order, with
+// what Query gives for it (the windows buffer is reused between calls), and QueryNode the
+// same.
+TEST(WindowEngineTest, VisitNodeGivesEverySeriesOfTheNodeAsQueryDoes) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  struct Series {
+    SeriesKey key;
+    int64_t first_s;  // first and last sample, seconds after kDayStart
+    int64_t last_s;
+    ShapeGenerator gen;
+  };
+  std::vector<Series> series;
+  auto add = [&](SeriesKey key, int64_t first_s, int64_t last_s, Shape shape) {
+    const uint64_t seed = series.size() + 1;
+    series.push_back({std::move(key), first_s, last_s, ShapeGenerator(shape, seed)});
+  };
+  const int64_t day = 26 * 3600;
+  for (const char* node : {"n0", "n1", "n10"}) {
+    add(SeriesKey::Node(node, Resource::kCpu), 0, day, Shape::kDiurnal);
+    add(SeriesKey::Node(node, Resource::kMemory), 0, day, Shape::kSteady);
+  }
+  add(SeriesKey::SystemContainer("n1", "kubelet", Resource::kCpu), 0, day, Shape::kSpiky);
+  add(SeriesKey::SystemContainer("n1", "runtime", Resource::kMemory), 600, day - 300,
+      Shape::kSteady);
+  add(SeriesKey::Pod("n1", "default", "db-0", Resource::kCpu), 0, day, Shape::kHeavyTailed);
+  add(SeriesKey::Container("n1", "default", "db-0", "db", Resource::kCpu), 0, day,
+      Shape::kHeavyTailed);
+  add(SeriesKey::Container("n1", "default", "db-0", "db", Resource::kMemory), 0, day,
+      Shape::kSteady);
+  add(SeriesKey::Pod("n1", "shop", "web-1", Resource::kMemory), day - 3000, day, Shape::kSpiky);
+  add(SeriesKey::Container("n1", "shop", "web-1", "app", Resource::kCpu), day - 3000, day - 40,
+      Shape::kDiurnal);
+  add(SeriesKey::Container("n1", "shop", "web-1", "sidecar", Resource::kMemory), day - 50, day,
+      Shape::kSteady);
+  for (int64_t secs = 0; secs <= day; secs += 10) {
+    for (Series& s : series) {
+      if (secs < s.first_s || secs > s.last_s) continue;
+      ASSERT_TRUE(
+          IngestAndStore(*engine, source, s.key, kDayStart + seconds(secs), s.gen.Next(secs)).ok());
+    }
+  }
+
+  std::vector<SeriesWindows> visited;
+  engine->VisitNode(
+      "n1", [&](const SeriesKey& key, Timestamp endtime, std::span<const WindowStats> windows) {
+        visited.push_back({key, endtime, {windows.begin(), windows.end()}});
+      });
+  std::vector<SeriesWindows> want;
+  for (const SeriesKey& key : engine->ListSeries()) {
+    if (key.node != "n1") continue;
+    absl::StatusOr<SeriesWindows> windows = engine->Query(key);
+    ASSERT_TRUE(windows.ok());
+    want.push_back(*std::move(windows));
+  }
+  ASSERT_EQ(want.size(), 10u);
+  EXPECT_EQ(visited, want);
+  EXPECT_EQ(engine->QueryNode("n1"), want);
+  // The day-long window of the oldest series is full; the young ones' are not.
+  ASSERT_EQ(visited[0].windows.size(), 4u);
+  EXPECT_EQ(visited[0].windows[3].count, 8640u);
+  EXPECT_FALSE(visited[0].windows[3].exact_percentiles);
+  EXPECT_EQ(visited.back().windows[3].count, 6u);
+  EXPECT_NE(visited[0].endtime, visited[8].endtime);
+
+  int calls = 0;
+  engine->VisitNode("n2",
+                    [&](const SeriesKey&, Timestamp, std::span<const WindowStats>) { ++calls; });
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(WindowEngineTest, ZeroValuesAreReportedExactly) {

@@ -1,6 +1,8 @@
 #include "kubestat/windows/window_engine.h"
 
 #include <algorithm>
+#include <array>
+#include <cassert>
 #include <limits>
 #include <set>
 #include <utility>
@@ -221,26 +223,31 @@ void FillExact(const std::vector<Sample>& raw, int64_t after_ns, WindowStats* st
 
 }  // namespace
 
-SeriesWindows WindowEngine::Windows(const SeriesKey& key, const Series& series) const {
+void WindowEngine::FillWindows(const Series& series, WindowStats* out) const {
   const Layout& layout = *layout_;
-  SeriesWindows out;
-  out.key = key;
-  out.endtime = AtNanos(series.newest_ns);
-  out.windows.reserve(layout.windows.size());
+  const Timestamp endtime = AtNanos(series.newest_ns);
   // The exact windows' values, sorted for the percentiles: one buffer per thread, kept, since
   // a node read asks for every window of a few hundred series.
   thread_local std::vector<uint64_t> values;
   for (const Layout::Window& w : layout.windows) {
-    WindowStats stats;
+    WindowStats& stats = *out++;
+    stats = WindowStats{};
     stats.window = w.width;
-    stats.endtime = out.endtime;
+    stats.endtime = endtime;
     if (w.is_long) {
       series.longs[w.long_index].Fill(layout.long_geometry[w.long_index], layout.mapping, &stats);
     } else {
       FillExact(series.raw, series.newest_ns - w.width.count(), &stats, &values);
     }
-    out.windows.push_back(stats);
   }
+}
+
+SeriesWindows WindowEngine::Windows(const SeriesKey& key, const Series& series) const {
+  SeriesWindows out;
+  out.key = key;
+  out.endtime = AtNanos(series.newest_ns);
+  out.windows.resize(layout_->windows.size());
+  FillWindows(series, out.windows.data());
   return out;
 }
 
@@ -259,11 +266,29 @@ bool SamePod(const SeriesKey& k, std::string_view node, std::string_view ns, std
 
 std::vector<SeriesWindows> WindowEngine::QueryNode(std::string_view node) const {
   std::vector<SeriesWindows> out;
+  VisitNode(node,
+            [&](const SeriesKey& key, Timestamp endtime, std::span<const WindowStats> windows) {
+              out.push_back({key, endtime, {windows.begin(), windows.end()}});
+            });
+  return out;
+}
+
+void WindowEngine::VisitNode(
+    std::string_view node,
+    absl::FunctionRef<void(const SeriesKey&, Timestamp, std::span<const WindowStats>)> visit)
+    const {
+  // Options allow at most kMaxWindows windows: the buffer lives on the stack.
+  std::array<WindowStats, kMaxWindows> buffer;
+  assert(layout_->windows.size() <= buffer.size());
+  const std::span<const WindowStats> windows(buffer.data(), layout_->windows.size());
+  // The map's order is SeriesKey's, which takes no other type: the node's first key (its
+  // machine's cpu series, the smallest key of a node) is built to find where it begins.
   for (auto it = series_.lower_bound(SeriesKey::Node(std::string(node), Resource::kCpu));
        it != series_.end() && it->first.node == node; ++it) {
-    out.push_back(Windows(it->first, *it->second));
+    const Series& series = *it->second;
+    FillWindows(series, buffer.data());
+    visit(it->first, AtNanos(series.newest_ns), windows);
   }
-  return out;
 }
 
 std::vector<SeriesWindows> WindowEngine::QueryPod(std::string_view node,

@@ -16,6 +16,7 @@
 #define KUBESTAT_AGGREGATOR_AGGREGATOR_STATE_H_
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/limits/limit_range.h"
 #include "kubestat/metrics_api/node_resources.h"
+#include "kubestat/scrapers/cluster_objects.h"
 
 namespace kubestat::aggregator {
 
@@ -35,6 +37,9 @@ struct PodLabels {
   std::vector<limits::ContainerResources> containers = {};
 };
 
+// A pod by namespace and name; the strings are the caller's.
+using PodNameRef = scrapers::PodNameRef;
+
 // Labels from discovery. Implementations must be thread-safe.
 class LabelProvider {
  public:
@@ -45,6 +50,10 @@ class LabelProvider {
   virtual std::optional<Labels> NodeLabels(std::string_view name) const = 0;
   virtual std::optional<PodLabels> PodInfo(std::string_view namespace_name,
                                            std::string_view name) const = 0;
+  // PodInfo of each of `pods`, in the same order (std::nullopt for a pod not known): what
+  // the read of one node's pods asks at once. This default calls PodInfo per pod; a
+  // provider that pays a lock or a lookup key per call overrides it to pay them once.
+  virtual std::vector<std::optional<PodLabels>> PodInfos(std::span<const PodNameRef> pods) const;
 };
 
 // ---- Topology from the nodes' agents (podresources; node_agent.h) ----
@@ -80,14 +89,23 @@ class AggregatorState final : public MetricsSource {
   std::vector<PodView> ListPods(std::string_view namespace_name) const override;
   std::optional<PodView> GetPod(std::string_view namespace_name,
                                 std::string_view name) const override;
-  // One pass over each node's series (Ingestor::QueryNodeObjects), grouped by the node that
+  // ObjectsOfNode of every node: one pass over each node's series, grouped by the node that
   // reported them; nodes in name order.
   NodeObjectsList AllNodeObjects() const override;
+  // The node's view and a view of each pod it reported, joined with labels, declared
+  // resources and topology as GetNode and GetPod join them, built from one visit of its
+  // series (Ingestor::VisitNodeObjects). The providers are asked after the ingestor's lock
+  // is released, the pods' labels in one LabelProvider::PodInfos call.
   std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override;
 
  private:
   NodeView MakeNodeView(NodeSnapshot snapshot) const;
   PodView MakePodView(PodSnapshot snapshot) const;
+  // What the providers add to a view that holds the windows: a node's labels and topology;
+  // a pod's labels, node (discovery's, when known), declared resources (from `info`, the
+  // labels provider's answer for it) and exclusive resources.
+  void JoinNode(NodeView* view) const;
+  void JoinPod(PodView* view, std::optional<PodLabels> info) const;
 
   const Ingestor* ingestor_;
   const LabelProvider* labels_;

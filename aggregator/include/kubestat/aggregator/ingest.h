@@ -120,6 +120,25 @@ struct NodeObjectsSnapshot {
   std::vector<PodSnapshot> pods;  // by (namespace, name)
 };
 
+// What Ingestor::VisitNodeObjects passes one node's objects to, in this order: NodeSeries
+// for each of the node's own series (its machine, then its system containers, in key
+// order); then, for each pod the node reported in its last scrape, by (namespace, name),
+// BeginPod, and PodSeries for each of that pod's series (its own, then its containers', in
+// key order; a pod without series yet gets BeginPod alone). Those are the objects and
+// series QueryNodeObjects returns. Every argument is valid only during the call that
+// passes it (`windows` as WindowEngine::VisitNode gives them). The calls are made under the
+// node's shard lock: they must not call the Ingestor, and the shard's scrapes wait for them.
+class NodeObjectsVisitor {
+ public:
+  virtual ~NodeObjectsVisitor() = default;
+  virtual void NodeSeries(const SeriesKey& key, Timestamp endtime,
+                          std::span<const WindowStats> windows) = 0;
+  virtual void BeginPod(std::string_view namespace_name, std::string_view name) = 0;
+  // A series of the pod of the latest BeginPod.
+  virtual void PodSeries(const SeriesKey& key, Timestamp endtime,
+                         std::span<const WindowStats> windows) = 0;
+};
+
 // A live container series and the store's names for it (to read its history).
 struct StoredSeries {
   SeriesKey key;
@@ -168,6 +187,9 @@ class Ingestor {
   // A node's own series and its pods' in one pass over its series (what QueryNode and
   // QueryPod give for each of its pods); std::nullopt when the node is unknown.
   std::optional<NodeObjectsSnapshot> QueryNodeObjects(std::string_view name) const;
+  // The same objects and series passed to `visitor` (see NodeObjectsVisitor) under one lock,
+  // without copying them; false, with nothing visited, when the node is unknown.
+  bool VisitNodeObjects(std::string_view name, NodeObjectsVisitor& visitor) const;
   // Every node's snapshot, by name.
   std::vector<NodeSnapshot> QueryNodes() const;
   // Every pod's snapshot (only those of `namespace_name` when it is non-empty), by

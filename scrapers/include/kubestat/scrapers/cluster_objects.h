@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kubestat/limits/limit_range.h"
@@ -60,6 +61,13 @@ struct PodInfo {
   std::string Key() const { return namespace_name + "/" + name; }
 
   friend bool operator==(const PodInfo&, const PodInfo&) = default;
+};
+
+// A pod by namespace and name, for lookups of many pods at once; the strings are the
+// caller's.
+struct PodNameRef {
+  std::string_view namespace_name;
+  std::string_view name;
 };
 
 // A LimitRange (core/v1) of a namespace: its cpu and memory items as the API server stores

@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,14 @@ class ClusterListener {
   }
   // Once, when every watched resource has been listed for the first time.
   virtual void OnSynced() {}
+};
+
+// The part of a PodInfo the query answers join with a pod's windows.
+struct PodLabelsInfo {
+  std::map<std::string, std::string> labels;
+  std::string node_name;  // spec.nodeName; empty while the pod is not scheduled
+  // spec.containers' requests and limits, in spec order (PodInfo::containers).
+  std::vector<limits::ContainerResources> containers;
 };
 
 // Counters of what discovery did (for tests, logs and metrics).
@@ -100,6 +109,11 @@ class Discovery {
   std::optional<NodeInfo> Node(std::string_view name) const;
   std::vector<PodInfo> Pods() const;
   std::optional<PodInfo> Pod(std::string_view namespace_name, std::string_view name) const;
+  // The labels, node and containers of each of `pods`, in the same order; std::nullopt for a
+  // pod discovery does not know. For reads of many pods at once (a node's): the lock is
+  // taken once for the whole batch, and only those fields are copied, where Pod() per pod
+  // locks each time and copies the whole PodInfo.
+  std::vector<std::optional<PodLabelsInfo>> PodLabelsOf(std::span<const PodNameRef> pods) const;
   // The LimitRanges of a namespace, in name order.
   std::vector<LimitRangeInfo> LimitRanges(std::string_view namespace_name) const;
   size_t node_count() const;

@@ -50,6 +50,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/numeric/int128.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -135,6 +136,15 @@ class WindowEngine {
   [[nodiscard]] absl::StatusOr<SeriesWindows> Query(const SeriesKey& key) const;
   // Every series of `node` (machine, system containers, pods, containers), in key order.
   std::vector<SeriesWindows> QueryNode(std::string_view node) const;
+  // What QueryNode gives, without copying it: calls `visit` for every series of `node`, in
+  // key order, with the series' key, the time of its newest sample and its windows (as
+  // SeriesWindows holds them). The key is the engine's and the windows are in a buffer
+  // reused from series to series: both are valid only during that call. `visit` must not
+  // change the engine.
+  void VisitNode(std::string_view node,
+                 absl::FunctionRef<void(const SeriesKey& key, Timestamp endtime,
+                                        std::span<const WindowStats> windows)>
+                     visit) const;
   // The pod's own series and its containers' series, in key order.
   std::vector<SeriesWindows> QueryPod(std::string_view node, std::string_view pod_namespace,
                                       std::string_view pod) const;
@@ -193,6 +203,8 @@ class WindowEngine {
   struct Layout;
   explicit WindowEngine(WindowEngineOptions options);
   SeriesWindows Windows(const SeriesKey& key, const Series& series) const;
+  // Fills out[0, options_.windows.size()) with the series' windows.
+  void FillWindows(const Series& series, WindowStats* out) const;
 
   WindowEngineOptions options_;
   std::unique_ptr<Layout> layout_;
