@@ -61,6 +61,37 @@ TEST(QuantileSketchTest, PercentilesAreWithinOnePercentOfNearestRank) {
   }
 }
 
+TEST(QuantileSketchTest, ValuesAtRanksGivesWhatValueAtRankGivesForEachRank) {
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> dist(12, 2);
+  QuantileSketch empty;
+  std::vector<uint64_t> out(2, 7);
+  empty.ValuesAtRanks(kMapping, std::vector<uint64_t>{1, 5}, out);
+  EXPECT_EQ(out, std::vector<uint64_t>({0, 0}));
+  for (int trial = 0; trial < 200; ++trial) {
+    QuantileSketch sketch;
+    const int n = 1 + static_cast<int>(rng() % 3000);
+    for (int i = 0; i < n; ++i) {
+      // Zeros too (their own bucket), and 65,536 of one value now and then (wide counts).
+      const uint64_t v = rng() % 5 == 0 ? 0 : static_cast<uint64_t>(dist(rng));
+      sketch.Add(kMapping, v);
+    }
+    if (trial % 50 == 0) {
+      for (int i = 0; i < 65536; ++i) sketch.Add(kMapping, 4096);
+    }
+    // Ranks ascending, with repeats, 0 and beyond the count (both clamped).
+    std::vector<uint64_t> ks;
+    for (int i = 0; i < 1 + static_cast<int>(rng() % 6); ++i) ks.push_back(rng() % (n + 70000 + 2));
+    std::sort(ks.begin(), ks.end());
+    std::vector<uint64_t> values(ks.size());
+    sketch.ValuesAtRanks(kMapping, ks, values);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      ASSERT_EQ(values[i], sketch.ValueAtRank(kMapping, ks[i]))
+          << "trial " << trial << " k " << ks[i];
+    }
+  }
+}
+
 TEST(QuantileSketchTest, RemoveUndoesAddAndShrinksTheRange) {
   QuantileSketch sketch;
   QuantileSketch empty;

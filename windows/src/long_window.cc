@@ -1,6 +1,7 @@
 #include "long_window.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 
 #include "absl/strings/str_cat.h"
@@ -137,18 +138,25 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
   stats->exact_percentiles = false;
   if (count_ == 0) return;
   stats->mean = static_cast<uint64_t>((sum_ + count_ / 2) / count_);
+  // The ring holds exactly the window's buckets, so its slots are read in place, without the
+  // bucket-to-slot division per slot: an empty slot (min above max) changes neither bound.
+  // The oldest bucket, when partly expired, has its stacks' fronts instead of its slot.
+  assert(ring_.size() == g.slots);
+  const MinMax* stacked = nullptr;
+  if (stack_bucket_ != kNoBucket && !max_stack_.empty() && stack_bucket_ >= first_bucket_ &&
+      stack_bucket_ < first_bucket_ + static_cast<int64_t>(g.slots)) {
+    stacked = &SlotOf(g, stack_bucket_);
+  }
   uint64_t lo = std::numeric_limits<uint64_t>::max();
   uint64_t hi = 0;
-  for (int64_t b = first_bucket_; b < first_bucket_ + static_cast<int64_t>(g.slots); ++b) {
-    const MinMax& mm = SlotOf(g, b);
-    if (!mm.has_data()) continue;
-    if (b == stack_bucket_ && !max_stack_.empty()) {
-      lo = std::min(lo, min_stack_.front().value);
-      hi = std::max(hi, max_stack_.front().value);
-    } else {
-      lo = std::min(lo, mm.min);
-      hi = std::max(hi, mm.max);
-    }
+  for (const MinMax& mm : ring_) {
+    if (&mm == stacked) continue;
+    lo = std::min(lo, mm.min);
+    hi = std::max(hi, mm.max);
+  }
+  if (stacked != nullptr && stacked->has_data()) {
+    lo = std::min(lo, min_stack_.front().value);
+    hi = std::max(hi, max_stack_.front().value);
   }
   assert(lo <= hi && "a long window with samples has a bucket with a min and max");
   stats->min = lo;
@@ -159,12 +167,13 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
   // [min, max], so clamping to it only moves a result towards the true value: the 1% bound
   // holds, and a constant window reports its value exactly. This is the one place long
   // windows produce percentiles, live or restored from rollups.
-  auto percentile = [&](uint32_t percent) {
-    return std::clamp(sketch_.ValueAtRank(mapping, NearestRank(percent, count_)), lo, hi);
-  };
-  stats->p50 = percentile(50);
-  stats->p95 = percentile(95);
-  stats->p99 = percentile(99);
+  const std::array<uint64_t, 3> ranks = {NearestRank(50, count_), NearestRank(95, count_),
+                                         NearestRank(99, count_)};
+  std::array<uint64_t, 3> values{};
+  sketch_.ValuesAtRanks(mapping, ranks, values);
+  stats->p50 = std::clamp(values[0], lo, hi);
+  stats->p95 = std::clamp(values[1], lo, hi);
+  stats->p99 = std::clamp(values[2], lo, hi);
 }
 
 size_t LongWindow::HeapBytes() const {

@@ -1,6 +1,7 @@
 #include "kubestat/windows/quantile_sketch.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -94,6 +95,27 @@ uint64_t QuantileSketch::ValueAtRank(const SketchMapping& mapping, uint64_t k) c
   }
   // Unreachable while count_ equals the sum of the buckets.
   return mapping.Value(offset_ + static_cast<int32_t>(Slots()) - 1);
+}
+
+void QuantileSketch::ValuesAtRanks(const SketchMapping& mapping, std::span<const uint64_t> ks,
+                                   std::span<uint64_t> out) const {
+  assert(ks.size() == out.size() && std::is_sorted(ks.begin(), ks.end()));
+  size_t i = 0;
+  if (count_ == 0) {
+    for (; i < out.size(); ++i) out[i] = 0;
+    return;
+  }
+  auto rank = [&](size_t j) { return std::clamp<uint64_t>(ks[j], 1, count_); };
+  for (; i < ks.size() && rank(i) <= zero_count_; ++i) out[i] = 0;
+  uint64_t seen = zero_count_;
+  for (size_t slot = 0; slot < Slots() && i < ks.size(); ++slot) {
+    seen += CountAt(slot);
+    for (; i < ks.size() && rank(i) <= seen; ++i) {
+      out[i] = mapping.Value(offset_ + static_cast<int32_t>(slot));
+    }
+  }
+  // Unreachable while count_ equals the sum of the buckets.
+  for (; i < ks.size(); ++i) out[i] = mapping.Value(offset_ + static_cast<int32_t>(Slots()) - 1);
 }
 
 size_t QuantileSketch::HeapBytes() const {

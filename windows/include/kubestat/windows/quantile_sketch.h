@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,10 @@ class QuantileSketch {
   // be below the smallest or above the largest; WindowEngine clamps it to the window's
   // exact min and max.
   uint64_t ValueAtRank(const SketchMapping& mapping, uint64_t k) const;
+  // ValueAtRank of each of `ks` (in ascending order) into `out` (as many), in one pass over
+  // the buckets: what a window's three percentiles cost.
+  void ValuesAtRanks(const SketchMapping& mapping, std::span<const uint64_t> ks,
+                     std::span<uint64_t> out) const;
 
   // Heap bytes owned (bucket storage capacity), excluding sizeof(QuantileSketch).
   size_t HeapBytes() const;
