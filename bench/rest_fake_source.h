@@ -29,7 +29,7 @@ class SyntheticMetricsSource final : public MetricsSource {
     std::mt19937_64 rng(seed);
     const Timestamp end = Timestamp(std::chrono::seconds(1795255210));
     auto series = [&](uint64_t base) {
-      std::vector<metrics_api::Statistics> s;
+      metrics_api::StatisticsList s;
       const Duration lengths[] = {std::chrono::seconds(10), std::chrono::minutes(1),
                                   std::chrono::hours(1), std::chrono::hours(24)};
       uint64_t count = 2;

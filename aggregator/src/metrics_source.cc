@@ -8,8 +8,8 @@
 
 namespace kubestat::aggregator {
 
-std::vector<metrics_api::Statistics> ToApiStatistics(std::span<const WindowStats> windows) {
-  std::vector<metrics_api::Statistics> out;
+metrics_api::StatisticsList ToApiStatistics(std::span<const WindowStats> windows) {
+  metrics_api::StatisticsList out;
   out.reserve(windows.size());
   for (const WindowStats& w : windows) {
     out.push_back({w.window, w.endtime, w.count, w.mean, w.min, w.max, w.p50, w.p95, w.p99});

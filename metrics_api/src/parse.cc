@@ -233,7 +233,7 @@ absl::StatusOr<ResourceWindows> ParseUsage(object o, Duration window, Timestamp 
   if (!usage.ok()) return usage.status();
   ResourceWindows out;
   for (auto [resource, is_cpu, target] :
-       {std::tuple<std::string_view, bool, std::vector<Statistics>*>{"cpu", true, &out.cpu},
+       {std::tuple<std::string_view, bool, StatisticsList*>{"cpu", true, &out.cpu},
         {"memory", false, &out.memory}}) {
     element e;
     if (usage->at_key(resource).get(e) != simdjson::SUCCESS) continue;

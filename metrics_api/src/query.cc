@@ -67,8 +67,8 @@ bool ListQuery::SelectsAll() const {
 }
 
 bool UnderPressure(const ContainerMetrics& container, LimitPressure pressure) {
-  const std::vector<Statistics>& cpu = container.windows.cpu;
-  const std::vector<Statistics>& memory = container.windows.memory;
+  const StatisticsList& cpu = container.windows.cpu;
+  const StatisticsList& memory = container.windows.memory;
   const bool memory_near = !memory.empty() && container.limits.memory &&
                            memory.back().max * 10 > *container.limits.memory * 9;
   const bool cpu_throttled =

@@ -87,8 +87,8 @@ void WriteWindow(JsonWriter& w, const Statistics* cpu, const Statistics* memory)
 // lists are ascending; they normally hold the same lengths).
 void WriteWindows(JsonWriter& w, const ResourceWindows& windows) {
   w.BeginObject();
-  const std::vector<Statistics>& cpu = windows.cpu;
-  const std::vector<Statistics>& memory = windows.memory;
+  const StatisticsList& cpu = windows.cpu;
+  const StatisticsList& memory = windows.memory;
   size_t i = 0;
   size_t j = 0;
   while (i < cpu.size() || j < memory.size()) {
@@ -249,7 +249,7 @@ void WriteAllocatable(JsonWriter& w, const NodeMetrics& node) {
 }
 
 // The statistics of `windows` of one length, or null.
-const Statistics* WindowOf(const std::vector<Statistics>& windows, Duration length) {
+const Statistics* WindowOf(const StatisticsList& windows, Duration length) {
   for (const Statistics& s : windows) {
     if (s.window == length) return &s;
   }

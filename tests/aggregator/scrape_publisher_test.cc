@@ -114,9 +114,9 @@ class ScrapePublisherTest : public ::testing::Test {
   }
 
   // The machine's memory windows of `node` as the query snapshot serves them, or empty.
-  std::vector<metrics_api::Statistics> ServedMemory(const std::string& node) {
+  metrics_api::StatisticsList ServedMemory(const std::string& node) {
     std::optional<NodeView> view = snapshot_->GetNode(node);
-    return view ? view->machine.memory : std::vector<metrics_api::Statistics>{};
+    return view ? view->machine.memory : metrics_api::StatisticsList{};
   }
 
   CapturedLog log_;
@@ -152,7 +152,7 @@ TEST_F(ScrapePublisherTest, NodeStampedZeroFailsItsRoundAndKeepsItsDataWhileTheO
   ASSERT_FALSE(node1_before->series.empty());
   EXPECT_EQ(node1_before->series[0].endtime, first);
   ASSERT_TRUE(PollUntil([&] { return !ServedMemory("node-1").empty(); }, kReady));
-  const std::vector<metrics_api::Statistics> served_before = ServedMemory("node-1");
+  const metrics_api::StatisticsList served_before = ServedMemory("node-1");
   EXPECT_EQ(served_before[0].endtime, first);
 
   const Timestamp second = first + std::chrono::seconds(10);
@@ -179,7 +179,7 @@ TEST_F(ScrapePublisherTest, NodeStampedZeroFailsItsRoundAndKeepsItsDataWhileTheO
   // What is served: node-0 from its second scrape, node-1 still from its first.
   ASSERT_TRUE(PollUntil(
       [&] {
-        const std::vector<metrics_api::Statistics> memory = ServedMemory("node-0");
+        const metrics_api::StatisticsList memory = ServedMemory("node-0");
         return !memory.empty() && memory[0].endtime == second;
       },
       kReady));

@@ -176,8 +176,8 @@ class RandomObjects {
     }
   }
 
-  std::vector<Statistics> Series() {
-    std::vector<Statistics> series;
+  StatisticsList Series() {
+    StatisticsList series;
     const size_t windows = 1 + Below(3);
     for (size_t i = 0; i < windows; ++i) {
       Statistics s;

@@ -21,6 +21,7 @@ using metrics_api::NodeMetrics;
 using metrics_api::PodMetrics;
 using metrics_api::ResourceWindows;
 using metrics_api::Statistics;
+using metrics_api::StatisticsList;
 using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
@@ -48,8 +49,8 @@ inline Statistics Window(Duration length, uint64_t count, uint64_t mean, uint64_
 
 // The four default windows (10s, 1m, 1h, 1d) of one series: window i has count 2+i,
 // mean v, max 2v, p95 3v/2, min v/2, p50 v, p99 2v (so the newest window's mean is v).
-inline std::vector<Statistics> Series(uint64_t v, Timestamp endtime = EndTime()) {
-  std::vector<Statistics> series;
+inline StatisticsList Series(uint64_t v, Timestamp endtime = EndTime()) {
+  StatisticsList series;
   const Duration lengths[] = {seconds(10), minutes(1), hours(1), hours(24)};
   uint64_t count = 2;
   for (Duration length : lengths) {
@@ -124,8 +125,8 @@ inline const std::vector<Duration>& DefaultWindows() {
 
 // One series' windows: for window i, count 1+i, min v, mean v+i, p50 v+1, p95 v+5,
 // p99 v+9, max v+10+i, all ending at `endtime`.
-inline std::vector<Statistics> MakeSeries(Timestamp endtime, uint64_t v) {
-  std::vector<Statistics> series;
+inline StatisticsList MakeSeries(Timestamp endtime, uint64_t v) {
+  StatisticsList series;
   const std::vector<Duration>& windows = DefaultWindows();
   for (size_t i = 0; i < windows.size(); ++i) {
     Statistics w;

@@ -39,7 +39,7 @@ using NodeView = metrics_api::NodeMetrics;
 using PodView = metrics_api::PodMetrics;
 
 // The engine's statistics of one series as the API's values (same fields, same order).
-std::vector<metrics_api::Statistics> ToApiStatistics(std::span<const WindowStats> windows);
+metrics_api::StatisticsList ToApiStatistics(std::span<const WindowStats> windows);
 
 // Every node and pod of a source at one time, as shared immutable views: what a front end
 // that reads everything (the watch hub) takes without copying the objects.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "kubestat/core/clock.h"
 
 namespace kubestat::metrics_api {
@@ -40,10 +41,15 @@ struct Statistics {
   friend bool operator==(const Statistics&, const Statistics&) = default;
 };
 
+// One resource's windows, in ascending length. Held inline up to four windows (the
+// default set): a view has a few of these per object, and a heap block for each would be
+// most of its allocations.
+using StatisticsList = absl::InlinedVector<Statistics, 4>;
+
 // The windows of one object, per resource, ascending by length (empty: no samples yet).
 struct ResourceWindows {
-  std::vector<Statistics> cpu;     // nanocores
-  std::vector<Statistics> memory;  // bytes
+  StatisticsList cpu;     // nanocores
+  StatisticsList memory;  // bytes
 
   // Both resources have at least one window: what metrics.k8s.io needs to show usage.
   bool HasUsage() const { return !cpu.empty() && !memory.empty(); }
