@@ -651,8 +651,12 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
       node.pods = std::move(present);
     }
     uint64_t engine_errors = 0;
+    // The samples are in key order: each series is found next to the previous one's.
+    WindowEngine::IngestCursor cursor;
     for (const Pending& sample : samples) {
-      if (!shard.engine->Ingest(*sample.key, at, sample.value, cache).ok()) ++engine_errors;
+      if (!shard.engine->Ingest(*sample.key, at, sample.value, cache, cursor).ok()) {
+        ++engine_errors;
+      }
     }
     if (!same_layout && clean && options_.reuse_layout) BuildLayout(scrape, node);
     counters_->scrapes.fetch_add(1, std::memory_order_relaxed);

@@ -137,9 +137,23 @@ WindowEngine::~WindowEngine() = default;
 
 absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
                                   SampleSource& source) {
+  IngestCursor cursor;
+  return Ingest(key, time, value, source, cursor);
+}
+
+absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
+                                  SampleSource& source, IngestCursor& cursor) {
   const int64_t t = Nanos(time);
   Layout& layout = *layout_;
-  auto it = series_.find(key);
+  auto it = series_.end();
+  if (cursor.valid_) {
+    // In a run in key order the series is the one after the last, unless it is new.
+    if (auto next = std::next(cursor.last_); next != series_.end() && next->first == key) {
+      it = next;
+    }
+  }
+  if (it == series_.end()) it = series_.find(key);
+  cursor.valid_ = false;
   if (it == series_.end()) {
     auto series = std::make_unique<Series>();
     series->newest_ns = t;
@@ -150,9 +164,13 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
       series->longs[i].Add(layout.long_geometry[i], layout.mapping, t, value);
     }
     series->PushRaw(layout, Sample{time, value});
-    series_.emplace(key, std::move(series));
+    cursor.last_ = series_.emplace(key, std::move(series)).first;
+    cursor.valid_ = true;
     return absl::OkStatus();
   }
+  // Whatever follows, the series stays unless it is dropped below.
+  cursor.last_ = it;
+  cursor.valid_ = true;
   Series& series = *it->second;
   if (t <= series.newest_ns) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -186,6 +204,7 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
                                                layout.expired[i], layout.bucket_rest[i]);
         !s.ok()) {
       // The state no longer matches the store; drop it so that it can be restored.
+      cursor.valid_ = false;
       series_.erase(it);
       return absl::DataLossError(
           absl::StrCat(key.ToString(), ": ", s.message(), "; the series was dropped"));

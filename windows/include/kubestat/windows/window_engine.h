@@ -131,6 +131,12 @@ class WindowEngine {
   // caller has stored it yet).
   [[nodiscard]] absl::Status Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
                                     SampleSource& source);
+  // The same, for a run of samples whose keys come in key order (a node's scrape): `cursor`
+  // (see IngestCursor) finds each series right after the previous one's instead of
+  // searching every series. The result is the same as without it.
+  class IngestCursor;
+  [[nodiscard]] absl::Status Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
+                                    SampleSource& source, IngestCursor& cursor);
 
   // Every window of `key`; NotFound for an unknown (or deleted) series.
   [[nodiscard]] absl::StatusOr<SeriesWindows> Query(const SeriesKey& key) const;
@@ -206,9 +212,22 @@ class WindowEngine {
   // Fills out[0, options_.windows.size()) with the series' windows.
   void FillWindows(const Series& series, WindowStats* out) const;
 
+  using SeriesMap = std::map<SeriesKey, std::unique_ptr<Series>>;
+
+ public:
+  // Where a run of Ingest calls got to: the series of the last one. Use a new one for each
+  // run, on one engine, with no other change to that engine during the run.
+  class IngestCursor {
+   private:
+    friend class WindowEngine;
+    SeriesMap::iterator last_;
+    bool valid_ = false;
+  };
+
+ private:
   WindowEngineOptions options_;
   std::unique_ptr<Layout> layout_;
-  std::map<SeriesKey, std::unique_ptr<Series>> series_;
+  SeriesMap series_;
 };
 
 }  // namespace kubestat::windows
