@@ -21,7 +21,7 @@ using kubestat::aggregator::PodView;
 using kubestat::aggregator::ResourceWindows;
 
 ResourceWindows Usage(uint64_t v) {
-  std::vector<kubestat::metrics_api::Statistics> series;
+  kubestat::metrics_api::StatisticsList series;
   kubestat::metrics_api::Statistics w;
   w.window = std::chrono::seconds(10);
   w.count = 3;
