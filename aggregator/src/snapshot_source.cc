@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "kubestat/metrics_api/query.h"
@@ -109,11 +108,6 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
   for (const auto& part : parts) {
     if (part->node) snapshot->nodes.push_back(part->node);
   }
-  // Each part's index among `parts`.
-  std::unordered_map<const NodeObjects*, uint32_t> index;
-  index.reserve(parts.size());
-  for (uint32_t i = 0; i < parts.size(); ++i) index.emplace(parts[i].get(), i);
-
   // (pod, its part's index), sorted by (namespace, name), each pod once.
   struct Sourced {
     std::shared_ptr<const PodView> pod;
