@@ -61,33 +61,39 @@ TEST(QuantileSketchTest, PercentilesAreWithinOnePercentOfNearestRank) {
   }
 }
 
-TEST(QuantileSketchTest, ValuesAtRanksGivesWhatValueAtRankGivesForEachRank) {
+TEST(QuantileSketchTest, ValuesAtRanksGivesTheBucketOfEachRanksValue) {
   std::mt19937_64 rng(3);
   std::lognormal_distribution<double> dist(12, 2);
   QuantileSketch empty;
   std::vector<uint64_t> out(2, 7);
   empty.ValuesAtRanks(kMapping, std::vector<uint64_t>{1, 5}, out);
   EXPECT_EQ(out, std::vector<uint64_t>({0, 0}));
+  EXPECT_EQ(empty.ValueAtRank(kMapping, 1), 0u);
   for (int trial = 0; trial < 200; ++trial) {
     QuantileSketch sketch;
+    std::vector<uint64_t> added;
     const int n = 1 + static_cast<int>(rng() % 3000);
     for (int i = 0; i < n; ++i) {
-      // Zeros too (their own bucket), and 65,536 of one value now and then (wide counts).
-      const uint64_t v = rng() % 5 == 0 ? 0 : static_cast<uint64_t>(dist(rng));
-      sketch.Add(kMapping, v);
+      // Zeros too (their own bucket).
+      added.push_back(rng() % 5 == 0 ? 0 : static_cast<uint64_t>(dist(rng)));
     }
-    if (trial % 50 == 0) {
-      for (int i = 0; i < 65536; ++i) sketch.Add(kMapping, 4096);
-    }
-    // Ranks ascending, with repeats, 0 and beyond the count (both clamped).
+    if (trial % 50 == 0) added.insert(added.end(), 65536, 4096);  // wide counts
+    for (uint64_t v : added) sketch.Add(kMapping, v);
+    std::sort(added.begin(), added.end());
+    // Ranks ascending, with repeats, 0 and beyond the count (both clamped to [1, count]).
     std::vector<uint64_t> ks;
-    for (int i = 0; i < 1 + static_cast<int>(rng() % 6); ++i) ks.push_back(rng() % (n + 70000 + 2));
+    for (int i = 0; i < 1 + static_cast<int>(rng() % 6); ++i) {
+      ks.push_back(rng() % (added.size() + 4));
+    }
     std::sort(ks.begin(), ks.end());
     std::vector<uint64_t> values(ks.size());
     sketch.ValuesAtRanks(kMapping, ks, values);
     for (size_t i = 0; i < ks.size(); ++i) {
-      ASSERT_EQ(values[i], sketch.ValueAtRank(kMapping, ks[i]))
-          << "trial " << trial << " k " << ks[i];
+      // The reported value of the bucket that holds the k-th smallest value added.
+      const uint64_t k = std::clamp<uint64_t>(ks[i], 1, added.size());
+      const uint64_t expected = kMapping.Value(kMapping.Index(added[k - 1]));
+      ASSERT_EQ(values[i], expected) << "trial " << trial << " k " << ks[i];
+      ASSERT_EQ(sketch.ValueAtRank(kMapping, ks[i]), expected) << "trial " << trial;
     }
   }
 }

@@ -85,16 +85,9 @@ void QuantileSketch::Merge(const QuantileSketch& other) {
 void QuantileSketch::Clear() { *this = QuantileSketch(); }
 
 uint64_t QuantileSketch::ValueAtRank(const SketchMapping& mapping, uint64_t k) const {
-  if (count_ == 0) return 0;
-  k = std::clamp<uint64_t>(k, 1, count_);
-  if (k <= zero_count_) return 0;
-  uint64_t seen = zero_count_;
-  for (size_t slot = 0; slot < Slots(); ++slot) {
-    seen += CountAt(slot);
-    if (seen >= k) return mapping.Value(offset_ + static_cast<int32_t>(slot));
-  }
-  // Unreachable while count_ equals the sum of the buckets.
-  return mapping.Value(offset_ + static_cast<int32_t>(Slots()) - 1);
+  uint64_t value = 0;
+  ValuesAtRanks(mapping, std::span<const uint64_t>(&k, 1), std::span<uint64_t>(&value, 1));
+  return value;
 }
 
 void QuantileSketch::ValuesAtRanks(const SketchMapping& mapping, std::span<const uint64_t> ks,
