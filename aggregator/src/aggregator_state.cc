@@ -14,10 +14,6 @@ void Assign(ResourceWindows* windows, Resource resource, std::span<const WindowS
   (resource == Resource::kCpu ? windows->cpu : windows->memory) = ToApiStatistics(stats);
 }
 
-void Assign(ResourceWindows* windows, const SeriesWindows& series) {
-  Assign(windows, series.key.resource, series.windows);
-}
-
 // Series of one kind grouped by container name (series arrive in key order, so the
 // containers come out sorted by name).
 void AddContainer(std::vector<ContainerView>* containers, const SeriesKey& key,
@@ -28,8 +24,22 @@ void AddContainer(std::vector<ContainerView>* containers, const SeriesKey& key,
   Assign(&containers->back().windows, key.resource, stats);
 }
 
-void AddContainer(std::vector<ContainerView>* containers, const SeriesWindows& series) {
-  AddContainer(containers, series.key, series.windows);
+// One series of a node into its view: the machine's, or a system container's.
+void AddNodeSeries(NodeView* view, const SeriesKey& key, std::span<const WindowStats> windows) {
+  if (key.kind == ObjectKind::kNode) {
+    Assign(&view->machine, key.resource, windows);
+  } else if (key.kind == ObjectKind::kSystemContainer) {
+    AddContainer(&view->system_containers, key, windows);
+  }
+}
+
+// One series of a pod into its view: the pod's own, or a container's.
+void AddPodSeries(PodView* view, const SeriesKey& key, std::span<const WindowStats> windows) {
+  if (key.kind == ObjectKind::kPod) {
+    Assign(&view->pod, key.resource, windows);
+  } else if (key.kind == ObjectKind::kContainer) {
+    AddContainer(&view->containers, key, windows);
+  }
 }
 
 // The requests and limits `declared` gives each container view of the same name (cpu from
@@ -61,11 +71,7 @@ class NodeViewBuilder final : public NodeObjectsVisitor {
   }
   void NodeSeries(const SeriesKey& key, Timestamp /*endtime*/,
                   std::span<const WindowStats> windows) override {
-    if (key.kind == ObjectKind::kNode) {
-      Assign(&node->machine, key.resource, windows);
-    } else if (key.kind == ObjectKind::kSystemContainer) {
-      AddContainer(&node->system_containers, key, windows);
-    }
+    AddNodeSeries(node.get(), key, windows);
   }
   void BeginPod(std::string_view namespace_name, std::string_view name) override {
     auto pod = std::make_shared<PodView>();
@@ -76,12 +82,7 @@ class NodeViewBuilder final : public NodeObjectsVisitor {
   }
   void PodSeries(const SeriesKey& key, Timestamp /*endtime*/,
                  std::span<const WindowStats> windows) override {
-    PodView& pod = *pods.back();
-    if (key.kind == ObjectKind::kPod) {
-      Assign(&pod.pod, key.resource, windows);
-    } else if (key.kind == ObjectKind::kContainer) {
-      AddContainer(&pod.containers, key, windows);
-    }
+    AddPodSeries(pods.back().get(), key, windows);
   }
 
   std::shared_ptr<NodeView> node;
@@ -136,11 +137,7 @@ NodeView AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
   NodeView view;
   view.name = std::move(snapshot.name);
   for (const SeriesWindows& series : snapshot.series) {
-    if (series.key.kind == ObjectKind::kNode) {
-      Assign(&view.machine, series);
-    } else if (series.key.kind == ObjectKind::kSystemContainer) {
-      AddContainer(&view.system_containers, series);
-    }
+    AddNodeSeries(&view, series.key, series.windows);
   }
   JoinNode(&view);
   return view;
@@ -152,11 +149,7 @@ PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
   view.namespace_name = std::move(snapshot.pod.namespace_name);
   view.node_name = std::move(snapshot.pod.node);
   for (const SeriesWindows& series : snapshot.series) {
-    if (series.key.kind == ObjectKind::kPod) {
-      Assign(&view.pod, series);
-    } else if (series.key.kind == ObjectKind::kContainer) {
-      AddContainer(&view.containers, series);
-    }
+    AddPodSeries(&view, series.key, series.windows);
   }
   JoinPod(&view, labels_->PodInfo(view.namespace_name, view.name));
   return view;
