@@ -43,14 +43,7 @@ class DiscoveryLabels final : public LabelProvider {
   }
   // Discovery's lock once for the batch, and only the fields the views use copied.
   std::vector<std::optional<PodLabels>> PodInfos(std::span<const PodNameRef> pods) const override {
-    std::vector<std::optional<scrapers::PodLabelsInfo>> found = discovery_->PodLabelsOf(pods);
-    std::vector<std::optional<PodLabels>> infos(found.size());
-    for (size_t i = 0; i < found.size(); ++i) {
-      if (!found[i]) continue;
-      infos[i] = PodLabels{std::move(found[i]->labels), std::move(found[i]->node_name),
-                           std::move(found[i]->containers)};
-    }
-    return infos;
+    return discovery_->PodLabelsOf(pods);
   }
 
  private:

@@ -29,13 +29,8 @@
 
 namespace kubestat::aggregator {
 
-// What discovery knows of a pod.
-struct PodLabels {
-  Labels labels;
-  std::string node_name;  // spec.nodeName; empty when unknown
-  // Each container's requests and limits as the pod spec declares them.
-  std::vector<limits::ContainerResources> containers = {};
-};
+// What discovery knows of a pod: its labels, node and containers' declared resources.
+using PodLabels = scrapers::PodLabelsInfo;
 
 // A pod by namespace and name; the strings are the caller's.
 using PodNameRef = scrapers::PodNameRef;

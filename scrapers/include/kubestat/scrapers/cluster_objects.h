@@ -63,6 +63,14 @@ struct PodInfo {
   friend bool operator==(const PodInfo&, const PodInfo&) = default;
 };
 
+// The part of a PodInfo the query answers join with a pod's windows.
+struct PodLabelsInfo {
+  std::map<std::string, std::string> labels;
+  std::string node_name;  // spec.nodeName; empty while the pod is not scheduled
+  // spec.containers' requests and limits, in spec order (PodInfo::containers).
+  std::vector<limits::ContainerResources> containers = {};
+};
+
 // A pod by namespace and name, for lookups of many pods at once; the strings are the
 // caller's.
 struct PodNameRef {

@@ -64,14 +64,6 @@ class ClusterListener {
   virtual void OnSynced() {}
 };
 
-// The part of a PodInfo the query answers join with a pod's windows.
-struct PodLabelsInfo {
-  std::map<std::string, std::string> labels;
-  std::string node_name;  // spec.nodeName; empty while the pod is not scheduled
-  // spec.containers' requests and limits, in spec order (PodInfo::containers).
-  std::vector<limits::ContainerResources> containers;
-};
-
 // Counters of what discovery did (for tests, logs and metrics).
 struct DiscoveryStats {
   uint64_t lists = 0;  // full lists (first list and relists)
