@@ -98,6 +98,43 @@ TEST(QuantileSketchTest, ValuesAtRanksGivesTheBucketOfEachRanksValue) {
   }
 }
 
+// The walk skips whole blocks of buckets at a time: every rank, those at a block's first and
+// last bucket among them, in narrow and wide counts.
+TEST(QuantileSketchTest, EveryRankOfManyBucketsIsFound) {
+  for (const uint64_t copies : {uint64_t{1}, uint64_t{70000}}) {  // 70000: wide counts
+    QuantileSketch sketch;
+    for (uint64_t v = 1; v <= 100; ++v) {
+      for (uint64_t c = 0; c < copies; ++c) sketch.Add(kMapping, v);
+    }
+    std::vector<uint64_t> ks;
+    for (uint64_t v = 1; v <= 100; ++v) ks.push_back((v - 1) * copies + 1);  // v's first copy
+    for (uint64_t v = 1; v <= 100; ++v) ks.push_back(v * copies);            // and its last
+    std::sort(ks.begin(), ks.end());
+    std::vector<uint64_t> values(ks.size());
+    sketch.ValuesAtRanks(kMapping, ks, values);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      EXPECT_EQ(values[i], (ks[i] - 1) / copies + 1) << "copies " << copies << " k " << ks[i];
+    }
+  }
+}
+
+TEST(QuantileSketchTest, TabledValuesEqualTheComputedOnes) {
+  const int32_t top = kMapping.Index(std::numeric_limits<uint64_t>::max());
+  for (int32_t index = 0; index <= top; ++index) {
+    ASSERT_EQ(kMapping.Value(index), kMapping.ComputeValue(index)) << "index " << index;
+  }
+  // The largest value's bucket is tabled too (and reported within 1% of it).
+  EXPECT_GE(static_cast<double>(kMapping.Value(top)), 0.99 * 18446744073709551615.0);
+  // A mapping too fine for the table computes every value.
+  const SketchMapping fine(1e-4);
+  for (uint64_t v : {uint64_t{1023}, uint64_t{1024}, uint64_t{5000000}, uint64_t{1} << 62}) {
+    const int32_t index = fine.Index(v);
+    EXPECT_EQ(fine.Value(index), fine.ComputeValue(index));
+    EXPECT_LE(std::abs(static_cast<double>(fine.Value(index)) - static_cast<double>(v)),
+              0.01 * static_cast<double>(v));
+  }
+}
+
 TEST(QuantileSketchTest, RemoveUndoesAddAndShrinksTheRange) {
   QuantileSketch sketch;
   QuantileSketch empty;

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -22,7 +24,18 @@ SketchMapping::SketchMapping(double relative_accuracy)
       gamma_((1 + relative_accuracy) / (1 - relative_accuracy)),
       log_gamma_(std::log(gamma_)),
       first_log_bucket_(static_cast<int32_t>(
-          std::ceil(std::log(static_cast<double>(kExactBelow)) / log_gamma_))) {}
+          std::ceil(std::log(static_cast<double>(kExactBelow)) / log_gamma_))) {
+  // The values of the logarithmic buckets up to the largest 64-bit value's, computed once:
+  // a percentile is then a load, not an exponential. A mapping finer than the table allows
+  // computes them (Validate admits accuracies down to 1e-4: 222,000 buckets).
+  const int32_t top = Index(std::numeric_limits<uint64_t>::max());
+  if (top - static_cast<int32_t>(kExactBelow) < static_cast<int32_t>(kMaxTabledValues)) {
+    log_values_.reserve(static_cast<size_t>(top) - kExactBelow + 1);
+    for (int32_t index = static_cast<int32_t>(kExactBelow); index <= top; ++index) {
+      log_values_.push_back(ComputeValue(index));
+    }
+  }
+}
 
 absl::Status SketchMapping::Validate(double relative_accuracy) {
   // 1e-4 keeps the bucket count of 64-bit values far below kMaxSlots.
@@ -43,6 +56,13 @@ int32_t SketchMapping::Index(uint64_t v) const {
 }
 
 uint64_t SketchMapping::Value(int32_t index) const {
+  if (index < static_cast<int32_t>(kExactBelow)) return static_cast<uint64_t>(std::max(0, index));
+  const auto tabled = static_cast<size_t>(index) - kExactBelow;
+  if (tabled < log_values_.size()) return log_values_[tabled];
+  return ComputeValue(index);
+}
+
+uint64_t SketchMapping::ComputeValue(int32_t index) const {
   if (index < static_cast<int32_t>(kExactBelow)) return static_cast<uint64_t>(std::max(0, index));
   const int32_t log_index = index - static_cast<int32_t>(kExactBelow) + first_log_bucket_;
   // Midpoint in relative terms of (gamma^(i-1), gamma^i]: within a of both ends.
@@ -90,25 +110,67 @@ uint64_t QuantileSketch::ValueAtRank(const SketchMapping& mapping, uint64_t k) c
   return value;
 }
 
+namespace {
+
+// Slots skipped at a time while looking for a rank: their counts are summed in one pass
+// (which the compiler vectorizes) and compared once.
+constexpr size_t kWalkBlock = 16;
+
+// The first slot at or after `*slot` whose count takes `*seen` (the counts before it) to
+// `rank` or beyond; `*seen` is left at the counts before that slot. `counts.size()` when
+// the rank lies beyond every slot.
+template <typename Count>
+size_t FindRank(std::span<const Count> counts, uint64_t rank, size_t slot, uint64_t* seen) {
+  const size_t n = counts.size();
+  while (slot + kWalkBlock <= n) {
+    // Sixteen 16-bit counts fit in 32 bits; 32-bit counts are summed in 64.
+    std::conditional_t<sizeof(Count) == 2, uint32_t, uint64_t> block = 0;
+    for (size_t k = 0; k < kWalkBlock; ++k) block += counts[slot + k];
+    if (*seen + block >= rank) break;
+    *seen += block;
+    slot += kWalkBlock;
+  }
+  for (; slot < n; ++slot) {
+    if (*seen + counts[slot] >= rank) return slot;
+    *seen += counts[slot];
+  }
+  return n;
+}
+
+template <typename Count>
+void WalkRanks(std::span<const Count> counts, uint64_t zero_count, uint64_t count,
+               std::span<const uint64_t> ks, int32_t offset, const SketchMapping& mapping,
+               std::span<uint64_t> out) {
+  size_t slot = 0;
+  uint64_t seen = zero_count;  // the counts of the slots before `slot`
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const uint64_t rank = std::clamp<uint64_t>(ks[i], 1, count);
+    if (rank <= zero_count) {
+      out[i] = 0;
+      continue;
+    }
+    slot = FindRank(counts, rank, slot, &seen);
+    // Past the last slot only if count_ differed from the sum of the buckets.
+    const size_t found = std::min(slot, counts.size() - 1);
+    out[i] = mapping.Value(offset + static_cast<int32_t>(found));
+  }
+}
+
+}  // namespace
+
 void QuantileSketch::ValuesAtRanks(const SketchMapping& mapping, std::span<const uint64_t> ks,
                                    std::span<uint64_t> out) const {
   assert(ks.size() == out.size() && std::is_sorted(ks.begin(), ks.end()));
-  size_t i = 0;
-  if (count_ == 0) {
-    for (; i < out.size(); ++i) out[i] = 0;
+  if (count_ == 0 || Slots() == 0) {
+    // Without buckets every value is in the zero bucket.
+    for (uint64_t& value : out) value = 0;
     return;
   }
-  auto rank = [&](size_t j) { return std::clamp<uint64_t>(ks[j], 1, count_); };
-  for (; i < ks.size() && rank(i) <= zero_count_; ++i) out[i] = 0;
-  uint64_t seen = zero_count_;
-  for (size_t slot = 0; slot < Slots() && i < ks.size(); ++slot) {
-    seen += CountAt(slot);
-    for (; i < ks.size() && rank(i) <= seen; ++i) {
-      out[i] = mapping.Value(offset_ + static_cast<int32_t>(slot));
-    }
+  if (wide_) {
+    WalkRanks<uint32_t>(counts32_, zero_count_, count_, ks, offset_, mapping, out);
+  } else {
+    WalkRanks<uint16_t>(counts16_, zero_count_, count_, ks, offset_, mapping, out);
   }
-  // Unreachable while count_ equals the sum of the buckets.
-  for (; i < ks.size(); ++i) out[i] = mapping.Value(offset_ + static_cast<int32_t>(Slots()) - 1);
 }
 
 size_t QuantileSketch::HeapBytes() const {

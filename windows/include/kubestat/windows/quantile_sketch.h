@@ -47,12 +47,19 @@ class SketchMapping {
   int32_t Index(uint64_t v) const;
   // The value reported for bucket `index`.
   uint64_t Value(int32_t index) const;
+  // Value() computed from the logarithm, without the table (what the table holds).
+  uint64_t ComputeValue(int32_t index) const;
 
  private:
   double relative_accuracy_;
   double gamma_;
   double log_gamma_;
   int32_t first_log_bucket_;  // ceil(log_gamma(kExactBelow))
+  // Mappings with more logarithmic buckets than this compute every Value().
+  static constexpr size_t kMaxTabledValues = 16384;
+  // ComputeValue(kExactBelow + i) at i, for every bucket of a 64-bit value (empty when
+  // there are more than kMaxTabledValues of them).
+  std::vector<uint64_t> log_values_;
 };
 
 class QuantileSketch {
