@@ -2,7 +2,7 @@
 # Scale and freshness, measured from outside: kubestat-sim (5,000 nodes × 30 pods by default)
 # scraped by a real kubestat-aggregator every 10 s for DURATION seconds, while a probe lists
 # every node and every pod on metrics.k8s.io every 5 s (as the HPA and `kubectl top` do;
-# their cost is part of the CPU figure) and checks what it gets:
+# their cost is part of the CPU figure measured then) and checks what it gets:
 #   - fresh: each object's timestamp (its newest sample) against the time of the answer; an
 #     object is fresh when it is at most one resolution plus the kubelet timeout old (plus
 #     the second metrics.k8s.io rounds timestamps to); a snapshot that stopped moving shows
@@ -13,7 +13,11 @@
 # rounds (nodes ok, skipped, how long each took), the aggregator's CPU over the
 # measured span from /proc (cores, and ms per node scrape) and its RSS, and the simulator's.
 #
-#   bench/scale_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS]
+#   bench/scale_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [QUIET_SECONDS]
+#
+# Before the probe, QUIET_SECONDS (default 60; 0: none) without any query measure the
+# aggregator's CPU per node scrape on the scrape path alone, counted by its
+# kubestat_scrapes_total.
 #
 # The first two rounds (start-up, the first rate) are not measured: the span starts once
 # every node is listed. Needs a descriptor limit of about 3 per node for the simulator (one
@@ -24,6 +28,7 @@ build="${1:-build}"
 nodes="${2:-5000}"
 pods="${3:-30}"
 duration="${4:-300}"
+quiet="${5:-60}"
 here="$(cd "$(dirname "$0")" && pwd)"
 sim="$build/sim/kubestat-sim"
 agg="$build/aggregator/kubestat-aggregator"
@@ -45,6 +50,26 @@ start_aggregator "$agg" "$port"
 wait_nodes "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" "$nodes" "$work/aggregator.log"
 
 ticks=$(getconf CLK_TCK)
+# The successful node scrapes so far, from the aggregator's own counter.
+scrapes_ok() {
+  curl -kfs -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" |
+    awk '/^kubestat_scrapes_total\{outcome="success"/ {n += $2} END {printf "%d", n}'
+}
+if ((quiet > 0)); then
+  echo "== ${quiet}s without queries: the scrape path alone (fetch, decode, ingest, store, publish)"
+  q_ok0=$(scrapes_ok)
+  q_cpu0=$(cpu_ticks "$agg_pid")
+  q_t0=$(date +%s.%N)
+  sleep "$quiet"
+  q_ok1=$(scrapes_ok)
+  q_cpu1=$(cpu_ticks "$agg_pid")
+  q_t1=$(date +%s.%N)
+  python3 -c "
+import sys
+ok, cpu, span = $q_ok1 - $q_ok0, ($q_cpu1 - $q_cpu0) / $ticks, $q_t1 - $q_t0
+print(f'aggregator CPU without queries {cpu / span:.2f} cores over {span:.0f}s, {ok} node scrapes'
+      + (f', {1000 * cpu / ok:.2f} ms per node scrape' if ok else ''))"
+fi
 first_round=$(grep -o "round [0-9]*:" "$work/aggregator.log" | tail -n 1 | tr -dc 0-9)
 agg_cpu0=$(cpu_ticks "$agg_pid")
 sim_cpu0=$(cpu_ticks "$sim_pid")
