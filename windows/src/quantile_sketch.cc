@@ -112,8 +112,8 @@ uint64_t QuantileSketch::ValueAtRank(const SketchMapping& mapping, uint64_t k) c
 
 namespace {
 
-// Slots skipped at a time while looking for a rank: their counts are summed in one pass
-// (which the compiler vectorizes) and compared once.
+// Slots skipped at a time while looking for a rank: their counts are summed without a test
+// per slot, and the sum is compared once.
 constexpr size_t kWalkBlock = 16;
 
 // The first slot at or after `*slot` whose count takes `*seen` (the counts before it) to
