@@ -7,3 +7,10 @@ if(TARGET kubestat_http)
     ARGS --self --connections 3000 --hold-seconds 3 --observe-seconds 30
          --body-bytes 268435456 --header-bytes 67108864 --lifetime-connections 20)
 endif()
+
+# fetch_bench: the HTTP client's CPU and context switches per fetch of a fixed body from a
+# forked loopback server.
+if(TARGET kubestat_http)
+  kubestat_benchmark(fetch_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/fetch_bench.cc
+    LIBS kubestat::http ARGS --threads=2 --seconds=1)
+endif()
