@@ -6,7 +6,7 @@
 // (its threads and the client library's), and its context switches, voluntary and not
 // (getrusage). A fetch that fails stops the run with its status.
 //
-//   ./build/bench/fetch_bench [--threads=8] [--seconds=5] [--body_bytes=98304]
+//   ./build/bench/fetch_bench [--threads=8] [--seconds=5] [--body-bytes=98304]
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "kubestat/core/clock.h"
+#include "kubestat/core/flags.h"
 #include "kubestat/http/client.h"
 #include "process_figures.h"
 
@@ -63,24 +65,29 @@ using kubestat::bench::WallSeconds;
   }
 }
 
-long FlagValue(int argc, char** argv, std::string_view name, long fallback) {
-  const std::string prefix = "--" + std::string(name) + "=";
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]).substr(0, prefix.size()) == prefix) {
-      return std::atol(argv[i] + prefix.size());
-    }
-  }
-  return fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const long threads = FlagValue(argc, argv, "threads", 8);
-  const long seconds = FlagValue(argc, argv, "seconds", 5);
-  const long body_bytes = FlagValue(argc, argv, "body_bytes", 98304);
+  int64_t threads = 8;
+  int64_t seconds = 5;
+  int64_t body_bytes = 98304;
+  kubestat::FlagSet flags("fetch_bench",
+                          "the HTTP client's CPU and context switches per fetch of a fixed body");
+  flags.AddInt64("threads", &threads, "fetching threads, each with its own client");
+  flags.AddInt64("seconds", &seconds, "how long the threads fetch");
+  flags.AddInt64("body-bytes", &body_bytes, "size of the body the server answers");
+  absl::StatusOr<kubestat::ParsedFlags> parsed = flags.Parse(argc, argv);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s\n%s", std::string(parsed.status().message()).c_str(),
+                 flags.Usage().c_str());
+    return 2;
+  }
+  if (parsed->help_requested) {
+    std::printf("%s", flags.Usage().c_str());
+    return 0;
+  }
   if (threads < 1 || seconds < 1 || body_bytes < 0) {
-    std::fprintf(stderr, "usage: %s [--threads=N] [--seconds=S] [--body_bytes=B]\n", argv[0]);
+    std::fprintf(stderr, "--threads and --seconds must be >= 1, --body-bytes >= 0\n");
     return 2;
   }
   const std::string body(static_cast<size_t>(body_bytes), 'x');
@@ -110,7 +117,7 @@ int main(int argc, char** argv) {
   const std::string base = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
 
   std::vector<std::unique_ptr<kubestat::http::Client>> clients;
-  for (long i = 0; i < threads; ++i) {
+  for (int64_t i = 0; i < threads; ++i) {
     kubestat::http::ClientOptions options;
     options.base_url = base;
     auto client = kubestat::http::Client::Create(options, kubestat::RealClock::Get());
@@ -138,7 +145,7 @@ int main(int argc, char** argv) {
   const double cpu0 = CpuSeconds();
   const double wall0 = WallSeconds();
   std::vector<std::thread> workers;
-  for (long i = 0; i < threads; ++i) {
+  for (int64_t i = 0; i < threads; ++i) {
     workers.emplace_back([&, i] {
       kubestat::http::ClientRequest request;
       request.path_and_query = "/stats/summary";
@@ -164,8 +171,9 @@ int main(int argc, char** argv) {
   if (failed) return 1;
 
   const auto n = static_cast<double>(fetches.load());
-  std::printf("fetch: %ld threads, %ld-byte body, %.0f fetches in %.1f s (%.0f per s)\n", threads,
-              body_bytes, n, wall, n / wall);
+  std::printf("fetch: %lld threads, %lld-byte body, %.0f fetches in %.1f s (%.0f per s)\n",
+              static_cast<long long>(threads), static_cast<long long>(body_bytes), n, wall,
+              n / wall);
   std::printf("client CPU per fetch: %.1f us\n", 1e6 * cpu / n);
   std::printf("context switches per fetch: %.2f voluntary, %.2f involuntary\n",
               static_cast<double>(after.ru_nvcsw - before.ru_nvcsw) / n,
