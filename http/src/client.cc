@@ -101,9 +101,10 @@ class Exchange {
     const uint64_t target = ++issued_;
     // The wake-up runs on the thread that completes the task, as pplx's own continuations
     // do (_Then; then() would post it to the library's pool first: one more thread woken
-    // per wait, a third of a fetch's CPU in bench/fetch_bench). It takes only the wake-up's
-    // lock, which the waiter never holds while calling into the library, so it cannot
-    // deadlock whatever lock the completing thread holds.
+    // per wait, in bench/fetch_bench a third of a fetch's CPU at 32 threads and under a
+    // tenth at 2). It takes only the wake-up's lock, which the waiter never holds while
+    // calling into the library, so it cannot deadlock whatever lock the completing thread
+    // holds.
     task._Then(
         [wakeup = wakeup_, keep_alive = std::move(keep_alive)](pplx::task<T> finished) {
           try {
