@@ -17,11 +17,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
