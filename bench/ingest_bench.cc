@@ -208,6 +208,22 @@ class DayScrapes {
   std::optional<kubestat::sim::ClusterModel> model_;
 };
 
+// The ingestor's own accounting, by part, in bytes per series.
+void PrintMemoryByPart(const char* when, const Ingestor& ingestor, size_t series) {
+  const Ingestor::Memory m = ingestor.MemoryByPart();
+  const double n = static_cast<double>(std::max<size_t>(series, 1));
+  auto per = [n](size_t bytes) { return static_cast<double>(bytes) / n; };
+  printf("memory %s, engine + ingest accounting: %.1f bytes per series (%.3f MiB in all)\n", when,
+         per(m.total()), static_cast<double>(m.total()) / (1 << 20));
+  printf(
+      "  windows: index %.1f, series and raw samples %.1f, long windows %.1f, rings %.1f, "
+      "sketches %.1f, stacks %.1f\n",
+      per(m.windows.index), per(m.windows.series), per(m.windows.long_windows),
+      per(m.windows.rings), per(m.windows.sketches), per(m.windows.stacks));
+  printf("  ingest: series index %.1f, cpu counters %.1f, nodes %.1f\n", per(m.series_index),
+         per(m.cpu_counters), per(m.nodes));
+}
+
 void Day(size_t nodes, int step_s, bool sim) {
   TempDir dir;
   auto store = OpenStore(dir.path + "/db");
@@ -234,8 +250,7 @@ void Day(size_t nodes, int step_s, bool sim) {
          nodes, static_cast<unsigned long long>(scrapes), step_s, fill,
          fill * 1e3 / static_cast<double>(scrapes));
   printf("series: %zu (%.0f per node)\n", series, static_cast<double>(series) / nodes);
-  printf("memory per node, engine + ingest accounting: %.3f MiB\n",
-         static_cast<double>(ingestor->MemoryBytes()) / nodes / (1 << 20));
+  PrintMemoryByPart("after the fill", *ingestor, series);
   printf("memory per node, RSS growth during the fill: %.3f MiB\n",
          static_cast<double>(rss1 - rss0) / 1024.0 / nodes);
   const double disk = static_cast<double>(store->DiskBytes());
@@ -254,6 +269,7 @@ void Day(size_t nodes, int step_s, bool sim) {
          rebuild, nodes, rebuild * 1e3 / nodes, rebuild / nodes * 1000);
   printf("memory per node after rebuild (RSS growth): %.3f MiB\n",
          static_cast<double>(RssKiB() - rss2) / 1024.0 / nodes);
+  PrintMemoryByPart("after the rebuild", *rebuilt, series);
   const auto restored = rebuilt->QueryAll();
   size_t equal = 0;
   for (size_t i = 0; i < std::min(live.size(), restored.size()); ++i) {
@@ -643,6 +659,7 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
       static_cast<double>(io1.second - io0.second) / (1 << 20),
       static_cast<double>(io1.first - io0.first) / (1 << 20),
       static_cast<double>(RssKiB() - rss0) / 1024.0 / nodes);
+  PrintMemoryByPart("after the rebuild at scale", **ingestor, stats.rebuilt_series);
 
   // Node 0's windows against its stored samples: counts, min, max and mean exact, p95
   // within the sketch's 1%.

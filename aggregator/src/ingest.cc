@@ -1152,33 +1152,37 @@ IngestStats Ingestor::Stats() const {
   return s;
 }
 
-size_t Ingestor::MemoryBytes() const {
+Ingestor::Memory Ingestor::MemoryByPart() const {
   constexpr size_t kTreeNode = 4 * sizeof(void*);
   constexpr size_t kHashNode = 2 * sizeof(void*);
   auto heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
   auto key_heap = [&](const SeriesKey& k) {
     return heap(k.node) + heap(k.pod_namespace) + heap(k.pod) + heap(k.container);
   };
-  size_t bytes = sizeof(*this);
+  Memory m;
+  m.nodes = sizeof(*this);
   for (const auto& shard : shards_) {
     std::lock_guard lock(shard->mu);
-    bytes += sizeof(Shard) + shard->engine->MemoryBytes();
+    m.nodes += sizeof(Shard);
+    m.windows += shard->engine->MemoryByPart();
     for (const auto& [name, node] : shard->nodes) {
-      bytes += kTreeNode + sizeof(std::pair<const std::string, NodeState>) + heap(name);
+      m.nodes += kTreeNode + sizeof(std::pair<const std::string, NodeState>) + heap(name);
       for (const auto& [key, state] : node.series) {
-        bytes += kTreeNode + sizeof(std::pair<const SeriesKey, SeriesState>) + key_heap(key);
+        m.series_index +=
+            kTreeNode + sizeof(std::pair<const SeriesKey, SeriesState>) + key_heap(key);
       }
-      bytes += node.counters.bucket_count() * sizeof(void*);
+      m.cpu_counters += node.counters.bucket_count() * sizeof(void*);
       for (const auto& [key, counter] : node.counters) {
-        bytes += kHashNode + sizeof(std::pair<const SeriesKey, CpuCounter>) + key_heap(key);
+        m.cpu_counters +=
+            kHashNode + sizeof(std::pair<const SeriesKey, CpuCounter>) + key_heap(key);
       }
       for (const PodName& p : node.pods) {
-        bytes += kTreeNode + sizeof(PodName) + heap(p.first) + heap(p.second);
+        m.nodes += kTreeNode + sizeof(PodName) + heap(p.first) + heap(p.second);
       }
-      if (node.layout) bytes += sizeof(ScrapeLayout) + node.layout->HeapBytes();
+      if (node.layout) m.nodes += sizeof(ScrapeLayout) + node.layout->HeapBytes();
     }
   }
-  return bytes;
+  return m;
 }
 
 // --- NodeHistoryWriter ---

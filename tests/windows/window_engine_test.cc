@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <span>
@@ -766,6 +769,78 @@ TEST(WindowEngineTest, YoungSeriesRisingAndFallingMatchReferenceAtEverySample) {
           *engine, source, key, kDayStart + hours(2) + offset, seconds(30), values));
     }
   }
+}
+
+// Series a day old whose oldest hour leaves the day window sample by sample: a smooth rise
+// (the min stack holds every sample of that hour), a fall through values near the top of the
+// 64-bit range in huge steps, and a sawtooth. Every statistic is checked after every sample
+// of the hour, and a restored engine must agree.
+TEST(WindowEngineTest, OldestHourOfADayLeavesWithExactMinAndMaxForLongMonotoneRuns) {
+  constexpr int64_t kStep = 10;
+  constexpr int64_t kDaySamples = 86400 / kStep;
+  const std::vector<std::pair<std::string, std::function<uint64_t(int64_t)>>> patterns = {
+      {"rising", [](int64_t i) { return 500000000 + 4096 * static_cast<uint64_t>(i); }},
+      {"falling-huge",
+       [](int64_t i) {
+         return std::numeric_limits<uint64_t>::max() -
+                (uint64_t{1} << 50) * static_cast<uint64_t>(i);
+       }},
+      {"sawtooth",
+       [](int64_t i) {
+         const auto phase = static_cast<uint64_t>(i % 37);
+         return (i / 37) % 2 == 0 ? 1000 + 977 * phase : 37000 - 977 * phase;
+       }},
+  };
+  for (const auto& [name, value_at] : patterns) {
+    SCOPED_TRACE(name);
+    auto engine = MakeEngine();
+    InMemorySampleSource source;
+    const SeriesKey key = SeriesKey::Node("n", Resource::kMemory);
+    std::vector<Sample> all;
+    // Starts 7 s past an hour, so the day window's start sits inside its oldest hour.
+    const Timestamp first = kDayStart + seconds(7);
+    int64_t i = 0;
+    for (; i < kDaySamples; ++i) {
+      const Sample s{first + seconds(kStep * i), value_at(i)};
+      ASSERT_TRUE(IngestAndStore(*engine, source, key, s.time, s.value).ok());
+      all.push_back(s);
+    }
+    for (; i < kDaySamples + 3600 / kStep + 2; ++i) {
+      const Sample s{first + seconds(kStep * i), value_at(i)};
+      ASSERT_TRUE(IngestAndStore(*engine, source, key, s.time, s.value).ok());
+      all.push_back(s);
+      absl::StatusOr<SeriesWindows> got = engine->Query(key);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_NO_FATAL_FAILURE(ExpectMatchesReference(*got, all, "sample " + std::to_string(i)));
+      if (i % 61 == 0) {
+        auto restored = MakeEngine();
+        ASSERT_TRUE(restored->RestoreSeries(key, s.time, {}, source).ok());
+        absl::StatusOr<SeriesWindows> again = restored->Query(key);
+        ASSERT_TRUE(again.ok()) << again.status();
+        ASSERT_EQ(*again, *got) << "restored at sample " << i;
+      }
+    }
+  }
+}
+
+// The stacks of a partly expired bucket cost a few bytes per remaining sample, not a whole
+// sample's sixteen, even when a smooth series keeps every sample of the bucket in them.
+TEST(WindowEngineTest, AStackOfAnHoursSmoothRiseCostsAFewBytesPerSample) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kMemory);
+  // A day and 5 minutes: the day window's oldest hour has 330 samples left, every one of
+  // them in the min stack (the series only rises).
+  int64_t secs = 0;
+  for (; secs <= 86400 + 300; secs += 10) {
+    ASSERT_TRUE(IngestAndStore(*engine, source, key, kDayStart + seconds(secs),
+                               700000000 + 8192 * static_cast<uint64_t>(secs))
+                    .ok());
+  }
+  const WindowEngine::Memory memory = engine->MemoryByPart();
+  EXPECT_GT(memory.stacks, 330u) << "the stacks hold the oldest hour's rest";
+  EXPECT_LT(memory.stacks, 4 * 360u + 256) << "bytes of the stacks for 330 + 30 samples";
+  EXPECT_EQ(memory.total(), engine->MemoryBytes());
 }
 
 // A seeded series with an unaligned start and irregular timing: steps of 1 to 60 s at any

@@ -3,14 +3,85 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "kubestat/core/varint.h"
 
 namespace kubestat::windows::internal {
 
 namespace {
 int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
+
 }  // namespace
+
+void SuffixExtrema::Assign(std::span<const Entry> max_entries, std::span<const Entry> min_entries) {
+  Clear();
+  if (max_entries.empty()) return;
+  assert(!min_entries.empty() && max_entries.back().position == min_entries.back().position);
+  auto encoded_size = [](std::span<const Entry> stack) {
+    size_t size = 0;
+    for (size_t i = 1; i < stack.size(); ++i) {
+      const uint64_t a = stack[i].value, b = stack[i - 1].value;
+      size +=
+          VarintSize(stack[i].position - stack[i - 1].position) + VarintSize(a > b ? a - b : b - a);
+    }
+    return size;
+  };
+  auto encode = [](std::span<const Entry> stack, char* out) {
+    for (size_t i = 1; i < stack.size(); ++i) {
+      assert(stack[i].position > stack[i - 1].position);
+      const uint64_t a = stack[i].value, b = stack[i - 1].value;
+      out = EncodeVarint(out, stack[i].position - stack[i - 1].position);
+      out = EncodeVarint(out, a > b ? a - b : b - a);
+    }
+    return out;
+  };
+  const size_t max_size = encoded_size(max_entries);
+  const size_t size = max_size + encoded_size(min_entries);
+  block_ = std::make_unique_for_overwrite<char[]>(sizeof(Header) + size);
+  // operator new[] aligns the block for any object of this size, the Header included.
+  ::new (block_.get()) Header{.max_value = max_entries.front().value,
+                              .min_value = min_entries.front().value,
+                              .max_position = max_entries.front().position,
+                              .min_position = min_entries.front().position,
+                              .max_next = 0,
+                              .max_end = static_cast<uint32_t>(max_size),
+                              .min_next = static_cast<uint32_t>(max_size),
+                              .size = static_cast<uint32_t>(size),
+                              .expired = 0};
+  char* out = block_.get() + sizeof(Header);
+  encode(min_entries, encode(max_entries, out));
+}
+
+void SuffixExtrema::Expire(uint32_t samples) {
+  if (empty()) return;
+  Header& h = header();
+  h.expired += samples;
+  // Reads a varint the stack wrote itself, so never truncated.
+  auto next = [this, &h](uint32_t* offset) {
+    std::string_view in(entries() + *offset, h.size - *offset);
+    uint64_t v = 0;
+    [[maybe_unused]] const bool read = GetVarint(&in, &v);
+    assert(read);
+    *offset = h.size - static_cast<uint32_t>(in.size());
+    return v;
+  };
+  while (h.max_position < h.expired) {
+    if (h.max_next == h.max_end) {
+      // The run's last sample has left: the min stack ends there too.
+      Clear();
+      return;
+    }
+    h.max_position += static_cast<uint32_t>(next(&h.max_next));
+    h.max_value -= next(&h.max_next);
+  }
+  while (h.min_position < h.expired) {
+    assert(h.min_next < h.size);
+    h.min_position += static_cast<uint32_t>(next(&h.min_next));
+    h.min_value += next(&h.min_next);
+  }
+}
 
 void LongWindow::Start(const LongWindowGeometry& g, int64_t first_ns) {
   // Nothing at or before the first sample belongs to the window: the source may hold older
@@ -72,10 +143,11 @@ absl::Status LongWindow::Apply(const LongWindowGeometry& g, const SketchMapping&
     --count_;
     sum_ -= s.value;
   }
+  CountExpiredInStackBucket(g, expired);
   lower_ns_ = plan.new_lower;
   MoveFirstBucket(g, g.BucketOf(lower_ns_ + 1));
   if (plan.load_stacks) LoadStacks(g, plan.load_bucket, bucket_rest);
-  PopExpiredStackEntries(g);
+  DropEmptiedStacks(g);
   return absl::OkStatus();
 }
 
@@ -114,18 +186,22 @@ bool LongWindow::NeedsStacks(const LongWindowGeometry& g, int64_t* bucket, int64
 void LongWindow::LoadStacks(const LongWindowGeometry& g, int64_t bucket,
                             std::span<const Sample> rest) {
   ClearStacks();
+  // Built here, kept compact: a stack is only ever read from the front after this.
+  std::vector<SuffixExtrema::Entry> max_entries;
+  std::vector<SuffixExtrema::Entry> min_entries;
+  uint32_t position = 0;
   for (const Sample& s : rest) {
     const int64_t t = Nanos(s.time);
     if (t <= lower_ns_ || g.BucketOf(t) != bucket) continue;
-    while (!max_stack_.empty() && max_stack_.back().value <= s.value) max_stack_.pop_back();
-    max_stack_.push_back({t, s.value});
-    while (!min_stack_.empty() && min_stack_.back().value >= s.value) min_stack_.pop_back();
-    min_stack_.push_back({t, s.value});
+    while (!max_entries.empty() && max_entries.back().value <= s.value) max_entries.pop_back();
+    max_entries.push_back({position, s.value});
+    while (!min_entries.empty() && min_entries.back().value >= s.value) min_entries.pop_back();
+    min_entries.push_back({position, s.value});
+    ++position;
   }
-  max_stack_.shrink_to_fit();
-  min_stack_.shrink_to_fit();
+  stacks_.Assign(max_entries, min_entries);
   stack_bucket_ = bucket;
-  if (max_stack_.empty()) {
+  if (stacks_.empty()) {
     // Every sample of the bucket has left the window.
     if (bucket >= first_bucket_) SlotOf(g, bucket) = MinMax{};
     ClearStacks();
@@ -143,7 +219,7 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
   // The oldest bucket, when partly expired, has its stacks' fronts instead of its slot.
   assert(ring_.size() == g.slots);
   const MinMax* stacked = nullptr;
-  if (stack_bucket_ != kNoBucket && !max_stack_.empty() && stack_bucket_ >= first_bucket_ &&
+  if (stack_bucket_ != kNoBucket && !stacks_.empty() && stack_bucket_ >= first_bucket_ &&
       stack_bucket_ < first_bucket_ + static_cast<int64_t>(g.slots)) {
     stacked = &SlotOf(g, stack_bucket_);
   }
@@ -155,8 +231,8 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
     hi = std::max(hi, mm.max);
   }
   if (stacked != nullptr && stacked->has_data()) {
-    lo = std::min(lo, min_stack_.front().value);
-    hi = std::max(hi, max_stack_.front().value);
+    lo = std::min(lo, stacks_.min());
+    hi = std::max(hi, stacks_.max());
   }
   assert(lo <= hi && "a long window with samples has a bucket with a min and max");
   stats->min = lo;
@@ -176,10 +252,9 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
   stats->p99 = std::clamp(values[2], lo, hi);
 }
 
-size_t LongWindow::HeapBytes() const {
-  return ring_.capacity() * sizeof(MinMax) + sketch_.HeapBytes() +
-         (max_stack_.capacity() + min_stack_.capacity()) * sizeof(TimedValue);
-}
+size_t LongWindow::RingBytes() const { return ring_.capacity() * sizeof(MinMax); }
+
+size_t LongWindow::StackBytes() const { return stacks_.HeapBytes(); }
 
 LongWindow::MinMax& LongWindow::SlotOf(const LongWindowGeometry& g, int64_t bucket) {
   const auto slots = static_cast<int64_t>(g.slots);
@@ -202,14 +277,17 @@ void LongWindow::MoveFirstBucket(const LongWindowGeometry& g, int64_t new_first)
   if (stack_bucket_ != kNoBucket && stack_bucket_ < first_bucket_) ClearStacks();
 }
 
-void LongWindow::PopExpiredStackEntries(const LongWindowGeometry& g) {
+void LongWindow::CountExpiredInStackBucket(const LongWindowGeometry& g,
+                                           std::span<const Sample> expired) {
   if (stack_bucket_ == kNoBucket) return;
-  auto expired = [this](const TimedValue& e) { return e.time_ns <= lower_ns_; };
-  max_stack_.erase(max_stack_.begin(),
-                   std::find_if_not(max_stack_.begin(), max_stack_.end(), expired));
-  min_stack_.erase(min_stack_.begin(),
-                   std::find_if_not(min_stack_.begin(), min_stack_.end(), expired));
-  if (max_stack_.empty()) {
+  uint32_t n = 0;
+  for (const Sample& s : expired) n += g.BucketOf(Nanos(s.time)) == stack_bucket_;
+  stacks_.Expire(n);
+}
+
+void LongWindow::DropEmptiedStacks(const LongWindowGeometry& g) {
+  if (stack_bucket_ == kNoBucket) return;
+  if (stacks_.empty()) {
     if (stack_bucket_ >= first_bucket_) SlotOf(g, stack_bucket_) = MinMax{};
     ClearStacks();
   }
@@ -217,10 +295,7 @@ void LongWindow::PopExpiredStackEntries(const LongWindowGeometry& g) {
 
 void LongWindow::ClearStacks() {
   stack_bucket_ = kNoBucket;
-  max_stack_.clear();
-  max_stack_.shrink_to_fit();
-  min_stack_.clear();
-  min_stack_.shrink_to_fit();
+  stacks_.Clear();
 }
 
 }  // namespace kubestat::windows::internal

@@ -6,6 +6,8 @@
 // of that bucket have left the window). Such a bucket lies wholly before the newest sample's
 // bucket, so Add() never lands in it and the stacks stay exact; a series younger than the
 // window has no stacks (its start does not move, and every bucket's min and max is exact).
+// The stacks name their samples by position among the bucket's samples that were left when
+// they were built, and count the bucket's samples that leave the window after that.
 // Values of samples that leave the window come from the caller (see WindowEngine). Times
 // are nanoseconds since the epoch.
 #ifndef KUBESTAT_WINDOWS_SRC_LONG_WINDOW_H_
@@ -14,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <new>
 #include <span>
 #include <vector>
 
@@ -38,9 +42,50 @@ struct LongWindowGeometry {
   }
 };
 
-struct TimedValue {
-  int64_t time_ns;
-  uint64_t value;
+// The suffix maxima and minima of a run of samples (the samples of a bucket still in the
+// window), consumed from the front as the samples leave the window. Built once from the whole
+// run. A max stack's values strictly decrease and a min stack's strictly increase, and both
+// end at the run's last sample, so they empty together. Kept in one block, as varints (the
+// gap in position from the entry before and the distance from its value): a smooth series,
+// whose stacks hold most of its samples, costs a few bytes per sample rather than sixteen.
+class SuffixExtrema {
+ public:
+  struct Entry {
+    uint32_t position;  // among the run's samples, from 0
+    uint64_t value;
+  };
+  // Replaces the stacks: positions strictly increasing, `max_entries`' values strictly
+  // decreasing and `min_entries`' strictly increasing, both ending at the same position.
+  void Assign(std::span<const Entry> max_entries, std::span<const Entry> min_entries);
+  void Clear() { block_.reset(); }
+  bool empty() const { return block_ == nullptr; }
+  // The largest and smallest value of the samples at or after the front (not empty()).
+  uint64_t max() const { return header().max_value; }
+  uint64_t min() const { return header().min_value; }
+  // Counts `samples` more of the run as gone from the window: the stacks drop their entries
+  // for them, and are empty once the whole run has left.
+  void Expire(uint32_t samples);
+  size_t HeapBytes() const { return block_ ? sizeof(Header) + header().size : 0; }
+
+ private:
+  struct Header {
+    uint64_t max_value;
+    uint64_t min_value;
+    uint32_t max_position;
+    uint32_t min_position;
+    uint32_t max_next;  // offset of the max entry after the front
+    uint32_t max_end;   // where the min entries begin
+    uint32_t min_next;
+    uint32_t size;  // bytes of entries after the header
+    uint32_t expired;
+  };
+  Header& header() { return *std::launder(reinterpret_cast<Header*>(block_.get())); }
+  const Header& header() const {
+    return *std::launder(reinterpret_cast<const Header*>(block_.get()));
+  }
+  const char* entries() const { return block_.get() + sizeof(Header); }
+
+  std::unique_ptr<char[]> block_;  // a Header, then the entries after each stack's first
 };
 
 // What one Advance needs from the source, gathered before anything changes.
@@ -78,7 +123,9 @@ class LongWindow {
 
   int64_t lower_ns() const { return lower_ns_; }
   void Fill(const LongWindowGeometry& g, const SketchMapping& mapping, WindowStats* stats) const;
-  size_t HeapBytes() const;
+  size_t RingBytes() const;
+  size_t SketchBytes() const { return sketch_.HeapBytes(); }
+  size_t StackBytes() const;
 
  private:
   struct MinMax {
@@ -91,7 +138,9 @@ class LongWindow {
   MinMax& SlotOf(const LongWindowGeometry& g, int64_t bucket);
   const MinMax& SlotOf(const LongWindowGeometry& g, int64_t bucket) const;
   void MoveFirstBucket(const LongWindowGeometry& g, int64_t new_first);
-  void PopExpiredStackEntries(const LongWindowGeometry& g);
+  void DropEmptiedStacks(const LongWindowGeometry& g);
+  // Counts the samples of the stacked bucket among `expired`.
+  void CountExpiredInStackBucket(const LongWindowGeometry& g, std::span<const Sample> expired);
   void ClearStacks();
 
   int64_t lower_ns_ = 0;  // samples in the state have time > lower_ns_
@@ -101,8 +150,7 @@ class LongWindow {
   std::vector<MinMax> ring_;  // slot of bucket b: b mod slots
   int64_t first_bucket_ = 0;  // BucketOf(lower_ns_ + 1)
   int64_t stack_bucket_ = kNoBucket;
-  std::vector<TimedValue> max_stack_;  // strictly decreasing values, increasing times
-  std::vector<TimedValue> min_stack_;  // strictly increasing values, increasing times
+  SuffixExtrema stacks_;  // of stack_bucket_'s samples after the window's start
 };
 
 }  // namespace kubestat::windows::internal

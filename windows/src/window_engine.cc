@@ -116,12 +116,6 @@ class WindowEngine::Series {
     raw.erase(raw.begin(), first_kept);
     raw.push_back(s);
   }
-
-  size_t HeapBytes() const {
-    size_t bytes = raw.capacity() * sizeof(Sample) + longs.capacity() * sizeof(LongWindow);
-    for (const LongWindow& lw : longs) bytes += lw.HeapBytes();
-    return bytes;
-  }
 };
 
 absl::StatusOr<std::unique_ptr<WindowEngine>> WindowEngine::Create(WindowEngineOptions options) {
@@ -484,21 +478,28 @@ absl::Status WindowEngine::RestoreSeries(const SeriesKey& key, Timestamp newest,
 
 size_t WindowEngine::SeriesCount() const { return series_.size(); }
 
-size_t WindowEngine::MemoryBytes() const {
+WindowEngine::Memory WindowEngine::MemoryByPart() const {
   // A red-black tree node: three pointers and a colour, then the value.
   constexpr size_t kMapNodeOverhead = 4 * sizeof(void*);
   auto string_heap = [](const std::string& s) {
     // Short strings live inside the object (libstdc++ keeps up to 15 characters inline).
     return s.capacity() > 15 ? s.capacity() + 1 : 0;
   };
-  size_t bytes = sizeof(*this) + sizeof(Layout);
+  Memory m;
+  m.index = sizeof(*this) + sizeof(Layout);
   for (const auto& [key, series] : series_) {
-    bytes += kMapNodeOverhead + sizeof(std::pair<const SeriesKey, std::unique_ptr<Series>>);
-    bytes += string_heap(key.node) + string_heap(key.pod_namespace) + string_heap(key.pod) +
-             string_heap(key.container);
-    bytes += sizeof(Series) + series->HeapBytes();
+    m.index += kMapNodeOverhead + sizeof(std::pair<const SeriesKey, std::unique_ptr<Series>>);
+    m.index += string_heap(key.node) + string_heap(key.pod_namespace) + string_heap(key.pod) +
+               string_heap(key.container);
+    m.series += sizeof(Series) + series->raw.capacity() * sizeof(Sample);
+    m.long_windows += series->longs.capacity() * sizeof(LongWindow);
+    for (const LongWindow& lw : series->longs) {
+      m.rings += lw.RingBytes();
+      m.sketches += lw.SketchBytes();
+      m.stacks += lw.StackBytes();
+    }
   }
-  return bytes;
+  return m;
 }
 
 }  // namespace kubestat::windows

@@ -207,8 +207,17 @@ class Ingestor {
   // kMaxUnrestoredNamed of IngestStats::rebuild_errors.
   std::vector<std::string> UnrestoredSeries() const;
   static constexpr size_t kMaxUnrestoredNamed = 10000;
-  // Bytes held by the engines plus the ingestor's own per-series state (approximate).
-  size_t MemoryBytes() const;
+  // Bytes held by the engines plus the ingestor's own per-series state (approximate), by
+  // part.
+  struct Memory {
+    WindowEngine::Memory windows;  // every shard's engine
+    size_t series_index = 0;       // per node: its series' store ids and newest times
+    size_t cpu_counters = 0;       // per node: each cpu series' last cumulative reading
+    size_t nodes = 0;              // per node: its record, pod names and last scrape's layout
+    size_t total() const { return windows.total() + series_index + cpu_counters + nodes; }
+  };
+  Memory MemoryByPart() const;
+  size_t MemoryBytes() const { return MemoryByPart().total(); }
   const WindowEngineOptions& engine_options() const { return options_.engine; }
 
  private:

@@ -200,9 +200,28 @@ class WindowEngine {
 
   // --- Accounting ---
   size_t SeriesCount() const;
-  // Bytes owned by the engine (series state, keys and index), computed from container
-  // sizes and capacities.
-  size_t MemoryBytes() const;
+  // Bytes owned by the engine, by part, computed from container sizes and capacities (the
+  // allocator's own overhead per block is not counted).
+  struct Memory {
+    size_t index = 0;         // the series map: its nodes and the keys' strings
+    size_t series = 0;        // per-series records and their raw samples (short windows)
+    size_t long_windows = 0;  // the long windows' records (count, sum, bounds)
+    size_t rings = 0;         // the long windows' min and max per bucket
+    size_t sketches = 0;      // the long windows' percentile sketches
+    size_t stacks = 0;        // the suffix min and max of partially expired buckets
+    size_t total() const { return index + series + long_windows + rings + sketches + stacks; }
+    Memory& operator+=(const Memory& other) {
+      index += other.index;
+      series += other.series;
+      long_windows += other.long_windows;
+      rings += other.rings;
+      sketches += other.sketches;
+      stacks += other.stacks;
+      return *this;
+    }
+  };
+  Memory MemoryByPart() const;
+  size_t MemoryBytes() const { return MemoryByPart().total(); }
 
  private:
   class Series;
