@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/time.h"
 #include "long_window.h"
@@ -102,11 +103,15 @@ struct WindowEngine::Layout {
   std::vector<std::vector<Sample>> bucket_rest;
 };
 
+// Held in the series map's node itself, with its samples and long windows inline for the
+// default windows at scrapes of 10 s or more: one allocation per series besides what the
+// long windows own.
 class WindowEngine::Series {
  public:
   int64_t newest_ns = 0;
-  std::vector<Sample> raw;  // samples with time > newest - longest exact window
-  std::vector<LongWindow> longs;
+  // Samples with time > newest - longest exact window: 6 for the default minute at 10 s.
+  absl::InlinedVector<Sample, 6> raw;
+  absl::InlinedVector<LongWindow, 2> longs;  // the default hour and day
 
   void PushRaw(const Layout& layout, Sample s) {
     if (layout.max_short_ns == 0) return;
@@ -149,15 +154,14 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
   if (it == series_.end()) it = series_.find(key);
   cursor.valid_ = false;
   if (it == series_.end()) {
-    auto series = std::make_unique<Series>();
-    series->newest_ns = t;
-    series->longs.resize(layout.long_geometry.size());
-    series->longs.shrink_to_fit();
-    for (size_t i = 0; i < series->longs.size(); ++i) {
-      series->longs[i].Start(layout.long_geometry[i], t);
-      series->longs[i].Add(layout.long_geometry[i], layout.mapping, t, value);
+    Series series;
+    series.newest_ns = t;
+    series.longs.resize(layout.long_geometry.size());
+    for (size_t i = 0; i < series.longs.size(); ++i) {
+      series.longs[i].Start(layout.long_geometry[i], t);
+      series.longs[i].Add(layout.long_geometry[i], layout.mapping, t, value);
     }
-    series->PushRaw(layout, Sample{time, value});
+    series.PushRaw(layout, Sample{time, value});
     cursor.last_ = series_.emplace(key, std::move(series)).first;
     cursor.valid_ = true;
     return absl::OkStatus();
@@ -165,7 +169,7 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
   // Whatever follows, the series stays unless it is dropped below.
   cursor.last_ = it;
   cursor.valid_ = true;
-  Series& series = *it->second;
+  Series& series = it->second;
   if (t <= series.newest_ns) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sample of ", key.ToString(), " at ", FormatRfc3339Nano(time),
@@ -212,7 +216,7 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
 
 namespace {
 
-void FillExact(const std::vector<Sample>& raw, int64_t after_ns, WindowStats* stats,
+void FillExact(std::span<const Sample> raw, int64_t after_ns, WindowStats* stats,
                std::vector<uint64_t>* values) {
   values->clear();
   absl::uint128 sum = 0;
@@ -267,7 +271,7 @@ SeriesWindows WindowEngine::Windows(const SeriesKey& key, const Series& series) 
 absl::StatusOr<SeriesWindows> WindowEngine::Query(const SeriesKey& key) const {
   auto it = series_.find(key);
   if (it == series_.end()) return absl::NotFoundError(absl::StrCat("no series ", key.ToString()));
-  return Windows(it->first, *it->second);
+  return Windows(it->first, it->second);
 }
 
 namespace {
@@ -298,7 +302,7 @@ void WindowEngine::VisitNode(
   // machine's cpu series, the smallest key of a node) is built to find where it begins.
   for (auto it = series_.lower_bound(SeriesKey::Node(std::string(node), Resource::kCpu));
        it != series_.end() && it->first.node == node; ++it) {
-    const Series& series = *it->second;
+    const Series& series = it->second;
     FillWindows(series, buffer.data());
     visit(it->first, AtNanos(series.newest_ns), windows);
   }
@@ -311,7 +315,7 @@ std::vector<SeriesWindows> WindowEngine::QueryPod(std::string_view node,
   for (auto it = series_.lower_bound(SeriesKey::Pod(std::string(node), std::string(pod_namespace),
                                                     std::string(pod), Resource::kCpu));
        it != series_.end() && SamePod(it->first, node, pod_namespace, pod); ++it) {
-    out.push_back(Windows(it->first, *it->second));
+    out.push_back(Windows(it->first, it->second));
   }
   return out;
 }
@@ -328,7 +332,7 @@ bool WindowEngine::Contains(const SeriesKey& key) const { return series_.contain
 absl::StatusOr<Timestamp> WindowEngine::NewestTime(const SeriesKey& key) const {
   auto it = series_.find(key);
   if (it == series_.end()) return absl::NotFoundError(absl::StrCat("no series ", key.ToString()));
-  return AtNanos(it->second->newest_ns);
+  return AtNanos(it->second.newest_ns);
 }
 
 size_t WindowEngine::DeleteSeries(const SeriesKey& key) { return series_.erase(key); }
@@ -430,8 +434,8 @@ absl::Status WindowEngine::RestoreSeries(const SeriesKey& key, Timestamp newest,
     return absl::OkStatus();
   };
 
-  auto series = std::make_unique<Series>();
-  series->newest_ns = t_newest;
+  Series series;
+  series.newest_ns = t_newest;
   if (absl::Status s = read(t_newest - std::max<int64_t>(layout.max_short_ns, 1), t_newest);
       !s.ok()) {
     return s;
@@ -440,13 +444,12 @@ absl::Status WindowEngine::RestoreSeries(const SeriesKey& key, Timestamp newest,
     return absl::FailedPreconditionError(
         absl::StrCat(key.ToString(), ": no stored sample at ", FormatRfc3339Nano(newest)));
   }
-  for (const Sample& s : samples) series->PushRaw(layout, s);
+  for (const Sample& s : samples) series.PushRaw(layout, s);
 
-  series->longs.resize(layout.long_geometry.size());
-  series->longs.shrink_to_fit();
-  for (size_t i = 0; i < series->longs.size(); ++i) {
+  series.longs.resize(layout.long_geometry.size());
+  for (size_t i = 0; i < series.longs.size(); ++i) {
     const LongWindowGeometry& g = layout.long_geometry[i];
-    LongWindow& lw = series->longs[i];
+    LongWindow& lw = series.longs[i];
     const int64_t lower = t_newest - g.width_ns;
     lw.Reset(g, lower);
     for (int64_t b = g.BucketOf(lower + 1); b <= g.BucketOf(t_newest); ++b) {
@@ -487,13 +490,17 @@ WindowEngine::Memory WindowEngine::MemoryByPart() const {
   };
   Memory m;
   m.index = sizeof(*this) + sizeof(Layout);
+  // What an inlined vector holds beyond its inline capacity lives on the heap.
+  auto spilled = [](const auto& v, size_t inline_capacity, size_t element) {
+    return v.capacity() > inline_capacity ? v.capacity() * element : 0;
+  };
   for (const auto& [key, series] : series_) {
-    m.index += kMapNodeOverhead + sizeof(std::pair<const SeriesKey, std::unique_ptr<Series>>);
+    m.index += kMapNodeOverhead + sizeof(std::pair<const SeriesKey, Series>) - sizeof(Series);
     m.index += string_heap(key.node) + string_heap(key.pod_namespace) + string_heap(key.pod) +
                string_heap(key.container);
-    m.series += sizeof(Series) + series->raw.capacity() * sizeof(Sample);
-    m.long_windows += series->longs.capacity() * sizeof(LongWindow);
-    for (const LongWindow& lw : series->longs) {
+    m.series += sizeof(Series) - sizeof(Series::longs) + spilled(series.raw, 6, sizeof(Sample));
+    m.long_windows += sizeof(Series::longs) + spilled(series.longs, 2, sizeof(LongWindow));
+    for (const LongWindow& lw : series.longs) {
       m.rings += lw.RingBytes();
       m.sketches += lw.SketchBytes();
       m.stacks += lw.StackBytes();

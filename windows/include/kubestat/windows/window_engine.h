@@ -231,7 +231,8 @@ class WindowEngine {
   // Fills out[0, options_.windows.size()) with the series' windows.
   void FillWindows(const Series& series, WindowStats* out) const;
 
-  using SeriesMap = std::map<SeriesKey, std::unique_ptr<Series>>;
+  // Series is complete where the map's members are used (window_engine.cc).
+  using SeriesMap = std::map<SeriesKey, Series>;
 
  public:
   // Where a run of Ingest calls got to: the series of the last one. Use a new one for each
