@@ -1,6 +1,7 @@
 #include "kubestat/http/client.h"
 
 #include <cpprest/http_client.h>
+#include <pplx/pplx.h>
 
 #include <algorithm>
 #include <cassert>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <system_error>
 
@@ -99,12 +101,12 @@ class Exchange {
   template <typename T>
   WaitResult Wait(const pplx::task<T>& task, std::shared_ptr<void> keep_alive) {
     const uint64_t target = ++issued_;
-    // The wake-up runs on the thread that completes the task, as pplx's own continuations
-    // do (_Then; then() would post it to the library's pool first: one more thread woken
-    // per wait, in bench/fetch_bench a third of a fetch's CPU at 32 threads and under a
-    // tenth at 2). It takes only the wake-up's lock, which the waiter never holds while
-    // calling into the library, so it cannot deadlock whatever lock the completing thread
-    // holds.
+    // The wake-up runs on the thread that completes the task (_Then; then() would go through
+    // the ambient scheduler, which posts it to the library's pool where pplx was in use
+    // before the first client: one more thread woken per wait, in bench/fetch_bench a third
+    // of a fetch's CPU at 32 threads and under a tenth at 2). It takes only the wake-up's
+    // lock, which the waiter never holds while calling into the library, so it cannot
+    // deadlock whatever lock the completing thread holds.
     task._Then(
         [wakeup = wakeup_, keep_alive = std::move(keep_alive)](pplx::task<T> finished) {
           try {
@@ -212,6 +214,31 @@ size_t TakeAvailable(concurrency::streams::streambuf<uint8_t>& stream, uint8_t* 
     taken += n;
   }
   return taken;
+}
+
+// cpprestsdk hands each step of a request (the request written, the head read, a piece of
+// the body passed on) to the next through a pplx continuation, which pplx's default
+// scheduler posts to the library's thread pool: one more thread woken per step. This one
+// runs it on the thread that finished the step, as asio runs its own handlers. The
+// library's continuations only start the next asynchronous operation or pass data on, never
+// wait; Exchange's wake-up takes only its own lock. pplx takes the scheduler once, at its
+// first task, so it is set at the first client's creation; in a process that used pplx
+// before (cpprestsdk's own HTTP listener, in tests) pplx refuses, and continuations keep
+// going through the pool.
+class InlineScheduler final : public pplx::scheduler_interface {
+ public:
+  void schedule(pplx::TaskProc_t proc, void* param) override { proc(param); }
+};
+
+void RunContinuationsInline() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      pplx::set_ambient_scheduler(std::make_shared<InlineScheduler>());
+    } catch (const std::exception&) {
+      // pplx is in use already: its default scheduler stays.
+    }
+  });
 }
 
 }  // namespace
@@ -473,6 +500,7 @@ Result Client::Impl::Send(web::http::http_request& message, const ClientRequest&
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, const Clock& clock) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
+  RunContinuationsInline();
   web::http::client::http_client_config config;
   // A backstop per socket operation; the deadline over the whole exchange is Exchange's.
   config.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options.timeout));

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <pplx/pplxtasks.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -224,6 +225,29 @@ TEST_F(ClientTest, EachMethodReachesTheHandlerWithItsBodyAndTheBearerToken) {
     EXPECT_EQ(one.authorization, "Bearer static-token-1");
     EXPECT_EQ(one.user_agent, "kubestat");
   }
+}
+
+// The client makes cpprestsdk's continuations run where their step finished instead of on
+// another thread of the library's pool (this test's process uses pplx first through it).
+TEST_F(ClientTest, TheLibrarysContinuationsRunOnTheThreadThatFinishedTheirStep) {
+  Start();
+  std::unique_ptr<Client> client = MakeClient(Options());
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<ClientResponse> get = client->Get("/api/v1/nodes");
+  ASSERT_TRUE(get.ok()) << get.status();
+
+  pplx::task_completion_event<int> step;
+  std::promise<std::thread::id> ran_on;
+  pplx::task<void> next =
+      pplx::task<int>(step).then([&ran_on](int) { ran_on.set_value(std::this_thread::get_id()); });
+  std::thread::id finished_on;
+  std::thread finisher([&] {
+    finished_on = std::this_thread::get_id();
+    step.set(1);
+  });
+  finisher.join();
+  next.wait();
+  EXPECT_EQ(ran_on.get_future().get(), finished_on);
 }
 
 TEST_F(ClientTest, TokenSourceIsAskedBeforeEveryRequest) {
