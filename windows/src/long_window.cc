@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cstring>
+#include <string>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -12,46 +14,37 @@ namespace kubestat::windows::internal {
 
 namespace {
 int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
-
 }  // namespace
 
 void SuffixExtrema::Assign(std::span<const Entry> max_entries, std::span<const Entry> min_entries) {
   Clear();
   if (max_entries.empty()) return;
   assert(!min_entries.empty() && max_entries.back().position == min_entries.back().position);
-  auto encoded_size = [](std::span<const Entry> stack) {
-    size_t size = 0;
-    for (size_t i = 1; i < stack.size(); ++i) {
-      const uint64_t a = stack[i].value, b = stack[i - 1].value;
-      size +=
-          VarintSize(stack[i].position - stack[i - 1].position) + VarintSize(a > b ? a - b : b - a);
-    }
-    return size;
-  };
-  auto encode = [](std::span<const Entry> stack, char* out) {
+  // Each entry after a stack's first: the gap in position and the distance in value.
+  std::string encoded;
+  auto encode = [&encoded](std::span<const Entry> stack) {
     for (size_t i = 1; i < stack.size(); ++i) {
       assert(stack[i].position > stack[i - 1].position);
       const uint64_t a = stack[i].value, b = stack[i - 1].value;
-      out = EncodeVarint(out, stack[i].position - stack[i - 1].position);
-      out = EncodeVarint(out, a > b ? a - b : b - a);
+      PutVarint(&encoded, stack[i].position - stack[i - 1].position);
+      PutVarint(&encoded, a > b ? a - b : b - a);
     }
-    return out;
   };
-  const size_t max_size = encoded_size(max_entries);
-  const size_t size = max_size + encoded_size(min_entries);
-  block_ = std::make_unique_for_overwrite<char[]>(sizeof(Header) + size);
+  encode(max_entries);
+  const auto max_size = static_cast<uint32_t>(encoded.size());
+  encode(min_entries);
+  block_ = std::make_unique_for_overwrite<char[]>(sizeof(Header) + encoded.size());
   // operator new[] aligns the block for any object of this size, the Header included.
   ::new (block_.get()) Header{.max_value = max_entries.front().value,
                               .min_value = min_entries.front().value,
                               .max_position = max_entries.front().position,
                               .min_position = min_entries.front().position,
                               .max_next = 0,
-                              .max_end = static_cast<uint32_t>(max_size),
-                              .min_next = static_cast<uint32_t>(max_size),
-                              .size = static_cast<uint32_t>(size),
+                              .max_end = max_size,
+                              .min_next = max_size,
+                              .size = static_cast<uint32_t>(encoded.size()),
                               .expired = 0};
-  char* out = block_.get() + sizeof(Header);
-  encode(min_entries, encode(max_entries, out));
+  std::memcpy(block_.get() + sizeof(Header), encoded.data(), encoded.size());
 }
 
 void SuffixExtrema::Expire(uint32_t samples) {
