@@ -18,12 +18,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kubestat/core/clock.h"
 #include "kubestat/core/flags.h"
+#include "kubestat/core/program.h"
 #include "kubestat/http/client.h"
 #include "process_figures.h"
 
@@ -73,15 +75,10 @@ int main(int argc, char** argv) {
   flags.AddInt64("threads", &threads, "fetching threads, each with its own client");
   flags.AddInt64("seconds", &seconds, "how long the threads fetch");
   flags.AddInt64("body-bytes", &body_bytes, "size of the body the server answers");
-  absl::StatusOr<kubestat::ParsedFlags> parsed = flags.Parse(argc, argv);
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "%s\n%s", std::string(parsed.status().message()).c_str(),
-                 flags.Usage().c_str());
-    return 2;
-  }
-  if (parsed->help_requested) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
+  const int64_t verbosity = 0;
+  if (std::optional<int> exit =
+          kubestat::StartProgram("fetch_bench", flags, argc, argv, verbosity)) {
+    return *exit;
   }
   if (threads < 1 || seconds < 1 || body_bytes < 0) {
     std::fprintf(stderr, "--threads and --seconds must be >= 1, --body-bytes >= 0\n");

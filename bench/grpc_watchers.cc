@@ -28,6 +28,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -38,6 +39,7 @@
 #include "kubestat/core/clock.h"
 #include "kubestat/core/file.h"
 #include "kubestat/core/flags.h"
+#include "kubestat/core/program.h"
 #include "kubestat/kube/bearer_token.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
 
@@ -226,25 +228,15 @@ int main(int argc, char** argv) {
                           "concurrent Watch streams on kubestat-aggregator's gRPC server, each "
                           "reading every event; prints the events received");
   options.Register(flags);
-  absl::StatusOr<kubestat::ParsedFlags> parsed = flags.Parse(argc, argv);
-  if (!parsed.ok()) {
-    std::cerr << "kubestat-grpc-watchers: " << parsed.status().message() << "\n";
-    return 2;
-  }
-  if (parsed->help_requested) {
-    std::cout << flags.Usage();
-    return 0;
+  const int64_t verbosity = 0;
+  if (std::optional<int> exit =
+          kubestat::StartProgram("kubestat-grpc-watchers", flags, argc, argv, verbosity)) {
+    return *exit;
   }
   absl::Status valid = options.Validate();
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = Credentials(options);
   if (valid.ok() && !credentials.ok()) valid = credentials.status();
-  if (!parsed->positional.empty()) {
-    valid = absl::InvalidArgumentError("unexpected argument " + parsed->positional.front());
-  }
-  if (!valid.ok()) {
-    std::cerr << "kubestat-grpc-watchers: " << valid.message() << "\n";
-    return 2;
-  }
+  if (!valid.ok()) return kubestat::FailProgram("kubestat-grpc-watchers", valid);
 
   // Blocked before any thread starts, so that only sigtimedwait sees them.
   sigset_t signals;

@@ -2,14 +2,14 @@
 // (bench/rest_load.sh). Prints the base URL on stdout, then serves until SIGINT or SIGTERM.
 #include <prometheus/registry.h>
 
-#include <csignal>
-#include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "kubestat/aggregator/rest_server.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/flags.h"
+#include "kubestat/core/program.h"
 #include "rest_fake_source.h"
 #include "rest_test_access.h"
 
@@ -24,26 +24,18 @@ int main(int argc, char** argv) {
   flags.AddInt64("port", &port, "port to listen on; 0 picks a free one");
   flags.AddInt64("nodes", &nodes, "number of nodes (and namespaces)");
   flags.AddInt64("pods-per-node", &pods_per_node, "pods per node (and per namespace)");
-  absl::StatusOr<kubestat::ParsedFlags> parsed = flags.Parse(argc, argv);
-  if (!parsed.ok()) {
-    std::cerr << parsed.status().message() << "\n" << flags.Usage();
-    return 2;
-  }
-  if (parsed->help_requested) {
-    std::cout << flags.Usage();
-    return 0;
+  const int64_t verbosity = 0;
+  if (std::optional<int> exit =
+          kubestat::StartProgram("kubestat-rest-fake-server", flags, argc, argv, verbosity)) {
+    return *exit;
   }
   if (nodes < 1 || pods_per_node < 0) {
     std::cerr << "--nodes must be >= 1 and --pods-per-node >= 0\n";
     return 2;
   }
 
-  // Block the stop signals before cpprestsdk starts its threads, so only sigwait sees them.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  // Before cpprestsdk starts its threads, so only Wait() sees the stop signals.
+  kubestat::TerminationSignals signals;
 
   std::cerr << "building " << nodes << " nodes x " << pods_per_node << " pods...\n";
   const kubestat::aggregator::bench::SyntheticMetricsSource source(
@@ -62,8 +54,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << server.BaseUrl() << std::endl;
-  int signal = 0;
-  sigwait(&stop, &signal);
+  signals.Wait();
   server.Stop();
   return 0;
 }
