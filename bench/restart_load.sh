@@ -5,7 +5,7 @@
 # process start to /readyz 200 (the store opened and every window rebuilt), with its RSS and
 # CPU from /proc at that moment; then until every node is listed on metrics.k8s.io again, and
 # the process's memory then by part (the aggregator's kubestat_*_memory_bytes and
-# kubestat_heap_*_bytes against its RSS).
+# kubestat_heap_*_bytes against the resident set it reads with them).
 #
 #   bench/restart_load.sh [BUILD_DIR] [NODES] STORE_DIR [cold]
 #
@@ -66,31 +66,90 @@ wait_nodes "https://127.0.0.1:$port/apis/metrics.k8s.io/v1beta1/nodes" "$nodes" 
 echo "== every node listed $((($(date +%s%N) - start) / 1000000)) ms after the start;" \
   "RSS then $(awk '/VmRSS/ {printf "%d MiB", $2 / 1024}' "/proc/$agg_pid/status")"
 
-# The day's memory by part, from the aggregator's own figures (counted at the first
-# publications after start, then once a minute): windows, RocksDB, the allocator's blocks in
-# use (those two and everything else) and free, against the RSS.
-curl -kfs -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" \
-  >"$work/aggregator-metrics" || true
-rss_kib_now=$(awk '/VmRSS/ {print $2}' "/proc/$agg_pid/status")
-python3 - "$work/aggregator-metrics" "$rss_kib_now" "$nodes" <<'EOF'
+# The day's memory by part, from the aggregator's own figures, counted once a minute (and
+# at the first publications after start) after the allocator's free pages are given back:
+# windows, RocksDB, the allocator's blocks in use (those two and everything else) and free,
+# and the resident set read with them. The next count after every node is listed is taken.
+memory_count() {
+  curl -kfs -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" \
+    >"$work/aggregator-metrics" || true
+  awk '/^kubestat_resident_memory_bytes / {print $2}' "$work/aggregator-metrics"
+}
+counted=$(memory_count)
+for _ in $(seq 1 90); do
+  sleep 1
+  [[ "$(memory_count)" != "$counted" ]] && break
+done
+python3 - "$work/aggregator-metrics" "$nodes" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()
-rss = int(sys.argv[2]) * 1024
-nodes = int(sys.argv[3])
+nodes = int(sys.argv[2])
 def gauge(name):
     m = re.search(r"^" + name + r" (\S+)$", text, re.M)
     return float(m.group(1)) if m else None
+mib = lambda b: b / 1048576
+rss = gauge("kubestat_resident_memory_bytes")
+if rss is None:
+    print("== memory: the aggregator reported no resident set")
+    sys.exit(0)
+print(f"== memory: RSS {mib(rss):.0f} MiB ({mib(rss) / nodes:.3f} MiB per node), read with the figures below")
 parts = [("windows and ingest state", "kubestat_window_memory_bytes"),
          ("RocksDB (memtables, block cache, indexes)", "kubestat_store_memory_bytes"),
          ("allocator: blocks in use (all data)", "kubestat_heap_in_use_bytes"),
-         ("allocator: held free", "kubestat_heap_free_bytes")]
-mib = lambda b: b / 1048576
-print(f"== memory: RSS {mib(rss):.0f} MiB ({mib(rss) / nodes:.3f} MiB per node)")
+         ("allocator: held free (resident or given back)", "kubestat_heap_free_bytes")]
 for label, name in parts:
     v = gauge(name)
     print(f"  {label}: " + ("absent" if v is None else f"{mib(v):.0f} MiB ({mib(v) / nodes:.3f} per node)"))
 w, s, u, f = (gauge(n) for _, n in parts)
 if None not in (w, s, u, f):
     print(f"  in use besides windows and RocksDB (snapshot, watch hub, discovery, requests): {mib(u - w - s):.0f} MiB")
-    print(f"  RSS beyond the allocator's (code, stacks, library mappings, pages not yet touched back): {mib(rss - u - f):.0f} MiB")
+    print(f"  RSS beyond the blocks in use (free pages still resident, code, stacks): {mib(rss - u):.0f} MiB")
+released = gauge("kubestat_heap_released_bytes_total")
+took = gauge("kubestat_heap_release_seconds")
+if released is not None and took is not None:
+    print(f"  free pages given back since start: {mib(released):.0f} MiB; the last release took {took * 1000:.0f} ms")
+EOF
+# The RSS by kind of mapping: anonymous (heap, arenas, stacks) against file-backed (code,
+# libraries, any mapped store file), and the largest mappings.
+echo "== threads: $(awk '/^Threads/ {print $2}' "/proc/$agg_pid/status")"
+python3 - "/proc/$agg_pid/smaps" <<'EOF'
+import sys
+maps, cur = [], None
+for line in open(sys.argv[1]):
+    f = line.split()
+    if "-" in f[0] and len(f) >= 5 and ":" in f[3]:
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        cur = [f[5] if len(f) > 5 else "[anon]", (hi - lo) // 1024, 0, 0]
+        maps.append(cur)
+    elif f[0] == "Rss:":
+        cur[2] = int(f[1])
+    elif f[0] == "Anonymous:":
+        cur[3] = int(f[1])
+anon = sum(m[3] for m in maps)
+total = sum(m[2] for m in maps)
+print(f"== RSS by mapping: {total // 1024} MiB, anonymous {anon // 1024} MiB,"
+      f" file-backed {(total - anon) // 1024} MiB, {len(maps)} mappings")
+by = {}
+for name, _, rss, _ in maps:
+    by.setdefault(name, [0, 0])
+    by[name][0] += rss
+    by[name][1] += 1
+for name, (rss, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:8]:
+    print(f"  {name}: {rss // 1024} MiB in {n} mappings")
+# Unnamed mappings by size: a thread's stack is 8 MiB (beside a 4 KiB guard), a malloc
+# arena's heap at most 64 MiB; other sizes are blocks mapped on their own or by a library.
+kinds = {}
+for name, size, rss, _ in maps:
+    if name != "[anon]":
+        continue
+    kind = ("8 MiB (thread stacks)" if size == 8192 else
+            "64 MiB (malloc arena heaps)" if size == 65536 else
+            "other sizes")
+    kinds.setdefault(kind, [0, 0])
+    kinds[kind][0] += rss
+    kinds[kind][1] += 1
+for kind, (rss, n) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
+    print(f"  unnamed, {kind}: {rss // 1024} MiB in {n} mappings")
+others = sorted(((m[2], m[1]) for m in maps if m[0] == "[anon]" and m[1] not in (8192, 65536)), reverse=True)
+print("  largest of other sizes (RSS/size MiB): " + ", ".join(f"{r // 1024}/{s // 1024}" for r, s in others[:10]))
 EOF

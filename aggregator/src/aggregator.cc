@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cluster_listeners.h"
 #include "kubestat/aggregator/aggregator_health.h"
 #include "kubestat/aggregator/aggregator_state.h"
+#include "kubestat/aggregator/cluster_listeners.h"
 #include "kubestat/aggregator/grpc_service.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/node_agent.h"
@@ -109,8 +109,12 @@ struct Aggregator::Parts {
     kill(getpid(), SIGTERM);
   }
 
-  // Rebuilds the windows from the store, then starts discovery and the scrape rounds.
+  // Starts discovery and rebuilds the windows from the store meanwhile (at thousands of
+  // nodes each takes seconds, and neither needs the other), then publishes the first
+  // snapshot and starts the scrape rounds.
   void StartUp() {
+    if (stopping.load()) return;
+    discovery->Start();
     KLOG(INFO) << "rebuilding the windows from " << options.storage_dir;
     if (absl::Status s = ingestor->Rebuild(); !s.ok()) {
       KLOG(ERROR) << "rebuild from " << options.storage_dir << " failed: " << s
@@ -141,17 +145,18 @@ struct Aggregator::Parts {
                     << " series could not be";
     }
     store_metrics->Update(stats, store->Stats(), store->DiskBytes(),
-                          CountMemory(*ingestor, *store));
+                          CountMemory(*ingestor, *store, *clock));
+    // What discovery saw deleted during the rebuild leaves the windows now.
+    deletions->Rebuilt();
     if (stopping.load()) return;
-    discovery->Start();
     if (!discovery->WaitForSync(std::chrono::seconds(30))) {
       KLOG(WARNING) << "discovery has not synced after 30s; scraping what is known so far";
     }
     KLOG(INFO) << "discovered " << discovery->node_count() << " nodes and "
                << discovery->pod_count() << " pods; scraping every "
                << FormatDuration(options.metric_resolution);
-    // /readyz turns 200 once this snapshot is taken.
-    publisher->RequestPublish(clock->Now(), /*reread_all=*/true);
+    // /readyz turns 200 once this snapshot is served; the first round starts after it.
+    publisher->PublishAtStart(clock->Now());
     if (stopping.load()) return;
     scheduler->Start();
   }

@@ -84,8 +84,16 @@ class StoreSelfMetrics::Impl {
                                  "Bytes of the C library allocator's blocks in use, all data of "
                                  "the process (recounted once a minute)")),
         heap_free_bytes_(Gauge(registry, "kubestat_heap_free_bytes",
-                               "Bytes the C library allocator holds free, not returned to the "
-                               "system (recounted once a minute)")),
+                               "Bytes the C library allocator holds free, resident or given "
+                               "back to the system (recounted once a minute)")),
+        heap_released_bytes_(Counter(registry, "kubestat_heap_released_bytes_total",
+                                     "Resident bytes of the allocator's free pages given back "
+                                     "to the system before each memory count")),
+        heap_release_seconds_(Gauge(registry, "kubestat_heap_release_seconds",
+                                    "Time the last release of the allocator's free pages took")),
+        resident_bytes_(Gauge(registry, "kubestat_resident_memory_bytes",
+                              "The process's resident set size, read with the memory figures "
+                              "(recounted once a minute)")),
         rebuild_seconds_(Gauge(registry, "kubestat_rebuild_duration_seconds",
                                "Duration of the rebuild of the windows from the store at start")),
         unrestored_series_(Gauge(registry, "kubestat_rebuild_unrestored_series",
@@ -186,6 +194,9 @@ class StoreSelfMetrics::Impl {
         heap_in_use_bytes_.Set(static_cast<double>(memory->heap->in_use));
         heap_free_bytes_.Set(static_cast<double>(memory->heap->free));
       }
+      heap_released_bytes_.Increment(static_cast<double>(memory->released));
+      heap_release_seconds_.Set(Seconds(memory->release_took));
+      if (memory->resident) resident_bytes_.Set(static_cast<double>(*memory->resident));
     }
     rebuild_seconds_.Set(ingest.rebuild_seconds);
     unrestored_series_.Set(static_cast<double>(ingest.rebuild_errors));
@@ -221,6 +232,9 @@ class StoreSelfMetrics::Impl {
   prometheus::Gauge& store_memory_bytes_;
   prometheus::Gauge& heap_in_use_bytes_;
   prometheus::Gauge& heap_free_bytes_;
+  prometheus::Counter& heap_released_bytes_;
+  prometheus::Gauge& heap_release_seconds_;
+  prometheus::Gauge& resident_bytes_;
   prometheus::Gauge& rebuild_seconds_;
   prometheus::Gauge& unrestored_series_;
   prometheus::Gauge& rebuilt_series_;
@@ -256,11 +270,16 @@ void StoreSelfMetrics::ObservePublishDuration(Duration took) {
   impl_->ObservePublishDuration(took);
 }
 
-MemoryFigures CountMemory(const Ingestor& ingestor, const storage::Store& store) {
+MemoryFigures CountMemory(const Ingestor& ingestor, const storage::Store& store,
+                          const Clock& clock) {
   MemoryFigures figures;
+  const Timestamp start = clock.MonotonicNow();
+  figures.released = ReleaseFreeHeap().value_or(0);
+  figures.release_took = clock.MonotonicNow() - start;
   figures.windows = ingestor.MemoryBytes();
   figures.store = store.MemoryBytes();
   figures.heap = ReadHeapFigures();
+  figures.resident = ReadResidentBytes();
   return figures;
 }
 

@@ -1,6 +1,9 @@
 #include "kubestat/core/heap.h"
 
 #include <malloc.h>
+#include <unistd.h>
+
+#include <fstream>
 
 namespace kubestat {
 namespace {
@@ -28,6 +31,25 @@ std::optional<HeapFigures> ReadHeapFigures() {
   figures.in_use = info.uordblks + info.hblkhd;
   figures.free = info.fordblks;
   return figures;
+}
+
+std::optional<uint64_t> ReadResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size_pages = 0;
+  uint64_t resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) return std::nullopt;
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return std::nullopt;
+  return resident_pages * static_cast<uint64_t>(page);
+}
+
+std::optional<uint64_t> ReleaseFreeHeap() {
+  if (kSanitizerAllocator) return std::nullopt;
+  const std::optional<uint64_t> before = ReadResidentBytes();
+  malloc_trim(0);
+  const std::optional<uint64_t> after = ReadResidentBytes();
+  if (!before || !after || *after >= *before) return 0;
+  return *before - *after;
 }
 
 }  // namespace kubestat

@@ -15,6 +15,7 @@
 
 #include "aggregator/fake_label_provider.h"
 #include "aggregator/ingest_scrape_builder.h"
+#include "aggregator/ready_ingestor.h"
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/http/server.h"
@@ -238,12 +239,10 @@ TEST_F(NodeAgentScraperTest, ANodeWhoseKubeletFailedIsNotAsked) {
 // containers its agent reported.
 TEST(AggregatorStateTopologyTest, ViewsCarryWhatTheAgentsTold) {
   ::kubestat::testing::TempDir dir;
-  storage::StoreOptions store_options;
-  store_options.dir = dir.File("db");
-  std::unique_ptr<storage::Store> store = *storage::Store::Open(store_options);
   FakeClock clock;
-  std::unique_ptr<Ingestor> ingestor = *Ingestor::Create(IngestOptions(), store.get(), &clock);
-  ASSERT_TRUE(ingestor->Rebuild().ok());
+  absl::StatusOr<testing::ReadyIngestor> ready = testing::OpenReadyIngestor(dir.File("db"), &clock);
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  Ingestor* ingestor = ready->ingestor.get();
   testing::SyntheticCluster cluster(2, 2, 2, 3);
   for (int i = 0; i < 2; ++i) {
     for (size_t n = 0; n < 2; ++n) {
@@ -254,7 +253,7 @@ TEST(AggregatorStateTopologyTest, ViewsCarryWhatTheAgentsTold) {
   labels.synced = true;
   NodeResourcesStore topology;
   topology.Update("node-0", Doc("node-0"));
-  AggregatorState state(ingestor.get(), &labels, &topology);
+  AggregatorState state(ingestor, &labels, &topology);
 
   std::optional<NodeView> node = state.GetNode("node-0");
   ASSERT_TRUE(node);
@@ -275,7 +274,7 @@ TEST(AggregatorStateTopologyTest, ViewsCarryWhatTheAgentsTold) {
   // A pod of a node without an agent answer has none.
   EXPECT_TRUE(state.GetPod("default", "pod-1-0")->containers[0].exclusive.empty());
   // Without a provider (agents off) nothing changes.
-  AggregatorState plain(ingestor.get(), &labels);
+  AggregatorState plain(ingestor, &labels);
   EXPECT_FALSE(plain.GetNode("node-0")->allocatable);
 }
 

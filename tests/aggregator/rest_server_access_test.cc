@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "aggregator/ready_ingestor.h"
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/rest_server.h"
@@ -142,16 +143,11 @@ class RestServerAccessTest : public ::testing::Test {
     server_ = std::make_unique<RestServer>(options, source_, registry_, clock_, LivenessCheck{},
                                            AccessControl{authenticator_.get(), authorizer_.get()});
     // Recommendations from an empty store for the pod web-1 of shop (declared values).
-    storage::StoreOptions store_options;
-    store_options.dir = dir_.File("db");
-    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_options);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-    absl::StatusOr<std::unique_ptr<Ingestor>> ingestor =
-        Ingestor::Create(IngestOptions{}, store_.get(), &clock_);
-    ASSERT_TRUE(ingestor.ok()) << ingestor.status();
-    ingestor_ = *std::move(ingestor);
-    ASSERT_TRUE(ingestor_->Rebuild().ok());
+    absl::StatusOr<testing::ReadyIngestor> ready =
+        testing::OpenReadyIngestor(dir_.File("db"), &clock_);
+    ASSERT_TRUE(ready.ok()) << ready.status();
+    store_ = std::move(ready->store);
+    ingestor_ = std::move(ready->ingestor);
     recommender_ = std::make_unique<Recommender>(RecommenderOptions{}, *ingestor_, *store_,
                                                  workloads_, clock_);
     server_->SetRecommender(recommender_.get());

@@ -20,6 +20,7 @@
 
 #include "aggregator/fake_label_provider.h"
 #include "aggregator/ingest_scrape_builder.h"
+#include "aggregator/ready_ingestor.h"
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/core/log.h"
 #include "kubestat/scrapers/scheduler.h"
@@ -83,16 +84,11 @@ class ScrapePublisherTest : public ::testing::Test {
  protected:
   void SetUp() override {
     labels_.synced = true;
-    storage::StoreOptions store_options;
-    store_options.dir = dir_.File("db");
-    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_options);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-    absl::StatusOr<std::unique_ptr<Ingestor>> ingestor =
-        Ingestor::Create(IngestOptions(), store_.get(), &clock_);
-    ASSERT_TRUE(ingestor.ok()) << ingestor.status();
-    ingestor_ = *std::move(ingestor);
-    ASSERT_TRUE(ingestor_->Rebuild().ok());
+    absl::StatusOr<testing::ReadyIngestor> ready =
+        testing::OpenReadyIngestor(dir_.File("db"), &clock_);
+    ASSERT_TRUE(ready.ok()) << ready.status();
+    store_ = std::move(ready->store);
+    ingestor_ = std::move(ready->ingestor);
     state_ = std::make_unique<AggregatorState>(ingestor_.get(), &labels_);
     snapshot_ = std::make_unique<SnapshotSource>(state_.get());
     hub_ = std::make_unique<WatchHub>(snapshot_.get());
@@ -272,6 +268,33 @@ TEST_F(ScrapePublisherTest, PublishLagCountsFromTheStoredScrapeToItsPublication)
   EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_bucket{le=\"2\"} 1"));
   EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_bucket{le=\"3\"} 2"));
   EXPECT_THAT(text, HasSubstr("kubestat_publish_lag_seconds_sum 3.2"));
+}
+
+// The publication at start returns once a snapshot that re-read every node is served: the
+// nodes ingested before it (as the rebuild leaves them) are served and the source is ready
+// as soon as it returns, with no round scraped; a second call serves what was ingested
+// since the first.
+TEST_F(ScrapePublisherTest, PublicationAtStartReturnsWithEveryNodeServed) {
+  const auto ingest = [&](const std::string& node) {
+    kubelets_.Stamp(node, clock_.Now());
+    absl::StatusOr<scrapers::NodeScrape> scrape = kubelets_.Scrape({node, "127.0.0.1", 10250});
+    ASSERT_TRUE(scrape.ok()) << scrape.status();
+    ASSERT_TRUE(ingestor_->Ingest(*scrape).ok());
+  };
+  ingest("node-0");
+  ingest("node-1");
+  ASSERT_FALSE(snapshot_->Ready());
+  publisher_->PublishAtStart(clock_.Now());
+  EXPECT_TRUE(snapshot_->Ready());
+  EXPECT_EQ(snapshot_->Stats().refreshes, 1u);
+  ASSERT_TRUE(snapshot_->GetNode("node-0").has_value());
+  ASSERT_TRUE(snapshot_->GetNode("node-1").has_value());
+  const Timestamp first_end = ServedMemory("node-0").at(0).endtime;
+  clock_.Advance(std::chrono::seconds(10));
+  ingest("node-0");
+  publisher_->PublishAtStart(clock_.Now());
+  EXPECT_EQ(snapshot_->Stats().refreshes, 2u);
+  EXPECT_EQ(ServedMemory("node-0").at(0).endtime, first_end + std::chrono::seconds(10));
 }
 
 }  // namespace

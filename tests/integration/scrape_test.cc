@@ -161,6 +161,9 @@ TEST(ScrapeIntegrationTest, HealthyNodesScrapedExactlyAndFaultyNodesCountedByRea
   if (ReadHeapFigures()) {
     EXPECT_GT(MetricValue(metrics, "kubestat_heap_in_use_bytes"), window_memory) << metrics;
   }
+  // The resident set is read with them, after the allocator's free pages are given back.
+  EXPECT_GT(MetricValue(metrics, "kubestat_resident_memory_bytes"), window_memory) << metrics;
+  EXPECT_GE(MetricValue(metrics, "kubestat_heap_released_bytes_total"), 0) << metrics;
   ASSERT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << "no clean shutdown";
   ASSERT_TRUE(simulator.Running());
 

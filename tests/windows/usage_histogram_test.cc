@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
+
+#include "kubestat/core/varint.h"
 
 namespace kubestat::windows {
 namespace {
@@ -75,6 +78,29 @@ TEST(UsageHistogramTest, CorruptBytesAreDataLoss) {
       "\xd8\xff\xff\xff\xff\xff\xff\xff\xff\x01\x28",
       20);
   EXPECT_EQ(UsageHistogram::Parse(far).status().code(), absl::StatusCode::kDataLoss);
+}
+
+// A stored histogram may count nearly 2^64 samples (a corrupt record that still adds up):
+// its percentiles' ranks do not fit a uint64_t as a product, and stay within [min, max].
+TEST(UsageHistogramTest, PercentilesOfAHistogramOfNearly2To64SamplesStayInItsBounds) {
+  UsageHistogram small;
+  small.Add(0);
+  small.Add(1000);
+  const std::string stored = small.Serialize();
+  // version, count 2, min 0, max 1000 (two bytes), zeros 1, then the buckets.
+  ASSERT_EQ(stored.substr(1, 5), std::string("\x02\x00\xe8\x07\x01", 5));
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  std::string huge = stored.substr(0, 1);
+  PutVarint(&huge, kMax);
+  huge += stored.substr(2, 3);
+  PutVarint(&huge, kMax - 1);
+  huge += stored.substr(6);
+  absl::StatusOr<UsageHistogram> h = UsageHistogram::Parse(huge);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->count(), kMax);
+  EXPECT_EQ(h->Percentile(50), 0u);
+  EXPECT_EQ(h->Percentile(99.99), 0u);
+  EXPECT_EQ(h->Percentile(100), 1000u);
 }
 
 }  // namespace

@@ -71,9 +71,14 @@ void UsageHistogram::Merge(const UsageHistogram& other) {
 uint64_t UsageHistogram::Percentile(double p) const {
   if (count_ == 0) return 0;
   // Nearest rank: the smallest k with k >= p/100 * count.
-  const double exact = p / 100.0 * static_cast<double>(count_);
-  uint64_t rank = static_cast<uint64_t>(std::ceil(exact - 1e-9));
-  rank = std::clamp<uint64_t>(rank, 1, count_);
+  // Clamped as a double: near 2^64 samples the product does not fit a uint64_t.
+  const double exact = std::ceil(p / 100.0 * static_cast<double>(count_) - 1e-9);
+  uint64_t rank = 1;
+  if (exact >= static_cast<double>(count_)) {
+    rank = count_;
+  } else if (exact > 1) {
+    rank = static_cast<uint64_t>(exact);
+  }
   if (rank <= zero_count_) return std::clamp<uint64_t>(0, min_, max_);
   uint64_t seen = zero_count_;
   for (size_t i = 0; i < counts_.size(); ++i) {

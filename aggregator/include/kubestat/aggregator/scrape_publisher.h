@@ -160,8 +160,22 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
       std::lock_guard<std::mutex> lock(publish_mu_);
       pending_tick_ = tick;
       pending_reread_all_ = pending_reread_all_ || reread_all;
+      if (reread_all) ++rereads_requested_;
     }
     publish_cv_.notify_all();
+  }
+
+  // The publication at start: every node re-read, as RequestPublish(tick, true); returns
+  // once a snapshot holding a read begun after this call is served (or the publisher is
+  // stopping). Before the first round, so that the first snapshot, which /readyz waits
+  // for, does not compete with a whole round's scrapes for the cores.
+  void PublishAtStart(Timestamp tick) {
+    std::unique_lock<std::mutex> lock(publish_mu_);
+    pending_tick_ = tick;
+    pending_reread_all_ = true;
+    const uint64_t mine = ++rereads_requested_;
+    publish_cv_.notify_all();
+    publish_cv_.wait(lock, [&] { return stop_publishing_ || rereads_published_ >= mine; });
   }
 
   // Runs `hook` on the publisher thread after each publish (the REST front end prepares the
@@ -217,9 +231,17 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
       ReadQueuedNodes(lock);
       const Timestamp tick = *pending_tick_;
       const bool reread_all = std::exchange(pending_reread_all_, false);
+      const uint64_t rereads = rereads_requested_;
       pending_tick_.reset();
       lock.unlock();
-      Publish(tick, reread_all, reread_all ? PublishTrigger::kStart : PublishTrigger::kRound);
+      Publish(tick, reread_all, reread_all ? PublishTrigger::kStart : PublishTrigger::kRound, [&] {
+        if (!reread_all) return;
+        {
+          std::lock_guard<std::mutex> published(publish_mu_);
+          rereads_published_ = rereads;
+        }
+        publish_cv_.notify_all();
+      });
       lock.lock();
     }
   }
@@ -242,7 +264,9 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   // Publishes the snapshot as of `tick`, tells the watch hub and the published hook, then
   // does what no reader waits for: frees what the previous publication retired and, at a
   // round's end, refreshes the self-metrics. Publisher thread, without publish_mu_.
-  void Publish(Timestamp tick, bool reread_all, PublishTrigger trigger) {
+  // `served` runs once the snapshot is (before the watch hub, the hook and the self-metrics).
+  void Publish(Timestamp tick, bool reread_all, PublishTrigger trigger,
+               const std::function<void()>& served = nullptr) {
     const Timestamp start = clock_.Now();
     const Duration cpu_start = ThreadCpuTime();
     metrics_.CountPublish(trigger);
@@ -251,6 +275,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     } else {
       snapshot_.Publish();
     }
+    if (served) served();
     metrics_.ObserveSnapshot(clock_.Now() - start, snapshot_.Stats());
     std::vector<std::shared_ptr<const void>> retired = hub_.OnRound(tick);
     {
@@ -277,7 +302,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     if (trigger != PublishTrigger::kPaced) {
       std::optional<MemoryFigures> memory;
       if (rounds_published_ < 2 || start - last_memory_count_ >= kMemoryCountEvery) {
-        memory = CountMemory(ingestor_, store_);
+        memory = CountMemory(ingestor_, store_, clock_);
         last_memory_count_ = start;
       }
       ++rounds_published_;
@@ -298,7 +323,9 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   std::condition_variable publish_cv_;
   std::optional<Timestamp> pending_tick_;
   bool pending_reread_all_ = false;
-  std::mutex hook_mu_;  // held while published_hook_ runs or changes
+  uint64_t rereads_requested_ = 0;  // requests to re-read every node, so far
+  uint64_t rereads_published_ = 0;  // of those, the ones a served snapshot holds
+  std::mutex hook_mu_;              // held while published_hook_ runs or changes
   std::function<void()> published_hook_;
   // Publisher thread only.
   PublishPacer pacer_;

@@ -21,6 +21,7 @@
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/heap.h"
+#include "kubestat/core/time.h"
 #include "kubestat/storage/store.h"
 
 namespace prometheus {
@@ -33,15 +34,22 @@ namespace kubestat::aggregator {
 // round over what it counts): the windows and the ingest pipeline's state, RocksDB's
 // memtables, block cache and table indexes, and the C library allocator's blocks in use
 // (all of the above and everything else: the query snapshot, watchers, discovery) and free.
-// The allocator's figures are absent in a sanitizer's build.
+// The allocator's figures are absent in a sanitizer's build. Before counting, the
+// allocator's free pages are given back to the system (ReleaseFreeHeap), so the resident set
+// read with the figures follows what is in use rather than the last peak.
 struct MemoryFigures {
   size_t windows = 0;
   uint64_t store = 0;
   std::optional<HeapFigures> heap;
+  uint64_t released = 0;             // resident bytes given back before counting
+  Duration release_took{0};          // how long giving them back took
+  std::optional<uint64_t> resident;  // the process's resident set, read after counting
 };
 
-// Counts them now.
-MemoryFigures CountMemory(const Ingestor& ingestor, const storage::Store& store);
+// Gives the free pages back, then counts them now.
+// `clock` times the release.
+MemoryFigures CountMemory(const Ingestor& ingestor, const storage::Store& store,
+                          const Clock& clock);
 
 // What made the publisher publish.
 enum class PublishTrigger { kRound, kPaced, kStart };

@@ -5,11 +5,13 @@
 // Ownership: both borrow what they are given, which must outlive them.
 // Thread-safety: called from discovery's threads and the query threads; safe as the
 // borrowed parts are.
-#ifndef KUBESTAT_AGGREGATOR_SRC_CLUSTER_LISTENERS_H_
-#define KUBESTAT_AGGREGATOR_SRC_CLUSTER_LISTENERS_H_
+#ifndef KUBESTAT_AGGREGATOR_CLUSTER_LISTENERS_H_
+#define KUBESTAT_AGGREGATOR_CLUSTER_LISTENERS_H_
 
+#include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -81,7 +83,8 @@ class DiscoveryWorkloads final : public WorkloadSource {
 };
 
 // A pod or node deleted in the kube API leaves the query results at once (and a node, what
-// its agent told, when agents are scraped).
+// its agent told, when agents are scraped). Discovery runs while the windows are rebuilt:
+// a deletion seen then waits for Rebuilt(), so the rebuild cannot restore what it removed.
 class DeletionListener final : public scrapers::ClusterListener {
  public:
   DeletionListener(Ingestor* ingestor, SnapshotSource* snapshot,
@@ -90,28 +93,72 @@ class DeletionListener final : public scrapers::ClusterListener {
   void OnNodeChange(scrapers::ChangeType type, const scrapers::NodeInfo& node) override {
     if (type != scrapers::ChangeType::kDeleted) return;
     if (node_resources_ != nullptr) node_resources_->Remove(node.name);
-    if (!ingestor_->ready()) return;
-    if (absl::StatusOr<bool> s = ingestor_->DeleteNode(node.name); !s.ok()) {
-      KLOG(WARNING) << "removing deleted node " << node.name << ": " << s.status();
-    }
-    snapshot_->RemoveNode(node.name);
+    if (Defer({node.name, {}, {}, true})) return;
+    RemoveNode(node.name);
   }
   void OnPodChange(scrapers::ChangeType type, const scrapers::PodInfo& pod) override {
-    if (type != scrapers::ChangeType::kDeleted || !ingestor_->ready()) return;
-    // Only the pod's node reports it: the removal looks there alone, not through every node.
-    if (absl::StatusOr<bool> s = ingestor_->DeletePod(pod.namespace_name, pod.name, pod.node_name);
-        !s.ok()) {
-      KLOG(WARNING) << "removing deleted pod " << pod.Key() << ": " << s.status();
+    if (type != scrapers::ChangeType::kDeleted) return;
+    if (Defer({pod.name, pod.namespace_name, pod.node_name, false})) return;
+    RemovePod(pod.namespace_name, pod.name, pod.node_name);
+  }
+  // The rebuild is over: the deletions seen during it are carried out, and later ones at once.
+  void Rebuilt() {
+    std::vector<Deletion> deferred;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      rebuilt_ = true;
+      deferred.swap(deferred_);
     }
-    snapshot_->RemovePod(pod.namespace_name, pod.name, pod.node_name);
+    if (!deferred.empty()) {
+      KLOG(INFO) << deferred.size() << " nodes and pods deleted during the rebuild removed";
+    }
+    for (const Deletion& d : deferred) {
+      if (d.node) {
+        RemoveNode(d.name);
+      } else {
+        RemovePod(d.namespace_name, d.name, d.node_name);
+      }
+    }
   }
 
  private:
+  struct Deletion {
+    std::string name;
+    std::string namespace_name;  // a pod's
+    std::string node_name;       // a pod's
+    bool node = false;
+  };
+  // Keeps `d` for Rebuilt() if the rebuild is not over; false if it is.
+  bool Defer(Deletion d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (rebuilt_) return false;
+    deferred_.push_back(std::move(d));
+    return true;
+  }
+  void RemoveNode(const std::string& name) {
+    if (absl::StatusOr<bool> s = ingestor_->DeleteNode(name); !s.ok()) {
+      KLOG(WARNING) << "removing deleted node " << name << ": " << s.status();
+    }
+    snapshot_->RemoveNode(name);
+  }
+  void RemovePod(const std::string& namespace_name, const std::string& name,
+                 const std::string& node_name) {
+    // Only the pod's node reports it: the removal looks there alone, not through every node.
+    if (absl::StatusOr<bool> s = ingestor_->DeletePod(namespace_name, name, node_name); !s.ok()) {
+      KLOG(WARNING) << "removing deleted pod " << namespace_name << "/" << name << ": "
+                    << s.status();
+    }
+    snapshot_->RemovePod(namespace_name, name, node_name);
+  }
+
   Ingestor* ingestor_;
   SnapshotSource* snapshot_;
   NodeResourcesStore* node_resources_;
+  std::mutex mu_;
+  bool rebuilt_ = false;            // guarded by mu_
+  std::vector<Deletion> deferred_;  // guarded by mu_; seen before rebuilt_
 };
 
 }  // namespace kubestat::aggregator
 
-#endif  // KUBESTAT_AGGREGATOR_SRC_CLUSTER_LISTENERS_H_
+#endif  // KUBESTAT_AGGREGATOR_CLUSTER_LISTENERS_H_
