@@ -269,7 +269,7 @@ TEST(AggregatorStateTopologyTest, ViewsCarryWhatTheAgentsTold) {
   std::optional<PodView> pod = state.GetPod("default", "pod-0-0");
   ASSERT_TRUE(pod);
   ASSERT_EQ(pod->containers.size(), 2u);
-  EXPECT_EQ(pod->containers[0].exclusive.cpu_ids, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(pod->containers[0].exclusive->cpu_ids, (std::vector<int64_t>{2, 3}));
   EXPECT_TRUE(pod->containers[1].exclusive.empty());
   // A pod of a node without an agent answer has none.
   EXPECT_TRUE(state.GetPod("default", "pod-1-0")->containers[0].exclusive.empty());

@@ -38,7 +38,7 @@ TEST(ProtoTest, TopologySurvivesTheRoundTrip) {
   EXPECT_EQ(*back, node);
   PodMetrics pod = MakePod("shop", "db-0", "node-1", {}, BaseTime(), 70, 2);
   pod.containers[0].exclusive = ResourceSet{{2, 3}, {{"memory", 1 << 30, {0}}}, {}};
-  pod.exclusive.cpu_ids = {4};
+  pod.exclusive = ResourceSet{{4}, {}, {}};
   const v1::PodMetrics proto = ToProto(pod);
   EXPECT_TRUE(proto.containers(0).has_exclusive());
   EXPECT_FALSE(proto.containers(1).has_exclusive());  // the shared pool: nothing sent

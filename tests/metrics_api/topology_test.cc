@@ -52,7 +52,7 @@ PodMetrics PodWithTopology() {
   PodMetrics pod = testing::Pod("shop", "db-0", "node-1", {}, 1000000000, 1 << 30);
   pod.containers[0].exclusive = ResourceSet{
       {2, 3}, {{"memory", uint64_t{2} << 30, {0}}}, {{"nvidia.com/gpu", {"GPU-a"}, {0}}}};
-  pod.exclusive.cpu_ids = {4};
+  pod.exclusive = ResourceSet{{4}, {}, {}};
   return pod;
 }
 
@@ -211,6 +211,33 @@ TEST(TopologyRenderTest, MetricsK8sIoObjectsKeepTheirStandardShape) {
               RenderNodeProtobuf(plain_node, Ctx(gv)));
     EXPECT_EQ(RenderPodProtobuf(PodWithTopology(), Ctx(gv)), RenderPodProtobuf(plain_pod, Ctx(gv)));
   }
+}
+
+// A view's exclusive resources: nothing held for the many objects without any, one block
+// shared by copies for those with some, and read, compared and cleared like a ResourceSet.
+TEST(SharedResourceSetTest, EmptyHoldsNothingAndCopiesShareOneSet) {
+  static_assert(sizeof(SharedResourceSet) < sizeof(ResourceSet));
+  const SharedResourceSet none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_TRUE(none->cpu_ids.empty());
+  EXPECT_EQ(none, SharedResourceSet(ResourceSet{}));
+  EXPECT_TRUE(SharedResourceSet(ResourceSet{}).empty());
+
+  const SharedResourceSet pinned = ResourceSet{{2, 3}, {{"memory", 1 << 30, {0}}}, {}};
+  EXPECT_FALSE(pinned.empty());
+  const SharedResourceSet copy = pinned;  // NOLINT(performance-unnecessary-copy-initialization)
+  EXPECT_EQ(&copy.get(), &pinned.get());
+  EXPECT_EQ(copy->cpu_ids, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(pinned, SharedResourceSet(ResourceSet{{2, 3}, {{"memory", 1 << 30, {0}}}, {}}));
+  EXPECT_FALSE(pinned == none);
+  const ResourceSet& read = pinned;
+  EXPECT_EQ(read.MemoryBytes(), uint64_t{1} << 30);
+
+  PodMetrics pod;
+  pod.exclusive = ResourceSet{{4}, {}, {}};
+  EXPECT_EQ(pod.exclusive->cpu_ids, std::vector<int64_t>{4});
+  pod.exclusive = {};
+  EXPECT_TRUE(pod.exclusive.empty());
 }
 
 }  // namespace
