@@ -158,9 +158,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   void RequestPublish(Timestamp tick, bool reread_all) {
     {
       std::lock_guard<std::mutex> lock(publish_mu_);
-      pending_tick_ = tick;
-      pending_reread_all_ = pending_reread_all_ || reread_all;
-      if (reread_all) ++rereads_requested_;
+      RequestLocked(tick, reread_all);
     }
     publish_cv_.notify_all();
   }
@@ -171,9 +169,8 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   // for, does not compete with a whole round's scrapes for the cores.
   void PublishAtStart(Timestamp tick) {
     std::unique_lock<std::mutex> lock(publish_mu_);
-    pending_tick_ = tick;
-    pending_reread_all_ = true;
-    const uint64_t mine = ++rereads_requested_;
+    RequestLocked(tick, /*reread_all=*/true);
+    const uint64_t mine = rereads_requested_;
     publish_cv_.notify_all();
     publish_cv_.wait(lock, [&] { return stop_publishing_ || rereads_published_ >= mine; });
   }
@@ -206,6 +203,13 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   WatchHub& hub_;
   AggregatorHealth* health_ = nullptr;
   std::atomic<size_t> store_failures_{0};  // nodes the store refused since the last round
+  // RequestPublish's request, with publish_mu_ held.
+  void RequestLocked(Timestamp tick, bool reread_all) {
+    pending_tick_ = tick;
+    pending_reread_all_ = pending_reread_all_ || reread_all;
+    if (reread_all) ++rereads_requested_;
+  }
+
   void PublishLoop() {
     std::unique_lock<std::mutex> lock(publish_mu_);
     while (true) {
@@ -231,17 +235,10 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
       ReadQueuedNodes(lock);
       const Timestamp tick = *pending_tick_;
       const bool reread_all = std::exchange(pending_reread_all_, false);
-      const uint64_t rereads = rereads_requested_;
+      if (reread_all) rereads_taken_ = rereads_requested_;
       pending_tick_.reset();
       lock.unlock();
-      Publish(tick, reread_all, reread_all ? PublishTrigger::kStart : PublishTrigger::kRound, [&] {
-        if (!reread_all) return;
-        {
-          std::lock_guard<std::mutex> published(publish_mu_);
-          rereads_published_ = rereads;
-        }
-        publish_cv_.notify_all();
-      });
+      Publish(tick, reread_all, reread_all ? PublishTrigger::kStart : PublishTrigger::kRound);
       lock.lock();
     }
   }
@@ -264,9 +261,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   // Publishes the snapshot as of `tick`, tells the watch hub and the published hook, then
   // does what no reader waits for: frees what the previous publication retired and, at a
   // round's end, refreshes the self-metrics. Publisher thread, without publish_mu_.
-  // `served` runs once the snapshot is (before the watch hub, the hook and the self-metrics).
-  void Publish(Timestamp tick, bool reread_all, PublishTrigger trigger,
-               const std::function<void()>& served = nullptr) {
+  void Publish(Timestamp tick, bool reread_all, PublishTrigger trigger) {
     const Timestamp start = clock_.Now();
     const Duration cpu_start = ThreadCpuTime();
     metrics_.CountPublish(trigger);
@@ -275,7 +270,14 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
     } else {
       snapshot_.Publish();
     }
-    if (served) served();
+    if (reread_all) {
+      // PublishAtStart waits for this, not for the watch hub, the hook or the self-metrics.
+      {
+        std::lock_guard<std::mutex> lock(publish_mu_);
+        rereads_published_ = rereads_taken_;
+      }
+      publish_cv_.notify_all();
+    }
     metrics_.ObserveSnapshot(clock_.Now() - start, snapshot_.Stats());
     std::vector<std::shared_ptr<const void>> retired = hub_.OnRound(tick);
     {
@@ -324,6 +326,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   std::optional<Timestamp> pending_tick_;
   bool pending_reread_all_ = false;
   uint64_t rereads_requested_ = 0;  // requests to re-read every node, so far
+  uint64_t rereads_taken_ = 0;      // of those, the ones the publication being made holds
   uint64_t rereads_published_ = 0;  // of those, the ones a served snapshot holds
   std::mutex hook_mu_;              // held while published_hook_ runs or changes
   std::function<void()> published_hook_;
