@@ -1,14 +1,13 @@
 // What a benchmark reads of its own process: CPU time, a monotonic wall clock, resident
-// memory. Linux only (/proc/self/status).
+// memory. Linux only (/proc/self/statm).
 #ifndef KUBESTAT_BENCH_PROCESS_FIGURES_H_
 #define KUBESTAT_BENCH_PROCESS_FIGURES_H_
 
 #include <time.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
-#include <string>
+
+#include "kubestat/core/heap.h"
 
 namespace kubestat::bench {
 
@@ -31,15 +30,8 @@ inline double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Resident set size, KiB (VmRSS); 0 when unreadable.
-inline long RssKiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return 0;
-}
+// Resident set size, KiB (as VmRSS); 0 when unreadable.
+inline long RssKiB() { return static_cast<long>(ReadResidentBytes().value_or(0) / 1024); }
 
 }  // namespace kubestat::bench
 

@@ -9,7 +9,6 @@
 //
 // Times are process CPU time. Usage: window_bench [--nodes=N] (default 1000)
 #include <time.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -17,16 +16,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "kubestat/core/heap.h"
 #include "kubestat/windows/window_engine.h"
 
 namespace {
 
 using kubestat::Duration;
+using kubestat::ReadResidentBytes;
 using kubestat::Timestamp;
 using kubestat::windows::BucketRollup;
 using kubestat::windows::Resource;
@@ -111,11 +111,7 @@ std::vector<SeriesKey> NodeSeries(const std::string& node, int pods) {
 }
 
 double ResidentMiB() {
-  std::ifstream statm("/proc/self/statm");
-  long size = 0, resident = 0;
-  statm >> size >> resident;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
-         (1024.0 * 1024.0);
+  return static_cast<double>(ReadResidentBytes().value_or(0)) / (1024.0 * 1024.0);
 }
 
 // Process CPU time: the figures should not depend on what else the machine runs.
