@@ -128,13 +128,15 @@ void NodeReadCost(const Ingestor& ingestor, const std::string& node, size_t pods
   labels.nodes[node] = five_labels(node);
   for (const kubestat::aggregator::PodRef& pod : ingestor.ListPods()) {
     PodLabels info{five_labels(pod.name), pod.node, {}};
+    std::vector<kubestat::limits::ContainerResources> containers;
     for (const char* container : {"c0", "c1"}) {
       kubestat::limits::ContainerResources declared;
       declared.name = container;
       declared.requests = {100, int64_t{128} << 20};
       declared.limits = {500, int64_t{256} << 20};
-      info.containers.push_back(std::move(declared));
+      containers.push_back(std::move(declared));
     }
+    info.containers = std::move(containers);
     labels.pods[pod.namespace_name + "/" + pod.name] = std::move(info);
   }
   const kubestat::aggregator::AggregatorState state(&ingestor, &labels);

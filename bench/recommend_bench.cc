@@ -98,11 +98,13 @@ class BenchWorkloads final : public aggregator::WorkloadSource {
         info.owner_kind = "ReplicaSet";
         info.owner_name = p.deployment + "-" + kHash;
         info.labels = {{"app", p.deployment}, {"pod-template-hash", kHash}};
+        std::vector<limits::ContainerResources> containers;
         for (int c = 0; c < p.containers; ++c) {
           limits::ContainerResources r;
           r.name = c == 0 ? "app" : "sidecar";
-          info.containers.push_back(r);
+          containers.push_back(r);
         }
+        info.containers = std::move(containers);
         out.push_back(std::move(info));
       }
     }

@@ -102,7 +102,7 @@ std::vector<std::optional<PodLabels>> LabelProvider::PodInfos(
 bool AggregatorState::Ready() const { return ingestor_->ready() && labels_->HasSynced(); }
 
 void AggregatorState::JoinNode(NodeView* view) const {
-  view->labels = labels_->NodeLabels(view->name).value_or(Labels{});
+  view->labels = labels_->NodeLabels(view->name).value_or(SharedLabels{});
   if (topology_ != nullptr) {
     if (std::optional<NodeTopology> topology = topology_->Node(view->name)) {
       view->allocatable = std::move(topology->allocatable);

@@ -259,7 +259,7 @@ v1::PodMetrics ToProto(const PodMetrics& pod) {
 absl::StatusOr<NodeMetrics> FromProto(const v1::NodeMetrics& node) {
   NodeMetrics out;
   out.name = node.name();
-  out.labels.insert(node.labels().begin(), node.labels().end());
+  out.labels = Labels(node.labels().begin(), node.labels().end());
   absl::StatusOr<ResourceWindows> machine = WindowsFromProto(node.machine(), "machine");
   if (!machine.ok()) return machine.status();
   out.machine = *std::move(machine);
@@ -286,7 +286,7 @@ absl::StatusOr<PodMetrics> FromProto(const v1::PodMetrics& pod) {
   out.name = pod.name();
   out.namespace_name = pod.namespace_();
   out.node_name = pod.node_name();
-  out.labels.insert(pod.labels().begin(), pod.labels().end());
+  out.labels = Labels(pod.labels().begin(), pod.labels().end());
   absl::StatusOr<ResourceWindows> windows = WindowsFromProto(pod.windows(), "windows");
   if (!windows.ok()) return windows.status();
   out.pod = *std::move(windows);

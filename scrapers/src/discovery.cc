@@ -57,6 +57,13 @@ std::optional<NodeInfo> Discovery::Node(std::string_view name) const {
   return it->second;
 }
 
+std::optional<SharedLabels> Discovery::NodeLabelsOf(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return std::nullopt;
+  return it->second.labels;
+}
+
 std::vector<PodInfo> Discovery::Pods() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<PodInfo> pods;

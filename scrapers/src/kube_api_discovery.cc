@@ -89,6 +89,7 @@ int ReadRightSizing(element item, PodInfo* pod) {
   int bad = 0;
   simdjson::dom::array containers;
   if (item.at_pointer("/spec/containers").get(containers) == simdjson::SUCCESS) {
+    std::vector<limits::ContainerResources> declared;
     for (element container : containers) {
       limits::ContainerResources c;
       c.name = Str(container, "name");
@@ -99,8 +100,9 @@ int ReadRightSizing(element item, PodInfo* pod) {
       if (container.at_pointer("/resources/limits").get(list) == simdjson::SUCCESS) {
         bad += ReadAmounts(list, false, &c.limits);
       }
-      pod->containers.push_back(std::move(c));
+      declared.push_back(std::move(c));
     }
+    pod->containers = std::move(declared);
   }
   simdjson::dom::array owners;
   if (item.at_pointer("/metadata/ownerReferences").get(owners) == simdjson::SUCCESS) {

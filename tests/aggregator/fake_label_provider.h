@@ -16,7 +16,7 @@ namespace kubestat::aggregator::testing {
 class FakeLabels : public LabelProvider {
  public:
   bool HasSynced() const override { return synced; }
-  std::optional<Labels> NodeLabels(std::string_view name) const override {
+  std::optional<SharedLabels> NodeLabels(std::string_view name) const override {
     auto it = nodes.find(std::string(name));
     if (it == nodes.end()) return std::nullopt;
     return it->second;
@@ -27,8 +27,8 @@ class FakeLabels : public LabelProvider {
     return it->second;
   }
   bool synced = false;
-  std::map<std::string, Labels> nodes;    // by node name
-  std::map<std::string, PodLabels> pods;  // by "namespace/name"
+  std::map<std::string, SharedLabels> nodes;  // by node name
+  std::map<std::string, PodLabels> pods;      // by "namespace/name"
 };
 
 }  // namespace kubestat::aggregator::testing

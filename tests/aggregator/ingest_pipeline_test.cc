@@ -735,6 +735,15 @@ TEST_F(IngestTest, AggregatorStateReadsOneNodeAsItsListsDo) {
   EXPECT_EQ(pods_seen, pods.size());
   EXPECT_EQ(pods.size(), 3u * 4u - 1u);  // the deleted pod is in neither
   EXPECT_EQ(all.nodes[1].node->labels, (Labels{{"zone", "b"}}));
+  // The views hold the labels discovery holds, not copies of them.
+  EXPECT_TRUE(all.nodes[1].node->labels.SharesWith(labels.nodes["node-1"]));
+  const PodView* cart = nullptr;
+  for (const auto& pod : all.nodes[1].pods) {
+    if (pod->name == "pod-1-1") cart = pod.get();
+  }
+  ASSERT_NE(cart, nullptr);
+  EXPECT_EQ(cart->labels, (Labels{{"app", "cart"}}));
+  EXPECT_TRUE(cart->labels.SharesWith(labels.pods["shop/pod-1-1"].labels));
   EXPECT_FALSE(state.ObjectsOfNode("node-9"));
   ASSERT_TRUE(ingestor_->DeleteNode("node-2").value());
   EXPECT_FALSE(state.ObjectsOfNode("node-2"));
@@ -1027,15 +1036,17 @@ TEST_F(IngestTest, ObjectsOfNodeGivesTheViewsBuiltFromQueryNodeObjects) {
       if (rng() % 5 == 0 && pod.name != "mover") continue;  // unknown to discovery
       PodLabels info{
           {{"app", pod.name.substr(0, pod.name.find('-'))}, {"tier", "t"}}, node.name, {}};
+      std::vector<limits::ContainerResources> containers;
       for (const std::string& container : pod.containers) {
         if (rng() % 4 == 0) continue;
         limits::ContainerResources declared;
         declared.name = container;
         declared.requests = {int64_t(rng() % 2000), int64_t(rng() % (1 << 30))};
         if (rng() % 3 == 0) declared.limits = {-1, std::nullopt};
-        info.containers.push_back(std::move(declared));
+        containers.push_back(std::move(declared));
       }
-      info.containers.push_back({"not-running", {100, 100}, {200, 200}});
+      containers.push_back({"not-running", {100, 100}, {200, 200}});
+      info.containers = std::move(containers);
       labels.pods[key] = std::move(info);
       if (rng() % 2 == 0) {
         metrics_api::PodAssignment assigned;

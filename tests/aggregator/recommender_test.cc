@@ -35,7 +35,7 @@ class FakeWorkloads final : public WorkloadSource {
     pod.owner_kind = "ReplicaSet";
     pod.owner_name = std::string("web-") + kHash;
     pod.labels = {{"app", "web"}, {"pod-template-hash", kHash}};
-    pod.containers.push_back({"app", {}, {}});
+    pod.containers = {{"app", {}, {}}};
     pods_[name] = std::move(pod);
   }
   void Remove(const std::string& name) { pods_.erase(name); }

@@ -91,7 +91,7 @@ class OnePodWorkloads final : public WorkloadSource {
     pod.namespace_name = "shop";
     pod.owner_kind = "StatefulSet";
     pod.owner_name = "web";
-    pod.containers.push_back({"app", {}, {}});
+    pod.containers = {{"app", {}, {}}};
     return {pod};
   }
   std::optional<limits::Workload> WorkloadOfPod(std::string_view, std::string_view) const override {

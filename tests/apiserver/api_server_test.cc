@@ -439,7 +439,7 @@ TEST_F(ApiServerTest, WatchersOfEachGroupVersionGetTheirOwnShapeOfOneChange) {
   ASSERT_TRUE(kubestat::testing::PollUntil([&] { return server_->watchers() == 3; },
                                            std::chrono::seconds(20)));
   metrics_api::NodeMetrics changed = cluster_.nodes[0];
-  changed.labels["zone"] = "b";
+  changed.labels = changed.labels.With("zone", "b");
   EXPECT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(changed)).code, 200);
   a.join();
   b.join();
@@ -470,7 +470,7 @@ TEST_F(ApiServerSmallQueueTest, AWatcherThatDoesNotReadIsEndedNotBufferedWithout
   metrics_api::NodeMetrics node = cluster_.nodes[0];
   int writes = 0;
   for (; writes < 5000 && server_->watchers() > 0; ++writes) {
-    node.labels["round"] = std::to_string(writes);
+    node.labels = node.labels.With("round", std::to_string(writes));
     ASSERT_LT(Send("PUT", "/apis/metrics/v1alpha1/nodes/node-1", NodeJson(node)).code, 300);
     if (writes % 50 == 0) server_->Sweep();
   }
@@ -483,7 +483,7 @@ TEST_F(ApiServerSmallQueueTest, AWatcherThatDoesNotReadIsEndedNotBufferedWithout
 TEST_F(ApiServerSmallQueueTest, TheInitialEventsOfAWatchComeOnTopOfItsBound) {
   // A state larger than the 64 KiB bound: 300 nodes of about 400 bytes each.
   metrics_api::NodeMetrics node = cluster_.nodes[0];
-  node.labels["padding"] = std::string(60, 'p');
+  node.labels = node.labels.With("padding", std::string(60, 'p'));
   for (int i = 0; i < 300; ++i) {
     node.name = "node-" + std::to_string(1000 + i);
     ASSERT_EQ(Send("PUT", "/apis/metrics/v1alpha1/nodes/" + node.name, NodeJson(node)).code, 201);

@@ -290,7 +290,7 @@ TEST_F(RenderProtobufTest, TimesAreWholeSecondsTruncatedTowardThePastAsInJson) {
 TEST_F(RenderProtobufTest, EqualObjectsGiveEqualBytes) {
   // Labels are a map: their order on the wire must not depend on insertion or hashing.
   NodeMetrics a = source_.nodes[0];
-  for (int i = 0; i < 20; ++i) a.labels["k" + std::to_string(i)] = std::to_string(i);
+  for (int i = 0; i < 20; ++i) a.labels = a.labels.With("k" + std::to_string(i), std::to_string(i));
   const NodeMetrics b = a;
   EXPECT_EQ(*RenderNodeProtobuf(a, Beta()), *RenderNodeProtobuf(b, Beta()));
   const std::string list =

@@ -23,6 +23,7 @@
 
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/metrics_source.h"
+#include "kubestat/core/shared_value.h"
 #include "kubestat/limits/limit_range.h"
 #include "kubestat/metrics_api/node_resources.h"
 #include "kubestat/scrapers/cluster_objects.h"
@@ -41,8 +42,8 @@ class LabelProvider {
   virtual ~LabelProvider() = default;
   // True once discovery has listed every watched resource once.
   virtual bool HasSynced() const = 0;
-  // Labels of a node; std::nullopt when discovery does not know it.
-  virtual std::optional<Labels> NodeLabels(std::string_view name) const = 0;
+  // Labels of a node (shared with discovery); std::nullopt when discovery does not know it.
+  virtual std::optional<SharedLabels> NodeLabels(std::string_view name) const = 0;
   virtual std::optional<PodLabels> PodInfo(std::string_view namespace_name,
                                            std::string_view name) const = 0;
   // PodInfo of each of `pods`, in the same order (std::nullopt for a pod not known): what

@@ -32,10 +32,8 @@ class DiscoveryLabels final : public LabelProvider {
  public:
   explicit DiscoveryLabels(const scrapers::Discovery* discovery) : discovery_(discovery) {}
   bool HasSynced() const override { return discovery_->synced(); }
-  std::optional<Labels> NodeLabels(std::string_view name) const override {
-    std::optional<scrapers::NodeInfo> node = discovery_->Node(name);
-    if (!node) return std::nullopt;
-    return Labels(node->labels.begin(), node->labels.end());
+  std::optional<SharedLabels> NodeLabels(std::string_view name) const override {
+    return discovery_->NodeLabelsOf(name);
   }
   std::optional<PodLabels> PodInfo(std::string_view namespace_name,
                                    std::string_view name) const override {

@@ -21,6 +21,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/core/shared_value.h"
 
 namespace kubestat::metrics_api {
 
@@ -110,29 +111,7 @@ struct ResourceSet {
 // exclusive resources, and a view holds one set per container and per pod (72 bytes inline;
 // here 16, with a heap block only when the set is not empty). Set as a whole (from a
 // ResourceSet) and read as a const ResourceSet; copies share the one block.
-class SharedResourceSet {
- public:
-  SharedResourceSet() = default;
-  // NOLINTNEXTLINE(google-explicit-constructor): assigned from a ResourceSet like one
-  SharedResourceSet(ResourceSet set)
-      : set_(set.empty() ? nullptr : std::make_shared<const ResourceSet>(std::move(set))) {}
-  const ResourceSet& get() const { return set_ ? *set_ : Empty(); }
-  // NOLINTNEXTLINE(google-explicit-constructor): read where a ResourceSet is
-  operator const ResourceSet&() const { return get(); }
-  const ResourceSet* operator->() const { return &get(); }
-  bool empty() const { return set_ == nullptr; }
-
-  friend bool operator==(const SharedResourceSet& a, const SharedResourceSet& b) {
-    return a.get() == b.get();
-  }
-
- private:
-  static const ResourceSet& Empty() {
-    static const ResourceSet kEmpty;
-    return kEmpty;
-  }
-  std::shared_ptr<const ResourceSet> set_;
-};
+using SharedResourceSet = SharedValue<ResourceSet>;
 
 // How complete a node's podresources data is, as the aggregator last heard from the node's
 // agent.
@@ -165,7 +144,7 @@ struct ContainerMetrics {
 
 struct NodeMetrics {
   std::string name;
-  Labels labels;
+  SharedLabels labels;
   // metadata.resourceVersion where a server versions its objects (the secondary API
   // server); empty: not shown.
   std::string resource_version;
@@ -183,7 +162,7 @@ struct PodMetrics {
   std::string name;
   std::string namespace_name;
   std::string node_name;  // spec.nodeName; empty when unknown
-  Labels labels;
+  SharedLabels labels;
   std::string resource_version;  // as NodeMetrics::resource_version
   ResourceWindows pod;           // the pod's own series: at each scrape the sum of its containers
   std::vector<ContainerMetrics> containers;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kubestat/core/shared_value.h"
 #include "kubestat/limits/limit_range.h"
 
 namespace kubestat::scrapers {
@@ -28,7 +29,7 @@ struct NodeInfo {
   std::string name;
   std::string uid;
   std::string resource_version;
-  std::map<std::string, std::string> labels;
+  SharedLabels labels;
   std::vector<NodeAddress> addresses;
   // status.daemonEndpoints.kubeletEndpoint.Port; 0 when absent.
   int kubelet_port = 0;
@@ -41,7 +42,8 @@ struct PodInfo {
   std::string namespace_name;
   std::string uid;
   std::string resource_version;
-  std::map<std::string, std::string> labels;
+  // Shared with every view made of the pod (copies share one block).
+  SharedLabels labels;
   // spec.nodeName; empty while the pod is not scheduled.
   std::string node_name;
   // status.phase: Pending, Running, Succeeded, Failed, Unknown (empty when absent).
@@ -53,7 +55,7 @@ struct PodInfo {
   // declares them (after admission, so with the LimitRanges' defaults), in spec order;
   // and the controlling ownerReference (kind "ReplicaSet", "DaemonSet", ...; both empty
   // when the pod has none).
-  std::vector<limits::ContainerResources> containers;
+  SharedVector<limits::ContainerResources> containers;
   std::string owner_kind;
   std::string owner_name;
 
@@ -65,10 +67,10 @@ struct PodInfo {
 
 // The part of a PodInfo the query answers join with a pod's windows.
 struct PodLabelsInfo {
-  std::map<std::string, std::string> labels;
+  SharedLabels labels;
   std::string node_name;  // spec.nodeName; empty while the pod is not scheduled
   // spec.containers' requests and limits, in spec order (PodInfo::containers).
-  std::vector<limits::ContainerResources> containers = {};
+  SharedVector<limits::ContainerResources> containers = {};
 };
 
 // A pod by namespace and name, for lookups of many pods at once; the strings are the

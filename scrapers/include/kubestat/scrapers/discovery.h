@@ -99,12 +99,15 @@ class Discovery {
   bool WaitForSync(std::chrono::milliseconds timeout) const;
   std::vector<NodeInfo> Nodes() const;
   std::optional<NodeInfo> Node(std::string_view name) const;
+  // A node's labels, shared with discovery's copy; std::nullopt for a node it does not know.
+  std::optional<SharedLabels> NodeLabelsOf(std::string_view name) const;
   std::vector<PodInfo> Pods() const;
   std::optional<PodInfo> Pod(std::string_view namespace_name, std::string_view name) const;
   // The labels, node and containers of each of `pods`, in the same order; std::nullopt for a
   // pod discovery does not know. For reads of many pods at once (a node's): the lock is
   // taken once for the whole batch, and only those fields are copied, where Pod() per pod
-  // locks each time and copies the whole PodInfo.
+  // locks each time and copies the whole PodInfo. The labels and the declared containers
+  // are shared with discovery's copy, not copied.
   std::vector<std::optional<PodLabelsInfo>> PodLabelsOf(std::span<const PodNameRef> pods) const;
   // The LimitRanges of a namespace, in name order.
   std::vector<LimitRangeInfo> LimitRanges(std::string_view namespace_name) const;
