@@ -30,6 +30,11 @@ static_assert(kSummaryPadding >= simdjson::SIMDJSON_PADDING,
 // lifetime.
 constexpr size_t kMaxReusedParserCapacity = size_t{8} << 20;
 
+// At most this many elements are made room for ahead of reading them (a kubelet runs at
+// most a few hundred pods): an array of many empty objects, which are dropped, would
+// otherwise reserve far more than the payload's size.
+constexpr size_t kMaxReserved = 512;
+
 // Values above 2^63 are rejected: no cpu counter, byte count or nano-core reading gets there
 // legitimately, while a uint64 underflow in the kubelet lands just below 2^64.
 constexpr uint64_t kMaxValue = uint64_t{1} << 63;
@@ -363,6 +368,17 @@ class SummaryReader {
     return absl::OkStatus();
   }
 
+  // Room in `out` for every element of `array`, so that reading them grows it once: a pod's
+  // containers, one vector each, were most of a scrape's allocations. Counting walks the
+  // array's structure only; an array it cannot count is read without the room.
+  template <typename T>
+  static void ReserveFor(sj::array& array, std::vector<T>* out) {
+    size_t count = 0;
+    if (array.count_elements().get(count) == simdjson::SUCCESS) {
+      out->reserve(out->size() + std::min(count, kMaxReserved));
+    }
+  }
+
   // An array of containers, appended to *out (duplicates by name dropped).
   absl::Status ReadContainers(sj::value value, Where where, std::string_view field, bool in_pod,
                               std::vector<ContainerScrape>* out) {
@@ -375,6 +391,7 @@ class SummaryReader {
     }
     sj::array array;
     if (auto error = value.get_array().get(array)) return JsonError(error, where);
+    ReserveFor(array, out);
     int index = 0;
     for (auto element_result : array) {
       sj::value element;
@@ -509,6 +526,7 @@ class SummaryReader {
     }
     sj::array array;
     if (auto error = value.get_array().get(array)) return JsonError(error, where);
+    ReserveFor(array, &out->pods);
     for (auto element_result : array) {
       sj::value element;
       if (auto error = std::move(element_result).get(element)) return JsonError(error, where);

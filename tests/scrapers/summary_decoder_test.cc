@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/strings/str_cat.h"
 #include "kubestat/core/time.h"
 #include "support/fixtures.h"
 
@@ -394,6 +395,42 @@ TEST(SummaryDecoderTest, FieldOrderDoesNotMatter) {
   ASSERT_EQ(scrape->pods[0].containers.size(), 1u);
   ASSERT_TRUE(scrape->pods[0].containers[0].memory.has_value());
   EXPECT_EQ(scrape->pods[0].containers[0].memory->working_set_bytes, 3u);
+}
+
+// Each list is sized once from the payload's array: a pod's containers and the node's pods
+// are read into vectors that never grow past what they hold, and an array of many objects
+// that are all dropped reserves no more than a kubelet's number of pods.
+TEST(SummaryDecoderTest, ListsAreSizedOnceFromThePayload) {
+  std::string pods;
+  for (int p = 0; p < 5; ++p) {
+    if (p > 0) pods += ",";
+    std::string containers;
+    for (int c = 0; c < 3; ++c) {
+      if (c > 0) containers += ",";
+      containers +=
+          absl::StrCat(R"({"name": "c)", c,
+                       R"(", "memory": {"workingSetBytes": 3, "time": "2026-11-21T10:00:00Z"}})");
+    }
+    pods += absl::StrCat(R"({"podRef": {"namespace": "ns", "name": "p)", p,
+                         R"("}, "containers": [)", containers, "]}");
+  }
+  absl::StatusOr<NodeScrape> scrape =
+      DecodeSummary(absl::StrCat(R"({"node": {"nodeName": "n1"}, "pods": [)", pods, "]}"));
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  ASSERT_EQ(scrape->pods.size(), 5u);
+  EXPECT_EQ(scrape->pods.capacity(), 5u);
+  for (const PodScrape& pod : scrape->pods) {
+    ASSERT_EQ(pod.containers.size(), 3u);
+    EXPECT_EQ(pod.containers.capacity(), 3u) << pod.name;
+  }
+
+  std::string empties = "{}";
+  for (int i = 1; i < 5000; ++i) empties += ",{}";
+  absl::StatusOr<NodeScrape> dropped =
+      DecodeSummary(absl::StrCat(R"({"node": {"nodeName": "n1"}, "pods": [)", empties, "]}"));
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_TRUE(dropped->pods.empty());
+  EXPECT_LE(dropped->pods.capacity(), 512u);
 }
 
 TEST(SummaryDecoderTest, FloatWhereIntegerExpectedIsRounded) {
