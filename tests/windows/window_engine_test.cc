@@ -842,6 +842,23 @@ TEST(WindowEngineTest, AStackOfAnHoursSmoothRiseCostsAFewBytesPerSample) {
   EXPECT_LT(memory.stacks, 4 * 360u + 256) << "bytes of the stacks for 330 + 30 samples";
 }
 
+// Scrape times wander: when a scrape comes a little late, the next minute holds seven
+// samples at 10 s instead of six. Those seven stay in the series record itself, as six do.
+TEST(WindowEngineTest, AMinuteOfSevenScrapesNeedsNoBlockOfItsOwn) {
+  const auto series_bytes = [](Duration step) {
+    auto engine = MakeEngine();
+    InMemorySampleSource source;
+    const SeriesKey key = SeriesKey::Node("n", Resource::kMemory);
+    for (int i = 0; i < 30; ++i) {
+      EXPECT_TRUE(IngestAndStore(*engine, source, key, kDayStart + step * i, 1000).ok());
+    }
+    return engine->MemoryByPart().series;
+  };
+  const size_t six = series_bytes(seconds(10));
+  const size_t seven = series_bytes(std::chrono::milliseconds(9990));
+  EXPECT_EQ(seven, six) << "a minute of seven samples took a heap block";
+}
+
 // A seeded series with an unaligned start and irregular timing: steps of 1 to 60 s at any
 // nanosecond, now and then a gap of minutes or hours (one longer than the hour window is
 // always there), and values in runs that rise, fall, stay or jump.

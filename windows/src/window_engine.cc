@@ -109,8 +109,12 @@ struct WindowEngine::Layout {
 class WindowEngine::Series {
  public:
   int64_t newest_ns = 0;
-  // Samples with time > newest - longest exact window: 6 for the default minute at 10 s.
-  absl::InlinedVector<Sample, 6> raw;
+  // Samples with time > newest - longest exact window: 6 for the default minute at 10 s, and
+  // 7 when a scrape came a little later than the one six before it (scrape times wander by
+  // a few milliseconds round to round), so about half the time. Seven inline: a series
+  // whose minute once held seven would otherwise keep a heap block for good.
+  static constexpr size_t kInlineRaw = 7;
+  absl::InlinedVector<Sample, kInlineRaw> raw;
   absl::InlinedVector<LongWindow, 2> longs;  // the default hour and day
 
   void PushRaw(const Layout& layout, Sample s) {
@@ -498,7 +502,8 @@ WindowEngine::Memory WindowEngine::MemoryByPart() const {
     m.index += kMapNodeOverhead + sizeof(std::pair<const SeriesKey, Series>) - sizeof(Series);
     m.index += string_heap(key.node) + string_heap(key.pod_namespace) + string_heap(key.pod) +
                string_heap(key.container);
-    m.series += sizeof(Series) - sizeof(Series::longs) + spilled(series.raw, 6, sizeof(Sample));
+    m.series += sizeof(Series) - sizeof(Series::longs) +
+                spilled(series.raw, Series::kInlineRaw, sizeof(Sample));
     m.long_windows += sizeof(Series::longs) + spilled(series.longs, 2, sizeof(LongWindow));
     for (const LongWindow& lw : series.longs) {
       m.rings += lw.RingBytes();
