@@ -191,13 +191,14 @@ void ScrapeScheduler::TimerLoop() {
       } while (next_round_ <= now);
       continue;
     }
-    bool moved = false;
+    // One worker woken per task that came due: the tasks of a round come due a few at a
+    // time, and waking every idle worker for each (most of them find nothing and wait again)
+    // cost more in task switches than the scrapes' own work.
     while (!delayed_.empty() && delayed_.begin()->first <= now) {
       ready_.push_back(std::move(delayed_.begin()->second));
       delayed_.erase(delayed_.begin());
-      moved = true;
+      worker_cv_.notify_one();
     }
-    if (moved) worker_cv_.notify_all();
     Timestamp next = next_round_;
     if (!delayed_.empty()) next = std::min(next, delayed_.begin()->first);
     const auto wait = std::min<Duration>(next - now, kClockPoll);
