@@ -27,6 +27,12 @@ namespace kubestat::http {
 namespace {
 
 constexpr size_t kChunkBytes = size_t{64} * 1024;
+// How much of a body with a known length cpprestsdk reads from the socket before handing it
+// over. Each piece handed over costs a timer reset and a continuation, each a thread woken
+// (its default, 64 KiB, reads a kubelet's 100 KiB summary in two pieces); a bigger piece
+// holds a body of a few hundred KiB in one. Bounded all the same: a longer body still comes
+// a piece at a time, checked against max_response_bytes piece by piece.
+constexpr size_t kSocketReadBytes = size_t{1} << 20;
 // How much of a non-2xx streamed body is kept (see client.h, Stream).
 constexpr size_t kErrorBodyBytes = size_t{64} * 1024;
 // How often a waiting request looks at the injected clock (see client.h, Deadline).
@@ -506,6 +512,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, co
   config.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options.timeout));
   config.set_validate_certificates(!options.insecure_skip_tls_verify);
   config.set_max_redirects(0);
+  config.set_chunksize(kSocketReadBytes);
   internal::ClientTlsMaterial tls{options.ca_pem, options.client_cert_pem, options.client_key_pem};
   auto verify_log = std::make_shared<internal::TlsVerifyLog>();
   config.set_ssl_context_callback(
