@@ -29,6 +29,11 @@ bench_cleanup() {
 # so far. rss_kib PID: its resident memory, KiB.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# Task switches of every live thread of process $1 so far, voluntary and not.
+ctx_switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^(voluntary|nonvoluntary)_ctxt_switches/ {n += $2} END {printf "%d", n}'
+}
 
 # A free TCP port on 127.0.0.1.
 free_port() {
