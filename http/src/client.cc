@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
+#include "client_direct.h"
 #include "client_tls.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/log.h"
@@ -26,23 +27,15 @@
 namespace kubestat::http {
 namespace {
 
+// What a stream's read takes from cpprestsdk at most.
 constexpr size_t kChunkBytes = size_t{64} * 1024;
-// How much of a body with a known length cpprestsdk reads from the socket before handing it
-// over. Each piece handed over costs a timer reset and a continuation, each a thread woken
-// (its default, 64 KiB, reads a kubelet's 100 KiB summary in two pieces); a bigger piece
-// holds a body of a few hundred KiB in one. Bounded all the same: a longer body still comes
-// a piece at a time, checked against max_response_bytes piece by piece.
-constexpr size_t kSocketReadBytes = size_t{1} << 20;
 // How much of a non-2xx streamed body is kept (see client.h, Stream).
 constexpr size_t kErrorBodyBytes = size_t{64} * 1024;
 // How often a waiting request looks at the injected clock (see client.h, Deadline).
 constexpr Duration kClockCheck = std::chrono::milliseconds(50);
-constexpr std::string_view kReasonPayload = "type.kubestat.io/kubestat.http.FailureReason";
-
-absl::Status WithReason(absl::Status status, std::string_view reason) {
-  status.SetPayload(AbslView(kReasonPayload), absl::Cord(AbslView(reason)));
-  return status;
-}
+using internal::kReasonPayload;
+using internal::Printable;
+using internal::WithReason;
 
 bool IsTokenChar(char c) {
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
@@ -165,16 +158,6 @@ class Exchange {
   std::stop_callback<std::function<void()>> stop_callback_;
 };
 
-// Text from a peer or a library made safe for one log line.
-std::string Printable(std::string_view text) {
-  std::string out(text.substr(0, 300));
-  for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) c = ' ';
-  }
-  return out;
-}
-
 // An exception from cpprestsdk as a Status. `after_head`: the response had started, so a
 // broken connection means a truncated body.
 absl::Status FromException(const std::string& label, const std::exception& e, bool after_head,
@@ -253,11 +236,16 @@ class Client::Impl {
  public:
   Impl(ClientOptions options, const Clock& clock,
        std::unique_ptr<web::http::client::http_client> client,
-       std::shared_ptr<internal::TlsVerifyLog> verify_log)
+       std::shared_ptr<internal::TlsVerifyLog> verify_log,
+       std::unique_ptr<internal::DirectTransport> direct, std::string path_prefix,
+       std::string host_field)
       : options_(std::move(options)),
         clock_(clock),
         client_(std::move(client)),
-        verify_log_(std::move(verify_log)) {}
+        verify_log_(std::move(verify_log)),
+        direct_(std::move(direct)),
+        path_prefix_(std::move(path_prefix)),
+        host_field_(std::move(host_field)) {}
 
   absl::StatusOr<ClientResponse> Do(const ClientRequest& request);
   absl::Status Stream(const ClientRequest& request, Duration header_timeout,
@@ -276,6 +264,9 @@ class Client::Impl {
   // The Authorization value for `request`; "" when none is sent.
   absl::StatusOr<std::string> Authorization(const ClientRequest& request,
                                             const std::string& label) const;
+
+  // InvalidArgument ("request") when `request` is malformed.
+  static absl::Status Check(const ClientRequest& request, const std::string& label);
 
   // Checks `request` and builds the message to send: InvalidArgument ("request") when it is
   // malformed, the token source's error ("auth").
@@ -305,8 +296,13 @@ class Client::Impl {
 
   const ClientOptions options_;
   const Clock& clock_;
+  // Stream's transport.
   const std::unique_ptr<web::http::client::http_client> client_;
   const std::shared_ptr<internal::TlsVerifyLog> verify_log_;
+  // Do's transport, and what it puts in every request.
+  const std::unique_ptr<internal::DirectTransport> direct_;
+  const std::string path_prefix_;
+  const std::string host_field_;
 };
 
 absl::StatusOr<std::string> Client::Impl::Authorization(const ClientRequest& request,
@@ -332,8 +328,7 @@ absl::StatusOr<std::string> Client::Impl::Authorization(const ClientRequest& req
   return absl::StrCat("Bearer ", *token);
 }
 
-absl::StatusOr<web::http::http_request> Client::Impl::Prepare(const ClientRequest& request,
-                                                              const std::string& label) const {
+absl::Status Client::Impl::Check(const ClientRequest& request, const std::string& label) {
   if (!IsToken(request.method)) {
     return WithReason(absl::InvalidArgumentError(absl::StrCat(label, ": not a method name")),
                       "request");
@@ -355,6 +350,12 @@ absl::StatusOr<web::http::http_request> Client::Impl::Prepare(const ClientReques
     return WithReason(
         absl::InvalidArgumentError(absl::StrCat(label, ": content_type is malformed")), "request");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<web::http::http_request> Client::Impl::Prepare(const ClientRequest& request,
+                                                              const std::string& label) const {
+  if (absl::Status s = Check(request, label); !s.ok()) return s;
   absl::StatusOr<std::string> authorization = Authorization(request, label);
   if (!authorization.ok()) return authorization.status();
   try {
@@ -379,51 +380,46 @@ absl::StatusOr<web::http::http_request> Client::Impl::Prepare(const ClientReques
 
 absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
   const std::string label = Label(request);
-  absl::StatusOr<web::http::http_request> message = Prepare(request, label);
-  if (!message.ok()) return message.status();
+  if (absl::Status s = Check(request, label); !s.ok()) return s;
+  absl::StatusOr<std::string> authorization = Authorization(request, label);
+  if (!authorization.ok()) return authorization.status();
+
+  std::string bytes;
+  bytes.reserve(256 + request.path_and_query.size() + request.body.size());
+  absl::StrAppend(&bytes, AbslView(request.method), " ", AbslView(path_prefix_),
+                  AbslView(request.path_and_query), " HTTP/1.1\r\nHost: ", AbslView(host_field_),
+                  "\r\nUser-Agent: ", AbslView(options_.user_agent), "\r\n");
+  for (const auto& [name, value] : request.headers) {
+    absl::StrAppend(&bytes, AbslView(name), ": ", AbslView(value), "\r\n");
+  }
+  if (!authorization->empty()) {
+    absl::StrAppend(&bytes, "Authorization: ", AbslView(*authorization), "\r\n");
+  }
+  if (!request.body.empty()) {
+    absl::StrAppend(&bytes, "Content-Type: ", AbslView(request.content_type),
+                    "\r\nContent-Length: ", request.body.size(), "\r\n");
+  } else if (MethodSendsLength(request.method)) {
+    bytes.append("Content-Length: 0\r\n");
+  }
+  bytes.append("\r\n");
+  bytes.append(request.body);
 
   const std::string timed_out =
       absl::StrCat("no complete response within ", FormatDuration(options_.timeout));
-  const auto read_body = [&](Exchange& exchange, web::http::http_response& response,
-                             const auto& abandoned) -> absl::StatusOr<ClientResponse> {
-    ClientResponse result;
-    result.code = response.status_code();
-    result.content_type = response.headers().content_type();
-    for (const auto& [name, value] : response.headers()) result.headers.emplace_back(name, value);
-    const uint64_t declared = response.headers().content_length();
-    if (declared > options_.max_response_bytes) {
-      exchange.Cancel();
-      return WithReason(absl::ResourceExhaustedError(absl::StrCat(
-                            label, ": response larger than ", options_.max_response_bytes,
-                            " bytes (", declared, " declared)")),
-                        "too_large");
-    }
-    if (declared > 0) result.body.reserve(declared + request.body_spare_capacity);
-
-    auto stream = response.body().streambuf();
-    auto buffer = std::make_shared<std::vector<uint8_t>>(kChunkBytes);
-    while (true) {
-      pplx::task<size_t> read = stream.getn(buffer->data(), buffer->size());
-      if (WaitResult r = exchange.Wait(read, buffer); r != WaitResult::kDone) return abandoned(r);
-      const size_t n = read.get();
-      if (n == 0) break;
-      if (result.body.size() + n > options_.max_response_bytes) {
-        exchange.Cancel();
-        return WithReason(
-            absl::ResourceExhaustedError(absl::StrCat(label, ": response larger than ",
-                                                      options_.max_response_bytes, " bytes")),
-            "too_large");
-      }
-      result.body.append(reinterpret_cast<const char*>(buffer->data()), n);
-    }
-    if (result.body.capacity() < result.body.size() + request.body_spare_capacity) {
-      result.body.reserve(result.body.size() + request.body_spare_capacity);
-    }
-    return result;
-  };
+  internal::DirectRequest direct;
+  direct.label = label;
+  direct.bytes = bytes;
+  const std::string_view method = request.method;
+  direct.idempotent = method == "GET" || method == "HEAD" || method == "PUT" ||
+                      method == "DELETE" || method == "OPTIONS";
+  direct.head = method == "HEAD";
   // The deadline covers the whole exchange, body included.
-  return Send<absl::StatusOr<ClientResponse>>(
-      *message, request, label, clock_.MonotonicNow() + options_.timeout, timed_out, read_body);
+  direct.deadline = clock_.MonotonicNow() + options_.timeout;
+  direct.timed_out = timed_out;
+  direct.stop = &request.stop;
+  direct.max_response_bytes = options_.max_response_bytes;
+  direct.body_spare_capacity = request.body_spare_capacity;
+  return direct_->Do(direct);
 }
 
 absl::Status Client::Impl::Stream(const ClientRequest& request, Duration header_timeout,
@@ -512,12 +508,31 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, co
   config.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options.timeout));
   config.set_validate_certificates(!options.insecure_skip_tls_verify);
   config.set_max_redirects(0);
-  config.set_chunksize(kSocketReadBytes);
   internal::ClientTlsMaterial tls{options.ca_pem, options.client_cert_pem, options.client_key_pem};
   auto verify_log = std::make_shared<internal::TlsVerifyLog>();
+  absl::StatusOr<internal::DirectEndpoint> endpoint =
+      internal::DirectEndpoint::Parse(options.base_url);
+  if (!endpoint.ok()) return endpoint.status();
+  const bool verify = !options.insecure_skip_tls_verify;
+  SSL_CTX* direct_tls = nullptr;
+  if (endpoint->tls) {
+    direct_tls = SSL_CTX_new(TLS_client_method());
+    if (direct_tls == nullptr) return absl::InternalError("cannot create a TLS context");
+    SSL_CTX_set_verify(direct_tls, verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
+    // The system's roots unless ca_pem replaces them.
+    if (verify && options.ca_pem.empty()) SSL_CTX_set_default_verify_paths(direct_tls);
+    if (verify) internal::RecordVerifyFailures(direct_tls, verify_log);
+    if (absl::Status s = internal::ApplyClientTls(direct_tls, tls); !s.ok()) {
+      SSL_CTX_free(direct_tls);
+      return s;
+    }
+  }
+  std::string path_prefix = endpoint->path_prefix;
+  std::string host_field = endpoint->host_field;
+  auto direct = std::make_unique<internal::DirectTransport>(*std::move(endpoint), direct_tls,
+                                                            verify, verify_log, clock);
   config.set_ssl_context_callback(
-      [tls = std::move(tls), verify_log,
-       verify = !options.insecure_skip_tls_verify](boost::asio::ssl::context& context) {
+      [tls = std::move(tls), verify_log, verify](boost::asio::ssl::context& context) {
         if (verify) internal::RecordVerifyFailures(context.native_handle(), verify_log);
         // Checked by Validate(); should it fail now, the trust store is already replaced and
         // the certificate not presented, so the handshake fails rather than trusting more.
@@ -528,8 +543,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, co
   try {
     auto client =
         std::make_unique<web::http::client::http_client>(web::uri(options.base_url), config);
-    return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(
-        std::move(options), clock, std::move(client), std::move(verify_log))));
+    return std::unique_ptr<Client>(new Client(
+        std::make_unique<Impl>(std::move(options), clock, std::move(client), std::move(verify_log),
+                               std::move(direct), std::move(path_prefix), std::move(host_field))));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("ClientOptions.base_url: ", Printable(e.what())));

@@ -33,19 +33,6 @@ BioPtr MemoryBio(const std::string& pem) {
   return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
 }
 
-// The oldest OpenSSL error queued on this thread, as text, and the queue cleared.
-std::string TakeOpenSslError() {
-  const unsigned long code = ERR_peek_error();
-  std::string text = "no details";
-  if (code != 0) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof(buf));
-    text = buf;
-  }
-  ERR_clear_error();
-  return text;
-}
-
 absl::Status Bad(std::string_view field, std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("ClientOptions.", AbslView(field), ": ",
                                                  AbslView(what), " (", TakeOpenSslError(), ")"));
@@ -96,10 +83,13 @@ int VerifyAndRecord(X509_STORE_CTX* store_ctx, void* /*arg*/) {
                                    SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), LogSlot()));
   if (log == nullptr || *log == nullptr) return ok;
   const int error = X509_STORE_CTX_get_error(store_ctx);
-  // The chain verified but the connection's check refused it: the host name check.
-  std::string reason = error == X509_V_OK || error == X509_V_ERR_UNSPECIFIED
-                           ? "the certificate is not valid for the host name"
-                           : X509_verify_cert_error_string(error);
+  // The host name check: OpenSSL's own (X509_VERIFY_PARAM), or the connection's after a
+  // chain that verified.
+  const bool host_check = error == X509_V_OK || error == X509_V_ERR_UNSPECIFIED ||
+                          error == X509_V_ERR_HOSTNAME_MISMATCH ||
+                          error == X509_V_ERR_IP_ADDRESS_MISMATCH;
+  std::string reason = host_check ? "the certificate is not valid for the host name"
+                                  : X509_verify_cert_error_string(error);
   const std::string cn = SubjectCn(X509_STORE_CTX_get_current_cert(store_ctx));
   if (!cn.empty()) reason = absl::StrCat(reason, " (certificate CN \"", cn, "\")");
   (*log)->Record(std::move(reason));
@@ -107,6 +97,18 @@ int VerifyAndRecord(X509_STORE_CTX* store_ctx, void* /*arg*/) {
 }
 
 }  // namespace
+
+std::string TakeOpenSslError(std::string_view otherwise) {
+  const unsigned long code = ERR_peek_error();
+  std::string text(otherwise);
+  if (code != 0) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof(buf));
+    text = buf;
+  }
+  ERR_clear_error();
+  return text;
+}
 
 uint64_t TlsVerifyLog::failures() const {
   std::lock_guard lock(mu_);

@@ -9,10 +9,15 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 
 namespace kubestat::http::internal {
+
+// The oldest OpenSSL error queued on this thread as text (`otherwise` when there is none),
+// and the queue cleared.
+std::string TakeOpenSslError(std::string_view otherwise = "no details");
 
 // TLS material for a client, as PEM text.
 struct ClientTlsMaterial {

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 #include <utility>
@@ -66,9 +67,14 @@ std::optional<SharedLabels> Discovery::NodeLabelsOf(std::string_view name) const
 
 std::vector<PodInfo> Discovery::Pods() const {
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const std::pair<const std::string, PodInfo>*> entries;
+  entries.reserve(pods_.size());
+  for (const auto& entry : pods_) entries.push_back(&entry);
+  std::sort(entries.begin(), entries.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
   std::vector<PodInfo> pods;
-  pods.reserve(pods_.size());
-  for (const auto& [key, pod] : pods_) pods.push_back(pod);
+  pods.reserve(entries.size());
+  for (const auto* entry : entries) pods.push_back(entry->second);
   return pods;
 }
 
@@ -164,15 +170,12 @@ void Discovery::Emit(const Tell& tell) {
 
 namespace {
 
-template <typename T>
-using Keyed = std::map<std::string, T, std::less<>>;
-
 // Applies one change to `objects`: the change to tell listeners (an update of an unknown
 // object is an addition, of a known one a modification), or nothing for the deletion of an
 // unknown object.
-template <typename T>
-std::optional<ChangeType> ApplyTo(Keyed<T>& objects, const std::string& key, ChangeType type,
-                                  const T& value) {
+template <typename Map>
+std::optional<ChangeType> ApplyTo(Map& objects, const std::string& key, ChangeType type,
+                                  const typename Map::mapped_type& value) {
   auto it = objects.find(key);
   if (type == ChangeType::kDeleted) {
     if (it == objects.end()) return std::nullopt;
@@ -184,26 +187,42 @@ std::optional<ChangeType> ApplyTo(Keyed<T>& objects, const std::string& key, Cha
   return emitted;
 }
 
-// The changes that turn `current` into the whole list `fresh`, as (type, value) pairs.
-template <typename T, typename KeyOf>
-std::vector<std::pair<ChangeType, T>> Diff(Keyed<T>& current, std::vector<T> list, KeyOf key_of) {
-  Keyed<T> fresh;
+// The changes that turn `current` into the whole list `fresh`, as (type, value) pairs: the
+// deletions, then the additions and modifications, each in key order whatever the map's.
+template <typename Map, typename KeyOf>
+std::vector<std::pair<ChangeType, typename Map::mapped_type>> Diff(
+    Map& current, std::vector<typename Map::mapped_type> list, KeyOf key_of) {
+  using T = typename Map::mapped_type;
+  Map fresh;
   for (T& value : list) {
     std::string key = key_of(value);
     fresh[std::move(key)] = std::move(value);
   }
-  std::vector<std::pair<ChangeType, T>> changes;
-  for (auto& [key, value] : current) {
-    if (fresh.find(key) == fresh.end()) changes.emplace_back(ChangeType::kDeleted, value);
+  struct Change {
+    bool deleted;
+    const std::string* key;
+    ChangeType type;
+    const T* value;
+  };
+  std::vector<Change> found;
+  for (const auto& [key, value] : current) {
+    if (fresh.find(key) == fresh.end()) found.push_back({true, &key, ChangeType::kDeleted, &value});
   }
-  for (auto& [key, value] : fresh) {
+  for (const auto& [key, value] : fresh) {
     auto it = current.find(key);
     if (it == current.end()) {
-      changes.emplace_back(ChangeType::kAdded, value);
+      found.push_back({false, &key, ChangeType::kAdded, &value});
     } else if (!(it->second == value)) {
-      changes.emplace_back(ChangeType::kModified, value);
+      found.push_back({false, &key, ChangeType::kModified, &value});
     }
   }
+  std::sort(found.begin(), found.end(), [](const Change& a, const Change& b) {
+    if (a.deleted != b.deleted) return a.deleted;
+    return *a.key < *b.key;
+  });
+  std::vector<std::pair<ChangeType, T>> changes;
+  changes.reserve(found.size());
+  for (const Change& change : found) changes.emplace_back(change.type, *change.value);
   current = std::move(fresh);
   return changes;
 }

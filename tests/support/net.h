@@ -19,6 +19,10 @@ int FreeLoopbackPort();
 // False when another process (or an earlier call) holds it.
 bool ReserveLoopbackPort(int port);
 
+// A listening TCP socket on 127.0.0.1 at a port the kernel picks, for raw peers written by
+// a test: its descriptor, and the port in *port; -1 when it cannot be made.
+int ListenOnLoopback(int backlog, int* port);
+
 }  // namespace kubestat::testing
 
 #endif  // KUBESTAT_TESTS_SUPPORT_NET_H_

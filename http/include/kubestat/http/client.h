@@ -1,6 +1,8 @@
 // kubestat::http::Client: the HTTP/1.1 client every kubestat component uses to reach the
 // Kubernetes API, kubelets and its own peers (HTTPS with optional client certificates and
-// bearer tokens), on cpprestsdk.
+// bearer tokens). Do runs each request on its caller's thread, on OpenSSL and Beast's
+// parser over non-blocking sockets (a kubelet scrape wakes no other thread); Stream runs on
+// cpprestsdk.
 //
 //   ClientOptions options;                       // every default documented below
 //   options.base_url = "https://10.0.0.1:6443";
@@ -26,18 +28,19 @@
 //   the source's own code, when bearer_token_source fails
 // FailureReason() gives each error a short label for metrics.
 //
-// Deadline. cpprestsdk's own timeout applies to each socket operation, so a peer that
-// drips a byte at a time would never time out; Client enforces one deadline over the whole
-// exchange (connect, TLS, request, head, body), measured on the injected clock's
-// MonotonicNow, and cancels the request when it passes. The clock is read at least every
-// 50 ms of real time while a request waits, so a FakeClock moved past the deadline ends
-// the request within that. cpprestsdk's per-operation timeout is set to the same value,
-// as a backstop.
+// Deadline. Client enforces one deadline over the whole exchange (connect, TLS, request,
+// head, body), measured on the injected clock's MonotonicNow, so a peer that drips a byte
+// at a time still times out. The clock (and the request's stop token) is read at least
+// every 50 ms of real time while a request waits, so a FakeClock moved past the deadline
+// ends the request within that. For Stream, cpprestsdk's per-operation timeout is set to
+// the same value, as a backstop.
 //
-// Connections are kept alive and reused between requests (cpprestsdk's pool); redirects
-// are not followed (a 3xx is returned as a response). TLS 1.2 or later; with ca_pem only
-// those CAs are trusted (not the system's), and the certificate must name the host of
-// base_url (DNS name or IP address SAN).
+// Connections are kept alive and reused between requests (Do: up to 32 idle per client; a
+// kept connection the server closed is not used again, and an idempotent request whose
+// kept connection closed before any answer is sent once more on a new one); redirects are
+// not followed (a 3xx is returned as a response). TLS 1.2 or later; with ca_pem only those
+// CAs are trusted (not the system's), and the certificate must name the host of base_url
+// (DNS name or IP address SAN). A response head is at most 64 KiB.
 //
 // Streaming: Stream() hands a body to a callback as it arrives (Kubernetes watches).
 //
@@ -137,7 +140,7 @@ struct ClientRequest {
 struct ClientResponse {
   int code = 0;              // the HTTP status code, 100..599
   std::string content_type;  // the Content-Type field; "" when absent
-  // Every response header field (cpprestsdk joins repeated fields with ", ").
+  // Every response header field (a repeated field's values joined with ", ").
   HeaderList headers;
   std::string body;  // as received (a gzip body stays compressed)
 

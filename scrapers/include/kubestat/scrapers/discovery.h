@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/core/clock.h"
@@ -141,7 +142,9 @@ class Discovery {
   mutable std::mutex mu_;
   mutable std::condition_variable synced_cv_;
   std::map<std::string, NodeInfo, std::less<>> nodes_;
-  std::map<std::string, PodInfo, std::less<>> pods_;                 // key: namespace/name
+  // key: namespace/name. Hashed: a node's read looks up each of its pods, and a lookup in
+  // an ordered map of 150,000 pods is some twenty cache misses.
+  absl::flat_hash_map<std::string, PodInfo> pods_;
   std::map<std::string, LimitRangeInfo, std::less<>> limit_ranges_;  // key: namespace/name
   uint32_t listed_ = 0;  // bit i: resource i has been listed
   bool sync_announced_ = false;

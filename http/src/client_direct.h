@@ -1,0 +1,114 @@
+// Internal: the transport behind Client::Do. A request runs on its caller's thread from
+// start to end: a kept-alive connection from the client's pool (or a new one: connect, TLS
+// handshake), the request written and the response read through a non-blocking socket and
+// poll(2), the response parsed by Beast as its bytes arrive. No other thread is woken for
+// a request: a library's own threads would cost a wake-up per step of every request (see
+// bench/RESULTS.md, "The kubelet client's own transport").
+//
+// Waits are sliced: poll(2) returns at least every 50 ms, so the injected clock's deadline
+// and the request's stop token are looked at that often.
+#ifndef KUBESTAT_HTTP_SRC_CLIENT_DIRECT_H_
+#define KUBESTAT_HTTP_SRC_CLIENT_DIRECT_H_
+
+#include <openssl/ssl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client_tls.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/http/client.h"
+
+namespace kubestat::http::internal {
+
+// Where a status carries its FailureReason label.
+inline constexpr std::string_view kReasonPayload = "type.kubestat.io/kubestat.http.FailureReason";
+
+// `status` with `reason` attached, for FailureReason.
+[[nodiscard]] absl::Status WithReason(absl::Status status, std::string_view reason);
+
+// Text from a peer or a library made safe for one log line (at most 300 bytes, controls
+// replaced by spaces).
+std::string Printable(std::string_view text);
+
+// Where a client's requests go, from ClientOptions::base_url.
+struct DirectEndpoint {
+  bool tls = false;
+  std::string host;         // a DNS name or an IP address, without brackets
+  std::string port;         // decimal
+  std::string path_prefix;  // "" or "/k8s/clusters/c-1": put before every request path
+  std::string host_field;   // the Host field's value
+
+  // Parses a base_url that ClientOptions::Validate() accepted.
+  [[nodiscard]] static absl::StatusOr<DirectEndpoint> Parse(std::string_view base_url);
+};
+
+// One request as the transport sends it.
+struct DirectRequest {
+  std::string_view label;      // "GET /a": how every message starts
+  std::string_view bytes;      // the request as sent: head and body
+  bool idempotent = false;     // may be sent again when a kept-alive connection was closed
+  bool head = false;           // a HEAD request: the response has no body
+  Timestamp deadline;          // on the clock's MonotonicNow
+  std::string_view timed_out;  // what DeadlineExceeded says after the label
+  const std::stop_token* stop = nullptr;
+  size_t max_response_bytes = 0;
+  size_t body_spare_capacity = 0;
+};
+
+class DirectTransport {
+ public:
+  // `tls_context`: the client's TLS context (owned from now on), null for http. With
+  // `verify`, the server's certificate must name endpoint.host; why a chain was refused is
+  // read from `verify_log` (RecordVerifyFailures on the context).
+  DirectTransport(DirectEndpoint endpoint, SSL_CTX* tls_context, bool verify,
+                  std::shared_ptr<TlsVerifyLog> verify_log, const Clock& clock);
+  ~DirectTransport();
+  DirectTransport(const DirectTransport&) = delete;
+  DirectTransport& operator=(const DirectTransport&) = delete;
+
+  // Sends `request` and reads its whole response; the errors are Client::Do's.
+  [[nodiscard]] absl::StatusOr<ClientResponse> Do(const DirectRequest& request);
+
+  // Connections made so far (for tests: keep-alive reuses them).
+  uint64_t connections_made() const;
+
+ private:
+  struct Connection;
+  struct Outcome;
+
+  std::unique_ptr<Connection> TakeIdle();
+  void PutIdle(std::unique_ptr<Connection> connection);
+  absl::StatusOr<std::unique_ptr<Connection>> Connect(const DirectRequest& request);
+  absl::Status Handshake(Connection& connection, const DirectRequest& request);
+  Outcome Exchange(Connection& connection, const DirectRequest& request);
+  absl::Status Wait(int fd, short events, const DirectRequest& request) const;
+  // Waits for what an SSL call that failed with `ssl_error` (WantsIo) asks for.
+  absl::Status WaitForTls(const Connection& connection, int ssl_error,
+                          const DirectRequest& request) const;
+  absl::Status WriteAll(Connection& connection, const DirectRequest& request) const;
+  absl::StatusOr<size_t> ReadSome(Connection& connection, char* out, size_t room,
+                                  const DirectRequest& request) const;
+
+  const DirectEndpoint endpoint_;
+  SSL_CTX* const tls_context_;
+  const bool verify_;
+  const bool host_is_ip_;
+  const std::shared_ptr<TlsVerifyLog> verify_log_;
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  uint64_t connections_made_ = 0;
+};
+
+}  // namespace kubestat::http::internal
+
+#endif  // KUBESTAT_HTTP_SRC_CLIENT_DIRECT_H_
