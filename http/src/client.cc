@@ -519,6 +519,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, co
     direct_tls = SSL_CTX_new(TLS_client_method());
     if (direct_tls == nullptr) return absl::InternalError("cannot create a TLS context");
     SSL_CTX_set_verify(direct_tls, verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
+    // An idle kept connection (one per kubelet) gives its record buffers back.
+    SSL_CTX_set_mode(direct_tls, SSL_MODE_RELEASE_BUFFERS);
     // The system's roots unless ca_pem replaces them.
     if (verify && options.ca_pem.empty()) SSL_CTX_set_default_verify_paths(direct_tls);
     if (verify) internal::RecordVerifyFailures(direct_tls, verify_log);

@@ -91,6 +91,7 @@ void LongWindow::Reset(const LongWindowGeometry& g, int64_t lower_ns) {
   ring_.shrink_to_fit();
   first_bucket_ = g.BucketOf(lower_ns + 1);
   ClearStacks();
+  Unscan();
 }
 
 AdvancePlan LongWindow::Plan(const LongWindowGeometry& g, int64_t end_ns) const {
@@ -152,6 +153,8 @@ void LongWindow::Add(const LongWindowGeometry& g, const SketchMapping& mapping, 
   const int64_t b = g.BucketOf(t);
   const auto slots = static_cast<int64_t>(g.slots);
   if (b >= first_bucket_ + slots) MoveFirstBucket(g, b - slots + 1);
+  // The scan stays right while samples land in the slot it left out.
+  if (b != scanned_newest_) Unscan();
   MinMax& mm = SlotOf(g, b);
   mm.min = std::min(mm.min, v);
   mm.max = std::max(mm.max, v);
@@ -161,6 +164,7 @@ void LongWindow::AddRollup(const LongWindowGeometry& g, const BucketRollup& roll
   count_ += rollup.count;
   sum_ += rollup.sum;
   sketch_.Merge(rollup.sketch);
+  Unscan();
   MinMax& mm = SlotOf(g, g.BucketOf(Nanos(rollup.start)));
   mm.min = std::min(mm.min, rollup.min);
   mm.max = std::max(mm.max, rollup.max);
@@ -194,6 +198,7 @@ void LongWindow::LoadStacks(const LongWindowGeometry& g, int64_t bucket,
   }
   stacks_.Assign(max_entries, min_entries);
   stack_bucket_ = bucket;
+  Unscan();
   if (stacks_.empty()) {
     // Every sample of the bucket has left the window.
     if (bucket >= first_bucket_) SlotOf(g, bucket) = MinMax{};
@@ -216,13 +221,45 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
       stack_bucket_ < first_bucket_ + static_cast<int64_t>(g.slots)) {
     stacked = &SlotOf(g, stack_bucket_);
   }
+  if (scanned_newest_ == kNoBucket) {
+    // In bucket order from the first, each slot with data but the newest folded in.
+    MinMax before;
+    MinMax newest;
+    int64_t newest_bucket = kNoBucket;
+    const auto slots = static_cast<int64_t>(g.slots);
+    for (int64_t b = first_bucket_; b < first_bucket_ + slots; ++b) {
+      const MinMax& mm = SlotOf(g, b);
+      if (&mm == stacked || !mm.has_data()) continue;
+      before.min = std::min(before.min, newest.min);
+      before.max = std::max(before.max, newest.max);
+      newest = mm;
+      newest_bucket = b;
+    }
+    if (newest_bucket != kNoBucket) {
+      scanned_newest_ = newest_bucket;
+      scanned_min_ = before.min;
+      scanned_max_ = before.max;
+    }
+  }
   uint64_t lo = std::numeric_limits<uint64_t>::max();
   uint64_t hi = 0;
-  for (const MinMax& mm : ring_) {
-    if (&mm == stacked) continue;
-    lo = std::min(lo, mm.min);
-    hi = std::max(hi, mm.max);
+  if (scanned_newest_ != kNoBucket) {
+    const MinMax& newest = SlotOf(g, scanned_newest_);
+    lo = std::min(scanned_min_, newest.min);
+    hi = std::max(scanned_max_, newest.max);
   }
+#ifndef NDEBUG
+  {
+    uint64_t scan_lo = std::numeric_limits<uint64_t>::max();
+    uint64_t scan_hi = 0;
+    for (const MinMax& mm : ring_) {
+      if (&mm == stacked) continue;
+      scan_lo = std::min(scan_lo, mm.min);
+      scan_hi = std::max(scan_hi, mm.max);
+    }
+    assert(scan_lo == lo && scan_hi == hi && "the kept scan matches the ring");
+  }
+#endif
   if (stacked != nullptr && stacked->has_data()) {
     lo = std::min(lo, stacks_.min());
     hi = std::max(hi, stacks_.max());
@@ -261,6 +298,7 @@ const LongWindow::MinMax& LongWindow::SlotOf(const LongWindowGeometry& g, int64_
 
 void LongWindow::MoveFirstBucket(const LongWindowGeometry& g, int64_t new_first) {
   if (new_first <= first_bucket_) return;
+  Unscan();
   if (new_first - first_bucket_ >= static_cast<int64_t>(g.slots)) {
     std::fill(ring_.begin(), ring_.end(), MinMax{});
   } else {
@@ -289,6 +327,7 @@ void LongWindow::DropEmptiedStacks(const LongWindowGeometry& g) {
 void LongWindow::ClearStacks() {
   stack_bucket_ = kNoBucket;
   stacks_.Clear();
+  Unscan();
 }
 
 }  // namespace kubestat::windows::internal

@@ -122,6 +122,7 @@ class LongWindow {
   void LoadStacks(const LongWindowGeometry& g, int64_t bucket, std::span<const Sample> rest);
 
   int64_t lower_ns() const { return lower_ns_; }
+  // Not thread-safe, though const: it keeps what it scanned for the next call.
   void Fill(const LongWindowGeometry& g, const SketchMapping& mapping, WindowStats* stats) const;
   size_t RingBytes() const;
   size_t SketchBytes() const { return sketch_.HeapBytes(); }
@@ -151,6 +152,14 @@ class LongWindow {
   int64_t first_bucket_ = 0;  // BucketOf(lower_ns_ + 1)
   int64_t stack_bucket_ = kNoBucket;
   SuffixExtrema stacks_;  // of stack_bucket_'s samples after the window's start
+  // Fill's scan of the ring, kept until a slot other than the newest changes: the min and
+  // max of every slot but the stacked one and the newest with data (`scanned_newest_`,
+  // whose slot Fill reads each time). kNoBucket: not scanned since the last change. A
+  // full day's read scans its 1,441 slots once a bucket (a minute), not at every read.
+  void Unscan() { scanned_newest_ = kNoBucket; }
+  mutable int64_t scanned_newest_ = kNoBucket;
+  mutable uint64_t scanned_min_ = 0;
+  mutable uint64_t scanned_max_ = 0;
 };
 
 }  // namespace kubestat::windows::internal

@@ -33,7 +33,8 @@
 // Ownership: the engine owns all series state. It keeps no reference to a SampleSource
 // beyond a call.
 //
-// Thread-safety: none. The caller serializes every call (a lock, or one engine per shard).
+// Thread-safety: none. The caller serializes every call, const ones too (a read keeps what
+// it scanned for the next; a lock, or one engine per shard).
 //
 // Errors: absl::Status values. InvalidArgument for a sample not after the series' newest
 // (the caller counts it), NotFound for an unknown series, whatever the source returned for
