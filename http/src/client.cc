@@ -31,8 +31,7 @@ namespace {
 constexpr size_t kChunkBytes = size_t{64} * 1024;
 // How much of a non-2xx streamed body is kept (see client.h, Stream).
 constexpr size_t kErrorBodyBytes = size_t{64} * 1024;
-// How often a waiting request looks at the injected clock (see client.h, Deadline).
-constexpr Duration kClockCheck = std::chrono::milliseconds(50);
+using internal::kClockCheck;
 using internal::kReasonPayload;
 using internal::Printable;
 using internal::WithReason;
@@ -237,15 +236,12 @@ class Client::Impl {
   Impl(ClientOptions options, const Clock& clock,
        std::unique_ptr<web::http::client::http_client> client,
        std::shared_ptr<internal::TlsVerifyLog> verify_log,
-       std::unique_ptr<internal::DirectTransport> direct, std::string path_prefix,
-       std::string host_field)
+       std::unique_ptr<internal::DirectTransport> direct)
       : options_(std::move(options)),
         clock_(clock),
         client_(std::move(client)),
         verify_log_(std::move(verify_log)),
-        direct_(std::move(direct)),
-        path_prefix_(std::move(path_prefix)),
-        host_field_(std::move(host_field)) {}
+        direct_(std::move(direct)) {}
 
   absl::StatusOr<ClientResponse> Do(const ClientRequest& request);
   absl::Status Stream(const ClientRequest& request, Duration header_timeout,
@@ -288,7 +284,7 @@ class Client::Impl {
   // (DeadlineExceeded "<label>: <timed_out>" past it), then returns what `read_body`
   // makes of the response; read_body(exchange, response, abandoned) waits through the
   // exchange and returns abandoned(result) when a wait gives up. Stop, the deadline and
-  // cpprestsdk's exceptions become statuses here, so both calls classify them alike.
+  // cpprestsdk's exceptions become statuses here, classified as Do's are. Stream's only.
   template <typename Result, typename ReadBody>
   Result Send(web::http::http_request& message, const ClientRequest& request,
               const std::string& label, Timestamp head_deadline, const std::string& timed_out,
@@ -299,10 +295,8 @@ class Client::Impl {
   // Stream's transport.
   const std::unique_ptr<web::http::client::http_client> client_;
   const std::shared_ptr<internal::TlsVerifyLog> verify_log_;
-  // Do's transport, and what it puts in every request.
+  // Do's transport.
   const std::unique_ptr<internal::DirectTransport> direct_;
-  const std::string path_prefix_;
-  const std::string host_field_;
 };
 
 absl::StatusOr<std::string> Client::Impl::Authorization(const ClientRequest& request,
@@ -386,8 +380,10 @@ absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
 
   std::string bytes;
   bytes.reserve(256 + request.path_and_query.size() + request.body.size());
-  absl::StrAppend(&bytes, AbslView(request.method), " ", AbslView(path_prefix_),
-                  AbslView(request.path_and_query), " HTTP/1.1\r\nHost: ", AbslView(host_field_),
+  const internal::DirectEndpoint& endpoint = direct_->endpoint();
+  absl::StrAppend(&bytes, AbslView(request.method), " ", AbslView(endpoint.path_prefix),
+                  AbslView(request.path_and_query),
+                  " HTTP/1.1\r\nHost: ", AbslView(endpoint.host_field),
                   "\r\nUser-Agent: ", AbslView(options_.user_agent), "\r\n");
   for (const auto& [name, value] : request.headers) {
     absl::StrAppend(&bytes, AbslView(name), ": ", AbslView(value), "\r\n");
@@ -503,36 +499,17 @@ Result Client::Impl::Send(web::http::http_request& message, const ClientRequest&
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, const Clock& clock) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   RunContinuationsInline();
+  const bool verify = !options.insecure_skip_tls_verify;
   web::http::client::http_client_config config;
   // A backstop per socket operation; the deadline over the whole exchange is Exchange's.
   config.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options.timeout));
-  config.set_validate_certificates(!options.insecure_skip_tls_verify);
+  config.set_validate_certificates(verify);
   config.set_max_redirects(0);
   internal::ClientTlsMaterial tls{options.ca_pem, options.client_cert_pem, options.client_key_pem};
   auto verify_log = std::make_shared<internal::TlsVerifyLog>();
-  absl::StatusOr<internal::DirectEndpoint> endpoint =
-      internal::DirectEndpoint::Parse(options.base_url);
-  if (!endpoint.ok()) return endpoint.status();
-  const bool verify = !options.insecure_skip_tls_verify;
-  SSL_CTX* direct_tls = nullptr;
-  if (endpoint->tls) {
-    direct_tls = SSL_CTX_new(TLS_client_method());
-    if (direct_tls == nullptr) return absl::InternalError("cannot create a TLS context");
-    SSL_CTX_set_verify(direct_tls, verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
-    // An idle kept connection (one per kubelet) gives its record buffers back.
-    SSL_CTX_set_mode(direct_tls, SSL_MODE_RELEASE_BUFFERS);
-    // The system's roots unless ca_pem replaces them.
-    if (verify && options.ca_pem.empty()) SSL_CTX_set_default_verify_paths(direct_tls);
-    if (verify) internal::RecordVerifyFailures(direct_tls, verify_log);
-    if (absl::Status s = internal::ApplyClientTls(direct_tls, tls); !s.ok()) {
-      SSL_CTX_free(direct_tls);
-      return s;
-    }
-  }
-  std::string path_prefix = endpoint->path_prefix;
-  std::string host_field = endpoint->host_field;
-  auto direct = std::make_unique<internal::DirectTransport>(*std::move(endpoint), direct_tls,
-                                                            verify, verify_log, clock);
+  absl::StatusOr<std::unique_ptr<internal::DirectTransport>> direct =
+      internal::DirectTransport::Create(options, verify_log, clock);
+  if (!direct.ok()) return direct.status();
   config.set_ssl_context_callback(
       [tls = std::move(tls), verify_log, verify](boost::asio::ssl::context& context) {
         if (verify) internal::RecordVerifyFailures(context.native_handle(), verify_log);
@@ -545,9 +522,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, co
   try {
     auto client =
         std::make_unique<web::http::client::http_client>(web::uri(options.base_url), config);
-    return std::unique_ptr<Client>(new Client(
-        std::make_unique<Impl>(std::move(options), clock, std::move(client), std::move(verify_log),
-                               std::move(direct), std::move(path_prefix), std::move(host_field))));
+    return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(
+        std::move(options), clock, std::move(client), std::move(verify_log), *std::move(direct))));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("ClientOptions.base_url: ", Printable(e.what())));

@@ -1,6 +1,7 @@
 #include "client_direct.h"
 
 #include <arpa/inet.h>
+#include <cpprest/base_uri.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -24,7 +25,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/str_cat.h"
 
@@ -34,8 +34,6 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 
-// The longest wait between two looks at the injected clock and the stop token.
-constexpr Duration kSlice = std::chrono::milliseconds(50);
 // A response head longer than this is refused.
 constexpr uint32_t kHeaderLimit = 64 * 1024;
 // What one read takes from a socket: a kubelet's summary (100-200 KiB) in a few reads.
@@ -140,52 +138,26 @@ std::string Printable(std::string_view text) {
 }
 
 absl::StatusOr<DirectEndpoint> DirectEndpoint::Parse(std::string_view base_url) {
-  DirectEndpoint e;
-  std::string_view rest = base_url;
-  if (absl::StartsWithIgnoreCase(AbslView(rest), "https://")) {
-    e.tls = true;
-    rest.remove_prefix(8);
-  } else if (absl::StartsWithIgnoreCase(AbslView(rest), "http://")) {
-    rest.remove_prefix(7);
-  } else {
-    return absl::InvalidArgumentError("ClientOptions.base_url: the scheme must be https or http");
-  }
-  const size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  if (slash != std::string_view::npos) e.path_prefix = std::string(rest.substr(slash));
-  if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
-    authority.remove_prefix(at + 1);  // user info is not sent
-  }
-  e.host_field = std::string(authority);
-  std::string_view port;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) {
-      return absl::InvalidArgumentError("ClientOptions.base_url: an unclosed '[' in the host");
+  try {
+    // The grammar ClientOptions::Validate() checked base_url with.
+    const web::uri uri{std::string(base_url)};
+    DirectEndpoint e;
+    e.tls = uri.scheme() == "https";
+    std::string host = uri.host();  // an IPv6 address in brackets
+    e.host_field = uri.port() > 0 ? StrCat(host, ":", uri.port()) : host;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
     }
-    e.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty() && after.front() == ':') port = after.substr(1);
-  } else if (const size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
-    e.host = std::string(authority.substr(0, colon));
-    port = authority.substr(colon + 1);
-  } else {
-    e.host = std::string(authority);
+    e.host = std::move(host);
+    e.port = StrCat(uri.port() > 0 ? uri.port() : (e.tls ? 443 : 80));
+    if (uri.path() != "/") e.path_prefix = uri.path();
+    return e;
+  } catch (const std::exception& error) {
+    return absl::InvalidArgumentError(StrCat("ClientOptions.base_url: ", Printable(error.what())));
   }
-  if (e.host.empty()) return absl::InvalidArgumentError("ClientOptions.base_url: no host");
-  uint32_t number = 0;
-  if (port.empty()) {
-    number = e.tls ? 443 : 80;
-  } else if (!absl::SimpleAtoi(AbslView(port), &number) || number == 0 || number > 65535) {
-    return absl::InvalidArgumentError(
-        "ClientOptions.base_url: the port is not a number in 1-65535");
-  }
-  e.port = StrCat(number);
-  return e;
 }
 
-// One connection: its socket, its TLS state (null for http) and what of the next response
-// arrived already (never anything on a connection in the pool).
+// One connection: its socket and its TLS state (null for http).
 struct DirectTransport::Connection {
   int fd = -1;
   SSL* ssl = nullptr;
@@ -238,14 +210,34 @@ DirectTransport::DirectTransport(DirectEndpoint endpoint, SSL_CTX* tls_context, 
   IgnoreSigpipe();
 }
 
+absl::StatusOr<std::unique_ptr<DirectTransport>> DirectTransport::Create(
+    const ClientOptions& options, std::shared_ptr<TlsVerifyLog> verify_log, const Clock& clock) {
+  absl::StatusOr<DirectEndpoint> endpoint = DirectEndpoint::Parse(options.base_url);
+  if (!endpoint.ok()) return endpoint.status();
+  const bool verify = !options.insecure_skip_tls_verify;
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> context(nullptr, &SSL_CTX_free);
+  if (endpoint->tls) {
+    context.reset(SSL_CTX_new(TLS_client_method()));
+    if (context == nullptr) return absl::InternalError("cannot create a TLS context");
+    SSL_CTX_set_verify(context.get(), verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
+    // An idle kept connection (one per kubelet) gives its record buffers back.
+    SSL_CTX_set_mode(context.get(), SSL_MODE_RELEASE_BUFFERS);
+    // The system's roots unless ca_pem replaces them.
+    if (verify && options.ca_pem.empty()) SSL_CTX_set_default_verify_paths(context.get());
+    if (verify) RecordVerifyFailures(context.get(), verify_log);
+    if (absl::Status s = ApplyClientTls(
+            context.get(), {options.ca_pem, options.client_cert_pem, options.client_key_pem});
+        !s.ok()) {
+      return s;
+    }
+  }
+  return std::unique_ptr<DirectTransport>(new DirectTransport(
+      *std::move(endpoint), context.release(), verify, std::move(verify_log), clock));
+}
+
 DirectTransport::~DirectTransport() {
   idle_.clear();
   if (tls_context_ != nullptr) SSL_CTX_free(tls_context_);
-}
-
-uint64_t DirectTransport::connections_made() const {
-  std::lock_guard lock(mu_);
-  return connections_made_;
 }
 
 std::unique_ptr<DirectTransport::Connection> DirectTransport::TakeIdle() {
@@ -278,7 +270,7 @@ absl::Status DirectTransport::Wait(int fd, short events, const DirectRequest& re
       return WithReason(absl::DeadlineExceededError(StrCat(request.label, ": ", request.timed_out)),
                         "timeout");
     }
-    const Duration slice = std::min<Duration>(request.deadline - now, kSlice);
+    const Duration slice = std::min<Duration>(request.deadline - now, kClockCheck);
     const auto ms =
         std::max<int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(slice).count());
     pollfd p{fd, events, 0};
@@ -338,10 +330,6 @@ absl::StatusOr<std::unique_ptr<DirectTransport::Connection>> DirectTransport::Co
   }
   if (connection->fd < 0) {
     return Unavailable(request, StrCat("connecting: ", last_error), "connect");
-  }
-  {
-    std::lock_guard lock(mu_);
-    ++connections_made_;
   }
   if (tls_context_ != nullptr) {
     if (absl::Status s = Handshake(*connection, request); !s.ok()) return s;

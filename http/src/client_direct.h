@@ -5,8 +5,8 @@
 // a request: a library's own threads would cost a wake-up per step of every request (see
 // bench/RESULTS.md, "The kubelet client's own transport").
 //
-// Waits are sliced: poll(2) returns at least every 50 ms, so the injected clock's deadline
-// and the request's stop token are looked at that often.
+// Waits are sliced: poll(2) returns at least every kClockCheck, so the injected clock's
+// deadline and the request's stop token are looked at that often.
 #ifndef KUBESTAT_HTTP_SRC_CLIENT_DIRECT_H_
 #define KUBESTAT_HTTP_SRC_CLIENT_DIRECT_H_
 
@@ -28,6 +28,10 @@
 #include "kubestat/http/client.h"
 
 namespace kubestat::http::internal {
+
+// How often a waiting request looks at the injected clock and its stop token (see client.h,
+// Deadline).
+inline constexpr Duration kClockCheck = std::chrono::milliseconds(50);
 
 // Where a status carries its FailureReason label.
 inline constexpr std::string_view kReasonPayload = "type.kubestat.io/kubestat.http.FailureReason";
@@ -66,24 +70,28 @@ struct DirectRequest {
 
 class DirectTransport {
  public:
-  // `tls_context`: the client's TLS context (owned from now on), null for http. With
-  // `verify`, the server's certificate must name endpoint.host; why a chain was refused is
-  // read from `verify_log` (RecordVerifyFailures on the context).
-  DirectTransport(DirectEndpoint endpoint, SSL_CTX* tls_context, bool verify,
-                  std::shared_ptr<TlsVerifyLog> verify_log, const Clock& clock);
+  // The transport of a client with `options` (which passed ClientOptions::Validate()): its
+  // endpoint from base_url and, for https, its own TLS context (the options' CA or the
+  // system's roots, client certificate, the host checked unless insecure_skip_tls_verify;
+  // why a chain was refused recorded in `verify_log`).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DirectTransport>> Create(
+      const ClientOptions& options, std::shared_ptr<TlsVerifyLog> verify_log, const Clock& clock);
   ~DirectTransport();
   DirectTransport(const DirectTransport&) = delete;
   DirectTransport& operator=(const DirectTransport&) = delete;
 
+  const DirectEndpoint& endpoint() const { return endpoint_; }
+
   // Sends `request` and reads its whole response; the errors are Client::Do's.
   [[nodiscard]] absl::StatusOr<ClientResponse> Do(const DirectRequest& request);
-
-  // Connections made so far (for tests: keep-alive reuses them).
-  uint64_t connections_made() const;
 
  private:
   struct Connection;
   struct Outcome;
+
+  // `tls_context`: owned from now on, null for http.
+  DirectTransport(DirectEndpoint endpoint, SSL_CTX* tls_context, bool verify,
+                  std::shared_ptr<TlsVerifyLog> verify_log, const Clock& clock);
 
   std::unique_ptr<Connection> TakeIdle();
   void PutIdle(std::unique_ptr<Connection> connection);
@@ -106,7 +114,6 @@ class DirectTransport {
   const Clock& clock_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Connection>> idle_;
-  uint64_t connections_made_ = 0;
 };
 
 }  // namespace kubestat::http::internal
