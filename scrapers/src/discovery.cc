@@ -199,25 +199,26 @@ std::vector<std::pair<ChangeType, typename Map::mapped_type>> Diff(
     fresh[std::move(key)] = std::move(value);
   }
   struct Change {
-    bool deleted;
-    const std::string* key;
     ChangeType type;
+    const std::string* key;
     const T* value;
   };
   std::vector<Change> found;
   for (const auto& [key, value] : current) {
-    if (fresh.find(key) == fresh.end()) found.push_back({true, &key, ChangeType::kDeleted, &value});
+    if (fresh.find(key) == fresh.end()) found.push_back({ChangeType::kDeleted, &key, &value});
   }
   for (const auto& [key, value] : fresh) {
     auto it = current.find(key);
     if (it == current.end()) {
-      found.push_back({false, &key, ChangeType::kAdded, &value});
+      found.push_back({ChangeType::kAdded, &key, &value});
     } else if (!(it->second == value)) {
-      found.push_back({false, &key, ChangeType::kModified, &value});
+      found.push_back({ChangeType::kModified, &key, &value});
     }
   }
   std::sort(found.begin(), found.end(), [](const Change& a, const Change& b) {
-    if (a.deleted != b.deleted) return a.deleted;
+    const bool a_deleted = a.type == ChangeType::kDeleted;
+    const bool b_deleted = b.type == ChangeType::kDeleted;
+    if (a_deleted != b_deleted) return a_deleted;
     return *a.key < *b.key;
   });
   std::vector<std::pair<ChangeType, T>> changes;

@@ -197,8 +197,7 @@ void LongWindow::LoadStacks(const LongWindowGeometry& g, int64_t bucket,
     ++position;
   }
   stacks_.Assign(max_entries, min_entries);
-  stack_bucket_ = bucket;
-  Unscan();
+  stack_bucket_ = bucket;  // ClearStacks above dropped the kept scan
   if (stacks_.empty()) {
     // Every sample of the bucket has left the window.
     if (bucket >= first_bucket_) SlotOf(g, bucket) = MinMax{};
@@ -223,17 +222,18 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
   }
   if (scanned_newest_ == kNoBucket) {
     // In bucket order from the first, each slot with data but the newest folded in.
+    // The ring from the first bucket's slot, wrapping once, without a division per slot.
     MinMax before;
     MinMax newest;
     int64_t newest_bucket = kNoBucket;
-    const auto slots = static_cast<int64_t>(g.slots);
-    for (int64_t b = first_bucket_; b < first_bucket_ + slots; ++b) {
-      const MinMax& mm = SlotOf(g, b);
+    const size_t first = static_cast<size_t>(&SlotOf(g, first_bucket_) - ring_.data());
+    for (size_t i = 0, slot = first; i < g.slots; ++i, slot = slot + 1 == g.slots ? 0 : slot + 1) {
+      const MinMax& mm = ring_[slot];
       if (&mm == stacked || !mm.has_data()) continue;
       before.min = std::min(before.min, newest.min);
       before.max = std::max(before.max, newest.max);
       newest = mm;
-      newest_bucket = b;
+      newest_bucket = first_bucket_ + static_cast<int64_t>(i);
     }
     if (newest_bucket != kNoBucket) {
       scanned_newest_ = newest_bucket;
