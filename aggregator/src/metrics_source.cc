@@ -19,15 +19,42 @@ metrics_api::StatisticsList ToApiStatistics(std::span<const WindowStats> windows
 
 std::pair<size_t, size_t> MetricsSnapshot::NamespaceRange(std::string_view namespace_name) const {
   if (namespace_name.empty()) return {0, pods.size()};
-  auto first = std::lower_bound(pods.begin(), pods.end(), namespace_name,
-                                [](const std::shared_ptr<const PodView>& pod, std::string_view ns) {
-                                  return pod->namespace_name < ns;
-                                });
-  auto last = std::upper_bound(first, pods.end(), namespace_name,
-                               [](std::string_view ns, const std::shared_ptr<const PodView>& pod) {
-                                 return ns < pod->namespace_name;
-                               });
+  auto first = std::lower_bound(
+      pods.begin(), pods.end(), namespace_name,
+      [](const PodViewRef& pod, std::string_view ns) { return pod->namespace_name < ns; });
+  auto last = std::upper_bound(
+      first, pods.end(), namespace_name,
+      [](std::string_view ns, const PodViewRef& pod) { return ns < pod->namespace_name; });
   return {static_cast<size_t>(first - pods.begin()), static_cast<size_t>(last - pods.begin())};
+}
+
+std::optional<size_t> MetricsSnapshot::FindPod(std::string_view namespace_name,
+                                               std::string_view name) const {
+  auto it = std::lower_bound(pods.begin(), pods.end(), 0, [&](const PodViewRef& pod, int) {
+    const std::string_view pod_namespace = pod->namespace_name;
+    if (pod_namespace != namespace_name) return pod_namespace < namespace_name;
+    return std::string_view(pod->name) < name;
+  });
+  if (it == pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(it - pods.begin());
+}
+
+std::vector<PodViewRef> MetricsSnapshot::PodsOfNode(std::string_view node) const {
+  std::vector<PodViewRef> on_node;
+  auto part = std::lower_bound(parts.begin(), parts.end(), node,
+                               [](const std::shared_ptr<const NodeObjects>& p, std::string_view n) {
+                                 return p->node_name < n;
+                               });
+  if (part == parts.end() || (*part)->node_name != node) return on_node;
+  // A pod of the part is the node's when `pods` lists that very view (not another node's
+  // pod of the same key, and not one removed since).
+  for (const std::shared_ptr<const PodView>& pod : (*part)->pods) {
+    std::optional<size_t> index = FindPod(pod->namespace_name, pod->name);
+    if (index && pods[*index].get() == pod.get()) on_node.emplace_back(pod);
+  }
+  return on_node;
 }
 
 std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
@@ -40,10 +67,6 @@ std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
   for (NodeView& node : nodes) {
     snapshot->nodes.push_back(std::make_shared<const NodeView>(std::move(node)));
   }
-  snapshot->pods.reserve(pods.size());
-  for (PodView& pod : pods) {
-    snapshot->pods.push_back(std::make_shared<const PodView>(std::move(pod)));
-  }
   // The contract says sorted; a source that is not must not break the lookups.
   auto node_less = [](const auto& a, const auto& b) { return a->name < b->name; };
   auto pod_less = [](const auto& a, const auto& b) {
@@ -52,12 +75,23 @@ std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
   if (!std::is_sorted(snapshot->nodes.begin(), snapshot->nodes.end(), node_less)) {
     std::sort(snapshot->nodes.begin(), snapshot->nodes.end(), node_less);
   }
-  if (!std::is_sorted(snapshot->pods.begin(), snapshot->pods.end(), pod_less)) {
-    std::sort(snapshot->pods.begin(), snapshot->pods.end(), pod_less);
+  // The pods grouped into one part per node (in node-name order), which own them.
+  std::map<std::string, NodeObjects, std::less<>> by_node;
+  for (PodView& pod : pods) {
+    NodeObjects& objects = by_node[pod.node_name];
+    objects.node_name = pod.node_name;
+    objects.pods.push_back(std::make_shared<const PodView>(std::move(pod)));
   }
-  for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
-    snapshot->pods_by_node[pod->node_name].push_back(pod);
+  snapshot->parts.reserve(by_node.size());
+  for (auto& [name, objects] : by_node) {
+    std::sort(objects.pods.begin(), objects.pods.end(), pod_less);
+    snapshot->parts.push_back(std::make_shared<const NodeObjects>(std::move(objects)));
   }
+  snapshot->pods.reserve(pods.size());
+  for (const auto& part : snapshot->parts) {
+    for (const std::shared_ptr<const PodView>& pod : part->pods) snapshot->pods.emplace_back(pod);
+  }
+  std::sort(snapshot->pods.begin(), snapshot->pods.end(), pod_less);
   snapshot->newest_usage = metrics_api::NewestUsage(snapshot->nodes);
   return snapshot;
 }
@@ -72,10 +106,10 @@ NodeObjectsList MetricsSource::AllNodeObjects() const {
     objects.node_name = node->name;
     objects.node = node;
   }
-  for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
+  for (const PodViewRef& pod : snapshot->pods) {
     NodeObjects& objects = by_node[pod->node_name];
     objects.node_name = pod->node_name;
-    objects.pods.push_back(pod);
+    objects.pods.push_back(pod.shared());
   }
   list.nodes.reserve(by_node.size());
   for (auto& [name, objects] : by_node) list.nodes.push_back(std::move(objects));

@@ -208,7 +208,7 @@ std::optional<MetricsRequest> RouteMetrics(GroupVersion api, std::vector<std::st
 }
 
 // The pod list in `encoding` (protobuf only for metrics.k8s.io).
-std::string RenderPodListAs(Encoding encoding, std::span<const std::shared_ptr<const PodView>> pods,
+std::string RenderPodListAs(Encoding encoding, std::span<const PodViewRef> pods,
                             const ListQuery& query, const RenderContext& ctx) {
   return encoding == Encoding::kProtobuf ? RenderPodListProtobuf(pods, query, ctx)
                                          : RenderPodList(pods, query, ctx);
@@ -222,21 +222,15 @@ std::string RenderPods(const MetricsSnapshot& cut, const ListQuery& query, const
   std::string_view ns = query.namespace_name;
   if (ns.empty()) ns = query.fields.RequiresExactMatch("metadata.namespace").value_or("");
   if (std::optional<std::string_view> node = query.fields.RequiresExactMatch("spec.nodeName")) {
-    std::vector<std::shared_ptr<const PodView>> on_node;
-    auto entry = cut.pods_by_node.find(std::string(*node));
-    if (entry != cut.pods_by_node.end()) {
-      for (const std::shared_ptr<const PodView>& pod : entry->second) {
-        if (ns.empty() || pod->namespace_name == ns) on_node.push_back(pod);
-      }
+    std::vector<PodViewRef> on_node = cut.PodsOfNode(*node);
+    if (!ns.empty()) {
+      std::erase_if(on_node, [&](const PodViewRef& pod) { return pod->namespace_name != ns; });
     }
-    return RenderPodListAs(encoding, std::span<const std::shared_ptr<const PodView>>(on_node),
-                           query, ctx);
+    return RenderPodListAs(encoding, on_node, query, ctx);
   }
   const auto [first, last] = cut.NamespaceRange(ns);
   return RenderPodListAs(
-      encoding,
-      std::span<const std::shared_ptr<const PodView>>(cut.pods.data() + first, last - first), query,
-      ctx);
+      encoding, std::span<const PodViewRef>(cut.pods.data() + first, last - first), query, ctx);
 }
 
 // A query for every pod.

@@ -10,14 +10,7 @@
 namespace kubestat::aggregator {
 namespace {
 
-bool PodBefore(const std::shared_ptr<const PodView>& pod, std::string_view namespace_name,
-               std::string_view name) {
-  const std::string_view pod_namespace = pod->namespace_name;
-  if (pod_namespace != namespace_name) return pod_namespace < namespace_name;
-  return std::string_view(pod->name) < name;
-}
-
-// Index of the node or pod with this key in the sorted vectors; std::nullopt when absent.
+// Index of the node with this name in the sorted vector; std::nullopt when absent.
 std::optional<size_t> FindNode(const MetricsSnapshot& snapshot, std::string_view name) {
   auto it = std::lower_bound(snapshot.nodes.begin(), snapshot.nodes.end(), name,
                              [](const std::shared_ptr<const NodeView>& node, std::string_view n) {
@@ -27,12 +20,16 @@ std::optional<size_t> FindNode(const MetricsSnapshot& snapshot, std::string_view
   return static_cast<size_t>(it - snapshot.nodes.begin());
 }
 
-// The same for pods sorted by (namespace, name).
+// The same for one node's pods, sorted by (namespace, name).
 std::optional<size_t> FindPodIn(const std::vector<std::shared_ptr<const PodView>>& pods,
                                 std::string_view namespace_name, std::string_view name) {
   auto it = std::lower_bound(pods.begin(), pods.end(), 0,
                              [&](const std::shared_ptr<const PodView>& pod, int) {
-                               return PodBefore(pod, namespace_name, name);
+                               const std::string_view pod_namespace = pod->namespace_name;
+                               if (pod_namespace != namespace_name) {
+                                 return pod_namespace < namespace_name;
+                               }
+                               return std::string_view(pod->name) < name;
                              });
   if (it == pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
     return std::nullopt;
@@ -40,13 +37,7 @@ std::optional<size_t> FindPodIn(const std::vector<std::shared_ptr<const PodView>
   return static_cast<size_t>(it - pods.begin());
 }
 
-std::optional<size_t> FindPod(const MetricsSnapshot& snapshot, std::string_view namespace_name,
-                              std::string_view name) {
-  return FindPodIn(snapshot.pods, namespace_name, name);
-}
-
-// Drop one object from the snapshot (and a pod from its node's index entry); false when it
-// is absent.
+// Drop one object from the snapshot; false when it is absent.
 bool EraseNode(MetricsSnapshot* snapshot, std::string_view name) {
   std::optional<size_t> index = FindNode(*snapshot, name);
   if (!index) return false;
@@ -54,18 +45,14 @@ bool EraseNode(MetricsSnapshot* snapshot, std::string_view name) {
   return true;
 }
 
-// A pod removed with its node named is erased only when that node reported it.
+// A pod removed with its node named is erased only when that node reported it. Its part
+// still holds it (PodsOfNode leaves out what `pods` does not list).
 bool ErasePod(MetricsSnapshot* snapshot, std::string_view namespace_name, std::string_view name,
               std::string_view node) {
-  std::optional<size_t> index = FindPod(*snapshot, namespace_name, name);
+  std::optional<size_t> index = snapshot->FindPod(namespace_name, name);
   if (!index) return false;
-  const std::shared_ptr<const PodView> pod = snapshot->pods[*index];
-  if (!node.empty() && pod->node_name != node) return false;
+  if (!node.empty() && snapshot->pods[*index]->node_name != node) return false;
   snapshot->pods.erase(snapshot->pods.begin() + static_cast<ptrdiff_t>(*index));
-  auto entry = snapshot->pods_by_node.find(pod->node_name);
-  if (entry == snapshot->pods_by_node.end()) return true;
-  std::erase(entry->second, pod);
-  if (entry->second.empty()) snapshot->pods_by_node.erase(entry);
   return true;
 }
 
@@ -108,9 +95,10 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
   for (const auto& part : parts) {
     if (part->node) snapshot->nodes.push_back(part->node);
   }
-  // (pod, its part's index), sorted by (namespace, name), each pod once.
+  // (pod, its part's index), sorted by (namespace, name), each pod once. The references
+  // point into the parts, which the snapshot and the next assembly's base keep.
   struct Sourced {
-    std::shared_ptr<const PodView> pod;
+    PodViewRef pod;
     uint32_t part;
   };
   std::vector<Sourced> kept;
@@ -152,11 +140,11 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
       const uint32_t source = assembled_.sources[k];
       const int64_t part = now_index[source];
       switch (fate[source]) {
-        case Fate::kSame:  // moved out: the base is replaced below
-          kept.push_back({std::move(assembled_.pods[k]), static_cast<uint32_t>(part)});
+        case Fate::kSame:  // the very part: its pods are where they were
+          kept.push_back({assembled_.pods[k], static_cast<uint32_t>(part)});
           break;
         case Fate::kInPlace:
-          kept.push_back({parts[static_cast<size_t>(part)]->pods[next_pod[source]++],
+          kept.push_back({PodViewRef(parts[static_cast<size_t>(part)]->pods[next_pod[source]++]),
                           static_cast<uint32_t>(part)});
           break;
         case Fate::kFresh:  // the node is gone, or its pods are merged in as fresh ones
@@ -165,12 +153,12 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
     }
     for (uint32_t i = 0; i < parts.size(); ++i) {
       if (placed[i]) continue;
-      for (const auto& pod : parts[i]->pods) fresh.push_back({pod, i});
+      for (const auto& pod : parts[i]->pods) fresh.push_back({PodViewRef(pod), i});
     }
   } else {
     fresh.reserve(pods);
     for (uint32_t i = 0; i < parts.size(); ++i) {
-      for (const auto& pod : parts[i]->pods) fresh.push_back({pod, i});
+      for (const auto& pod : parts[i]->pods) fresh.push_back({PodViewRef(pod), i});
     }
   }
   // Stable: of a pod reported by two parts, the first part's (by node name) comes first.
@@ -215,24 +203,18 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
     take(next);
   }
   take_kept(k, kept.size());
-  snapshot->pods.reserve(merged.size());
-  for (const Sourced& s : merged) snapshot->pods.push_back(s.pod);
-  assembled_.pods.clear();
-  assembled_.pods.reserve(merged.size());
-  assembled_.sources.clear();
-  assembled_.sources.reserve(merged.size());
-  for (Sourced& s : merged) {
-    assembled_.pods.push_back(std::move(s.pod));
-    assembled_.sources.push_back(s.part);
+  assembled_.pods.resize(merged.size());
+  assembled_.sources.resize(merged.size());
+  for (size_t i = 0; i < merged.size(); ++i) {
+    assembled_.pods[i] = merged[i].pod;
+    assembled_.sources[i] = merged[i].part;
   }
-  snapshot->pods_by_node.reserve(parts.size());
-  for (const std::shared_ptr<const PodView>& pod : snapshot->pods) {
-    snapshot->pods_by_node[pod->node_name].push_back(pod);
-  }
-  // The base of the next assembly.
+  snapshot->pods = assembled_.pods;
+  // The base of the next assembly; the snapshot holds the same parts.
   assembled_.valid = true;
   assembled_.dropped_duplicates = dropped;
-  assembled_.parts = std::move(parts);
+  assembled_.parts = parts;
+  snapshot->parts = std::move(parts);
   return snapshot;
 }
 
@@ -453,7 +435,7 @@ std::vector<PodView> SnapshotSource::ListPods(std::string_view namespace_name) c
 std::optional<PodView> SnapshotSource::GetPod(std::string_view namespace_name,
                                               std::string_view name) const {
   std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
-  std::optional<size_t> index = FindPod(*snapshot, namespace_name, name);
+  std::optional<size_t> index = snapshot->FindPod(namespace_name, name);
   if (!index) return std::nullopt;
   return *snapshot->pods[*index];
 }

@@ -100,9 +100,19 @@ bool SameView(const PodView& a, const PodView& b) { return a.pod == b.pod && a =
 // again) costs a pointer comparison: the two lists are walked side by side, so its key is not
 // even read. One whose view is equal to the one held keeps its watched form, and so its proto
 // if a watcher already built it.
-template <typename View, typename Proto>
+// A snapshot's node is a shared_ptr, its pod a reference to the shared_ptr its part holds.
+template <typename View>
+const std::shared_ptr<const View>& Owner(const std::shared_ptr<const View>& view) {
+  return view;
+}
+template <typename View>
+const std::shared_ptr<const View>& Owner(const metrics_api::SharedRef<View>& view) {
+  return view.shared();
+}
+
+template <typename View, typename Proto, typename ViewRef>
 void Diff(const std::vector<std::shared_ptr<const Watched<View, Proto>>>& held,
-          const std::vector<std::shared_ptr<const View>>& views,
+          const std::vector<ViewRef>& views,
           std::vector<std::shared_ptr<const Watched<View, Proto>>>* next,
           std::vector<WatchChange>* changes, size_t* changed,
           std::vector<std::shared_ptr<const void>>* retired) {
@@ -117,10 +127,10 @@ void Diff(const std::vector<std::shared_ptr<const Watched<View, Proto>>>& held,
     }
     retired->push_back(gone);
   };
-  for (const std::shared_ptr<const View>& view : views) {
+  for (const ViewRef& view : views) {
     // The held objects before this one are gone or matched already, so the very view held
     // can only be the next one.
-    if (old != held.end() && (*old)->shared_view() == view) {
+    if (old != held.end() && (*old)->shared_view().get() == view.get()) {
       next->push_back(*old++);
       continue;
     }
@@ -134,7 +144,7 @@ void Diff(const std::vector<std::shared_ptr<const Watched<View, Proto>>>& held,
       }
       retired->push_back(watched);
     }
-    auto watched = std::make_shared<const Watched<View, Proto>>(view);
+    auto watched = std::make_shared<const Watched<View, Proto>>(Owner(view));
     ++*changed;
     if (changes != nullptr) {
       WatchChange& change = changes->emplace_back();

@@ -747,10 +747,11 @@ class ApiServer::Impl {
     for (const StoredObject& o : list->items) pods.push_back(StampedPod(o));
     metrics_api::Page page = metrics_api::Select(*query, t.gv, pods);
     page.resource_version = std::to_string(list->revision);
+    const std::vector<metrics_api::PodRef> refs = metrics_api::RefsTo(pods);
     return Encoded(encoding,
                    encoding == Encoding::kProtobuf
-                       ? metrics_api::RenderPodListProtobuf(pods, page, ctx)
-                       : metrics_api::RenderPodList(pods, page, ctx),
+                       ? metrics_api::RenderPodListProtobuf(refs, page, ctx)
+                       : metrics_api::RenderPodList(refs, page, ctx),
                    t.route);
   }
 

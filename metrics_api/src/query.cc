@@ -222,6 +222,13 @@ bool Fresh(GroupVersion gv, const PodMetrics& pod, Timestamp fresh_since) {
          internal::PodUsageTimestamp(pod) >= fresh_since;
 }
 
+std::vector<PodRef> RefsTo(std::span<const std::shared_ptr<const PodMetrics>> pods) {
+  std::vector<PodRef> refs;
+  refs.reserve(pods.size());
+  for (const std::shared_ptr<const PodMetrics>& pod : pods) refs.emplace_back(pod);
+  return refs;
+}
+
 Timestamp NewestUsage(std::span<const std::shared_ptr<const NodeMetrics>> nodes) {
   Timestamp newest = kZeroTime;
   for (const std::shared_ptr<const NodeMetrics>& node : nodes) {

@@ -127,7 +127,7 @@ TEST(ParseTest, ResourceVersionsAreRenderedAndReadBack) {
   for (const PodMetrics& pod : cluster.pods) shared.push_back(std::make_shared<PodMetrics>(pod));
   Page page = Select(ListQuery{}, GroupVersion::kV1, shared);
   page.resource_version = "99";
-  EXPECT_THAT(RenderPodList(SharedPods(shared), page, Ctx(GroupVersion::kV1)),
+  EXPECT_THAT(RenderPodList(SharedPods(metrics_api::RefsTo(shared)), page, Ctx(GroupVersion::kV1)),
               HasSubstr(R"("metadata":{"resourceVersion":"99"},"items")"));
 }
 

@@ -288,9 +288,10 @@ TEST(RenderProtobufBytesTest, RandomListsAreLibprotobufsBytes) {
                           ReferenceNodeListProtobuf(SharedNodes(shared_nodes), node_page, ctx)))
         << "round " << round;
     const auto shared_pods = Shared(pods);
-    const Page pod_page = random.MakePage(SharedPods(shared_pods), ctx.gv);
-    ASSERT_TRUE(SameBytes(RenderPodListProtobuf(SharedPods(shared_pods), pod_page, ctx),
-                          ReferencePodListProtobuf(SharedPods(shared_pods), pod_page, ctx)))
+    const Page pod_page = random.MakePage(SharedPods(metrics_api::RefsTo(shared_pods)), ctx.gv);
+    ASSERT_TRUE(SameBytes(
+        RenderPodListProtobuf(SharedPods(metrics_api::RefsTo(shared_pods)), pod_page, ctx),
+        ReferencePodListProtobuf(SharedPods(metrics_api::RefsTo(shared_pods)), pod_page, ctx)))
         << "round " << round;
 
     ListQuery query;
@@ -306,7 +307,8 @@ TEST(RenderProtobufBytesTest, RandomListsAreLibprotobufsBytes) {
         ReferencePodListProtobuf(pod_span, Select(query, ctx.gv, pod_span), ctx);
     EXPECT_TRUE(SameBytes(RenderPodListProtobuf(pod_span, query, ctx), pod_reference));
     EXPECT_TRUE(
-        SameBytes(RenderPodListProtobuf(SharedPods(shared_pods), query, ctx), pod_reference));
+        SameBytes(RenderPodListProtobuf(SharedPods(metrics_api::RefsTo(shared_pods)), query, ctx),
+                  pod_reference));
   }
 }
 

@@ -217,7 +217,8 @@ TEST_F(RenderProtobufTest, BothEncodingsShowTheSameObjects) {
 TEST_F(RenderProtobufTest, ListsCarryTheirKindResourceVersionAndContinue) {
   std::vector<std::shared_ptr<const PodMetrics>> pods;
   for (const PodMetrics& p : source_.pods) pods.push_back(std::make_shared<PodMetrics>(p));
-  const SharedPods shared(pods);
+  const std::vector<metrics_api::PodRef> refs = metrics_api::RefsTo(pods);
+  const SharedPods shared(refs);
   Page page = Select(Query("limit=2", Resource::kPods), GroupVersion::kV1beta1, shared);
   page.resource_version = "42";
   ASSERT_FALSE(page.continue_token.empty());

@@ -186,7 +186,8 @@ TEST_F(RenderTest, ListsOverSharedViewsRenderTheSameBytesAsOverValues) {
     }
     for (const char* q : {"", "labelSelector=app%3Dweb", "fieldSelector=spec.nodeName%3Dnode-1"}) {
       const ListQuery pods = Query(q, Resource::kPods);
-      const std::string shared = RenderPodList(SharedPods(cut.pods), pods, ctx);
+      const std::string shared =
+          RenderPodList(SharedPods(metrics_api::RefsTo(cut.pods)), pods, ctx);
       EXPECT_EQ(shared, RenderPodList(source_.pods, pods, ctx)) << q;
       EXPECT_NE(ItemNames(shared).size(), 0u) << q;
     }

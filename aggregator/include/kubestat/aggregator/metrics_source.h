@@ -20,13 +20,13 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "kubestat/aggregator/window_types.h"
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/objects.h"
+#include "kubestat/metrics_api/query.h"
 
 namespace kubestat::aggregator {
 
@@ -41,23 +41,6 @@ using PodView = metrics_api::PodMetrics;
 // The engine's statistics of one series as the API's values (same fields, same order).
 metrics_api::StatisticsList ToApiStatistics(std::span<const WindowStats> windows);
 
-// Every node and pod of a source at one time, as shared immutable views: what a front end
-// that reads everything (the watch hub) takes without copying the objects.
-struct MetricsSnapshot {
-  bool complete = false;                               // taken while the source was Ready()
-  std::vector<std::shared_ptr<const NodeView>> nodes;  // sorted by name
-  std::vector<std::shared_ptr<const PodView>> pods;    // sorted by (namespace, name)
-  // The pods of each node (PodView::node_name), in (namespace, name) order.
-  std::unordered_map<std::string, std::vector<std::shared_ptr<const PodView>>> pods_by_node;
-  // The newest usage timestamp of its nodes (metrics_api::NewestUsage; kZeroTime when none
-  // has usage): how far the scrapes it shows had got. Ages are counted from it, so objects
-  // are not taken for stale while a publication is late.
-  Timestamp newest_usage = kZeroTime;
-
-  // The index range [first, last) of `pods` in `namespace_name` (all pods when empty).
-  std::pair<size_t, size_t> NamespaceRange(std::string_view namespace_name) const;
-};
-
 // The objects one node reported, the unit a source re-reads after that node's scrape: the
 // node's own view (null when the source has pods of the node but no node object) and the
 // pods it reported, sorted by (namespace, name).
@@ -65,6 +48,33 @@ struct NodeObjects {
   std::string node_name;
   std::shared_ptr<const NodeView> node;
   std::vector<std::shared_ptr<const PodView>> pods;
+};
+
+using PodViewRef = metrics_api::PodRef;  // a snapshot's pod
+
+// Every node and pod of a source at one time, as shared immutable views: what a front end
+// that reads everything (the watch hub) takes without copying the objects. The pods are
+// references into the per-node parts the snapshot holds, so making one (and freeing it)
+// copies pointers, not reference counts, per pod.
+struct MetricsSnapshot {
+  bool complete = false;                               // taken while the source was Ready()
+  std::vector<std::shared_ptr<const NodeView>> nodes;  // sorted by name
+  std::vector<PodViewRef> pods;                        // sorted by (namespace, name)
+  // What `pods` refer to, in node-name order (each node once); they keep the pods alive. A
+  // part may hold pods `pods` does not list (a pod another node also reported, or one
+  // removed since the part was read).
+  std::vector<std::shared_ptr<const NodeObjects>> parts;
+  // The newest usage timestamp of its nodes (metrics_api::NewestUsage; kZeroTime when none
+  // has usage): how far the scrapes it shows had got. Ages are counted from it, so objects
+  // are not taken for stale while a publication is late.
+  Timestamp newest_usage = kZeroTime;
+
+  // The index range [first, last) of `pods` in `namespace_name` (all pods when empty).
+  std::pair<size_t, size_t> NamespaceRange(std::string_view namespace_name) const;
+  // The pods of `pods` that node `node` reported, in (namespace, name) order.
+  std::vector<PodViewRef> PodsOfNode(std::string_view node) const;
+  // The index in `pods` of the pod with this key; std::nullopt when absent.
+  std::optional<size_t> FindPod(std::string_view namespace_name, std::string_view name) const;
 };
 
 // Every object of a source grouped by node, nodes sorted by name.

@@ -64,9 +64,9 @@ struct SnapshotStats {
   // Parts read again whose pods took their predecessors' places in an incremental publication
   // (the same pods, so none of them was sorted or merged).
   uint64_t parts_in_place = 0;
-  uint64_t removals = 0;               // RemoveNode() and RemovePod() calls
-  bool removals_unpublished = false;   // some removal is not yet in the served snapshot
-  size_t nodes = 0;                    // objects in the current snapshot
+  uint64_t removals = 0;              // RemoveNode() and RemovePod() calls
+  bool removals_unpublished = false;  // some removal is not yet in the served snapshot
+  size_t nodes = 0;                   // objects in the current snapshot
   size_t pods = 0;
 };
 
@@ -146,7 +146,7 @@ class SnapshotSource final : public MetricsSource {
     bool last_incremental = false;
     uint64_t parts_in_place = 0;  // SnapshotStats::parts_in_place
     std::vector<std::shared_ptr<const NodeObjects>> parts;
-    std::vector<std::shared_ptr<const PodView>> pods;
+    std::vector<PodViewRef> pods;   // into `parts`
     std::vector<uint32_t> sources;  // parallel to pods: index into parts
   };
 

@@ -142,11 +142,37 @@ struct Page {
   std::string resource_version;
 };
 
+// A reference to an object owned by a std::shared_ptr held elsewhere (a snapshot's per-node
+// parts): as cheap to copy as a raw pointer (no reference count is touched), and it still
+// gives the owning pointer to whoever must keep the object (shared()). Valid while the
+// shared_ptr it was made from lives, unchanged, where it is.
+template <typename T>
+class SharedRef {
+ public:
+  SharedRef() = default;
+  explicit SharedRef(const std::shared_ptr<const T>& owner) : owner_(&owner) {}
+  const T& operator*() const { return **owner_; }
+  const T* operator->() const { return owner_->get(); }
+  const T* get() const { return owner_->get(); }
+  const std::shared_ptr<const T>& shared() const { return *owner_; }
+
+ private:
+  const std::shared_ptr<const T>* owner_ = nullptr;
+};
+using PodRef = SharedRef<PodMetrics>;
+
+// References to each of `pods`, in order (valid while `pods` is neither changed nor freed).
+std::vector<PodRef> RefsTo(std::span<const std::shared_ptr<const PodMetrics>> pods);
+
 namespace internal {
 inline const NodeMetrics& Deref(const NodeMetrics& o) { return o; }
 inline const PodMetrics& Deref(const PodMetrics& o) { return o; }
 template <typename T>
 const T& Deref(const std::shared_ptr<const T>& o) {
+  return *o;
+}
+template <typename T>
+const T& Deref(const SharedRef<T>& o) {
   return *o;
 }
 }  // namespace internal

@@ -85,7 +85,7 @@ std::string RenderNodeListItem(const NodeMetrics& node, const RenderContext& ctx
 
 // The list of `page` (Select's answer over the same objects).
 using SharedNodes = std::span<const std::shared_ptr<const NodeMetrics>>;
-using SharedPods = std::span<const std::shared_ptr<const PodMetrics>>;
+using SharedPods = std::span<const PodRef>;
 std::string RenderNodeList(SharedNodes nodes, const Page& page, const RenderContext& ctx);
 std::string RenderPodList(SharedPods pods, const Page& page, const RenderContext& ctx);
 // The same with the items already rendered by RenderNodeListItem, one per node of `nodes`
