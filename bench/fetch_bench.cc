@@ -2,11 +2,14 @@
 // request, on its own. A forked child serves a fixed body of --body_bytes over plain HTTP/1.1
 // with keep-alive on loopback (the child is forked before this process starts a thread, so
 // the figures below are the client's alone); --threads threads each fetch it with their own
-// client, as the scrape workers do, for --seconds. Prints, per fetch: the process's CPU
-// (its threads and the client library's), and its context switches, voluntary and not
-// (getrusage). A fetch that fails stops the run with its status.
+// client, as the scrape workers do, for --seconds; with --body-buffer (the default), each
+// thread hands the storage of its last body in for the next (ClientRequest::body_buffer), as
+// the kubelet scrapes do. Prints, per fetch: the process's CPU (its threads and the client
+// library's), and its context switches, voluntary and not (getrusage). A fetch that fails
+// stops the run with its status.
 //
 //   ./build/bench/fetch_bench [--threads=8] [--seconds=5] [--body-bytes=98304]
+//                             [--body-buffer=true]
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -70,11 +73,15 @@ int main(int argc, char** argv) {
   int64_t threads = 8;
   int64_t seconds = 5;
   int64_t body_bytes = 98304;
+  bool body_buffer = true;
   kubestat::FlagSet flags("fetch_bench",
                           "the HTTP client's CPU and context switches per fetch of a fixed body");
   flags.AddInt64("threads", &threads, "fetching threads, each with its own client");
   flags.AddInt64("seconds", &seconds, "how long the threads fetch");
   flags.AddInt64("body-bytes", &body_bytes, "size of the body the server answers");
+  flags.AddBool("body-buffer", &body_buffer,
+                "each thread reads a body into the storage of its last one (false: a new "
+                "string per fetch)");
   const int64_t verbosity = 0;
   if (std::optional<int> exit =
           kubestat::StartProgram("fetch_bench", flags, argc, argv, verbosity)) {
@@ -143,6 +150,8 @@ int main(int argc, char** argv) {
     workers.emplace_back([&, i] {
       kubestat::http::ClientRequest request;
       request.path_and_query = "/stats/summary";
+      std::string storage;
+      if (body_buffer) request.body_buffer = &storage;
       while (!failed.load() && WallSeconds() - wall0 < static_cast<double>(seconds)) {
         absl::StatusOr<kubestat::http::ClientResponse> answer = clients[i]->Do(request);
         if (!answer.ok() || answer->body.size() != body.size()) {
@@ -151,6 +160,7 @@ int main(int argc, char** argv) {
           failed = true;
           return;
         }
+        if (body_buffer) storage = std::move(answer->body);
         fetches.fetch_add(1);
       }
     });
@@ -165,8 +175,9 @@ int main(int argc, char** argv) {
   if (failed) return 1;
 
   const auto n = static_cast<double>(fetches.load());
-  std::printf("fetch: %lld threads, %lld-byte body, %.0f fetches in %.1f s (%.0f per s)\n",
-              static_cast<long long>(threads), static_cast<long long>(body_bytes), n, wall,
+  std::printf("fetch: %lld threads, %lld-byte body%s, %.0f fetches in %.1f s (%.0f per s)\n",
+              static_cast<long long>(threads), static_cast<long long>(body_bytes),
+              body_buffer ? " read into the last one's storage" : " in a new string", n, wall,
               n / wall);
   std::printf("client CPU per fetch: %.1f us\n", 1e6 * cpu / n);
   std::printf("context switches per fetch: %.2f voluntary, %.2f involuntary\n",

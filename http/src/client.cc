@@ -373,6 +373,8 @@ absl::StatusOr<web::http::http_request> Client::Impl::Prepare(const ClientReques
 }
 
 absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
+  // Emptied whatever the outcome (client.h, body_buffer).
+  if (request.body_buffer != nullptr) request.body_buffer->clear();
   const std::string label = Label(request);
   if (absl::Status s = Check(request, label); !s.ok()) return s;
   absl::StatusOr<std::string> authorization = Authorization(request, label);
@@ -415,6 +417,7 @@ absl::StatusOr<ClientResponse> Client::Impl::Do(const ClientRequest& request) {
   direct.stop = &request.stop;
   direct.max_response_bytes = options_.max_response_bytes;
   direct.body_spare_capacity = request.body_spare_capacity;
+  direct.body_buffer = request.body_buffer;
   return direct_->Do(direct);
 }
 

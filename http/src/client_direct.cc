@@ -42,7 +42,9 @@ constexpr size_t kReadBytes = size_t{256} * 1024;
 constexpr size_t kMaxIdle = 32;
 
 // A string body that reserves room for the caller's parser padding once, when the length
-// is known, so the body is never copied to make room for it.
+// is known, so the body is never copied to make room for it. `data` may come with capacity
+// of its own (ClientRequest::body_buffer): reserve only grows it, so a body that fits is
+// read into that storage.
 struct SparedBody {
   struct value_type {
     std::string data;
@@ -466,7 +468,23 @@ DirectTransport::Outcome DirectTransport::Exchange(Connection& connection,
   parser.header_limit(kHeaderLimit);
   parser.body_limit(request.max_response_bytes);
   parser.skip(request.head);
-  parser.get().body().spare = request.body_spare_capacity;
+  SparedBody::value_type& body = parser.get().body();
+  body.spare = request.body_spare_capacity;
+  if (request.body_buffer != nullptr) {
+    body.data = std::move(*request.body_buffer);
+    body.data.clear();
+  }
+  // Whatever storage the body holds when Exchange returns goes back to the caller's buffer:
+  // on a failure all of it, after a success (the body moved to the response) nothing.
+  struct GiveBack {
+    std::string* to;
+    std::string& from;
+    ~GiveBack() {
+      if (to == nullptr) return;
+      from.clear();
+      *to = std::move(from);
+    }
+  } give_back{request.body_buffer, body.data};
   // Bytes read and not yet taken by the parser are kept between reads (a head is parsed
   // only whole). One buffer per thread, kept: a scrape worker reads a kubelet after another.
   thread_local std::unique_ptr<char[]> buffer(new char[kReadBytes]);

@@ -66,6 +66,9 @@ struct DirectRequest {
   const std::stop_token* stop = nullptr;
   size_t max_response_bytes = 0;
   size_t body_spare_capacity = 0;
+  // ClientRequest::body_buffer: the response body is read into its storage, which comes
+  // back in it, emptied, when the exchange fails. Null: a new string.
+  std::string* body_buffer = nullptr;
 };
 
 class DirectTransport {

@@ -117,15 +117,20 @@ std::string KubeletClient::PathAndQuery() const {
                                                         : "/metrics/resource";
 }
 
-absl::StatusOr<KubeletResponse> KubeletClient::Fetch(const ScrapeTarget& target) {
+absl::StatusOr<KubeletResponse> KubeletClient::Fetch(const ScrapeTarget& target,
+                                                     std::string* body_buffer) {
   return FetchPath(target, PathAndQuery(),
                    options_.endpoint == KubeletEndpoint::kSummary ? "application/json"
-                                                                  : "text/plain;version=0.0.4");
+                                                                  : "text/plain;version=0.0.4",
+                   body_buffer);
 }
 
 absl::StatusOr<KubeletResponse> KubeletClient::FetchPath(const ScrapeTarget& target,
                                                          const std::string& path_and_query,
-                                                         std::string_view accept) {
+                                                         std::string_view accept,
+                                                         std::string* body_buffer) {
+  // Emptied whatever the outcome (kubelet_client.h, Fetch).
+  if (body_buffer != nullptr) body_buffer->clear();
   absl::StatusOr<std::shared_ptr<http::Client>> client = impl_->ClientFor(target, options_.scheme);
   if (!client.ok()) {
     return WithFailureReason(
@@ -137,22 +142,56 @@ absl::StatusOr<KubeletResponse> KubeletClient::FetchPath(const ScrapeTarget& tar
   request.path_and_query = path_and_query;
   request.headers.emplace_back("Accept", std::string(accept));
   request.body_spare_capacity = kSummaryPadding;
+  request.body_buffer = body_buffer;
   absl::StatusOr<http::ClientResponse> response = (*client)->Do(request);
   if (!response.ok()) return internal::FromClientError(response.status());
   if (response->code < 200 || response->code > 299) {
-    return internal::FromHttpCode(response->code, response->body);
+    absl::Status status = internal::FromHttpCode(response->code, response->body);
+    if (body_buffer != nullptr) {
+      *body_buffer = std::move(response->body);
+      body_buffer->clear();
+    }
+    return status;
   }
   return KubeletResponse{std::move(response->body), std::move(response->content_type)};
 }
 
-absl::StatusOr<NodeScrape> KubeletScraper::Scrape(const ScrapeTarget& target) {
-  absl::StatusOr<KubeletResponse> response = client_.Fetch(target);
-  if (!response.ok()) return response.status();
+namespace {
+
+// The calling thread's body storage (kubelet_client.h, KubeletScraper).
+std::string& ThreadBodyStorage() {
+  thread_local std::string storage;
+  return storage;
+}
+
+// Fetches `target` into *storage and decodes the body; the storage is back in *storage,
+// empty, when this returns.
+absl::StatusOr<NodeScrape> FetchAndDecode(KubeletClient& client, const Clock& clock,
+                                          const ScrapeTarget& target, std::string* storage) {
+  absl::StatusOr<KubeletResponse> response = client.Fetch(target, storage);
+  if (!response.ok()) return response.status();  // the storage came back with the error
   absl::StatusOr<NodeScrape> scrape =
-      client_.options().endpoint == KubeletEndpoint::kSummary
+      client.options().endpoint == KubeletEndpoint::kSummary
           ? DecodeSummaryInPlace(&response->body)
-          : DecodeResourceMetrics(response->body, target.node_name, clock_.Now());
+          : DecodeResourceMetrics(response->body, target.node_name, clock.Now());
+  // The scrape holds copies of what it read: the storage is free for the next body.
+  *storage = std::move(response->body);
+  storage->clear();
   if (!scrape.ok()) return WithFailureReason(scrape.status(), "decode");
+  return scrape;
+}
+
+}  // namespace
+
+KubeletScraper::KeptBody KubeletScraper::KeptBodyOfThisThread() {
+  const std::string& storage = ThreadBodyStorage();
+  return {storage.data(), storage.capacity()};
+}
+
+absl::StatusOr<NodeScrape> KubeletScraper::Scrape(const ScrapeTarget& target) {
+  std::string& storage = ThreadBodyStorage();
+  absl::StatusOr<NodeScrape> scrape = FetchAndDecode(client_, clock_, target, &storage);
+  if (storage.capacity() > kMaxKeptBodyBytes) std::string().swap(storage);
   return scrape;
 }
 

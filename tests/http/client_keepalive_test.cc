@@ -1,6 +1,7 @@
 // kubestat::http::Client::Do against a scripted plain-HTTP peer on loopback: keep-alive and
 // what happens when the peer closes a kept connection, answers in pieces, breaks off a
-// body or sends what is not HTTP. The peer serves its connections one after another; the
+// body or sends what is not HTTP, and a body read into storage the caller hands in
+// (ClientRequest::body_buffer). The peer serves its connections one after another; the
 // test decides, for each request, what it gets back. A waiting test gives up after kGuard,
 // which only a broken feature reaches.
 #include <arpa/inet.h>
@@ -13,10 +14,12 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -308,6 +311,145 @@ TEST(ClientKeepAliveTest, RepeatedFieldsAreJoined) {
   EXPECT_EQ(r->code, 204);
   EXPECT_EQ(r->Header("warning"), "one, two");
   EXPECT_EQ(r->body, "");
+}
+
+// A body of `size` bytes that shows where each byte came from.
+std::string Pattern(size_t size) {
+  std::string body(size, ' ');
+  for (size_t i = 0; i < size; ++i) body[i] = static_cast<char>('a' + i % 26);
+  return body;
+}
+
+std::string Chunked(std::string_view body, size_t chunk_bytes) {
+  std::string out = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (size_t i = 0; i < body.size(); i += chunk_bytes) {
+    const std::string_view chunk = body.substr(i, chunk_bytes);
+    char size[32];
+    std::snprintf(size, sizeof(size), "%zx\r\n", chunk.size());
+    out.append(size).append(chunk).append("\r\n");
+  }
+  return out + "0\r\n\r\n";
+}
+
+ClientRequest RequestInto(std::string* buffer) {
+  ClientRequest request;
+  request.path_and_query = "/a";
+  request.body_spare_capacity = 64;
+  request.body_buffer = buffer;
+  return request;
+}
+
+TEST(ClientBodyBufferTest, ABodyIsReadIntoTheStorageHandedIn) {
+  const std::string body = Pattern(10000);
+  ScriptedPeer peer([&](int, int, const std::string&) { return Reply{{Ok(body)}}; });
+  FakeClock clock;
+  std::unique_ptr<Client> client = MakeClient(peer.base_url(), clock);
+  ASSERT_NE(client, nullptr);
+  std::string buffer(64 * 1024, 's');  // what it holds is not kept
+  const char* const storage = buffer.data();
+  // One fetch after another, each given the storage the one before returned.
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<ClientResponse> r = client->Do(RequestInto(&buffer));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->body, body);
+    EXPECT_EQ(r->body.data(), storage) << "fetch " << i;
+    EXPECT_TRUE(buffer.empty());
+    buffer = std::move(r->body);
+  }
+}
+
+TEST(ClientBodyBufferTest, AChunkedBodyIsReadIntoTheStorageHandedIn) {
+  const std::string body = Pattern(20000);
+  ScriptedPeer peer([&](int, int, const std::string&) { return Reply{{Chunked(body, 3000)}}; });
+  FakeClock clock;
+  std::unique_ptr<Client> client = MakeClient(peer.base_url(), clock);
+  ASSERT_NE(client, nullptr);
+  std::string buffer;
+  buffer.reserve(32 * 1024);
+  const char* const storage = buffer.data();
+  absl::StatusOr<ClientResponse> r = client->Do(RequestInto(&buffer));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, body);
+  EXPECT_EQ(r->body.data(), storage);
+}
+
+TEST(ClientBodyBufferTest, StorageTooSmallStillGetsTheWholeBodyWithItsSpareCapacity) {
+  const std::string body = Pattern(50000);
+  ScriptedPeer peer([&](int connection, int, const std::string&) {
+    return Reply{{connection == 0 ? Ok(body) : Chunked(body, 7000)}, /*close_after=*/true};
+  });
+  FakeClock clock;
+  std::unique_ptr<Client> client = MakeClient(peer.base_url(), clock);
+  ASSERT_NE(client, nullptr);
+  // Declared length, then chunked.
+  for (int i = 0; i < 2; ++i) {
+    std::string buffer(100, 's');
+    absl::StatusOr<ClientResponse> r = client->Do(RequestInto(&buffer));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->body, body) << "response " << i;
+    EXPECT_GE(r->body.capacity(), body.size() + 64) << "response " << i;
+    EXPECT_TRUE(buffer.empty()) << "response " << i;
+    ASSERT_TRUE(peer.WaitForClosed(i + 1));
+  }
+}
+
+TEST(ClientBodyBufferTest, TheSizeCapHoldsAndTheStorageComesBack) {
+  ScriptedPeer peer([](int connection, int, const std::string&) {
+    return Reply{
+        {connection == 0 ? Ok(std::string(10000, 'x')) : Chunked(std::string(10000, 'x'), 2000)},
+        /*close_after=*/true};
+  });
+  ClientOptions options;
+  options.base_url = peer.base_url();
+  options.max_response_bytes = 4096;
+  FakeClock clock;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options, clock);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::string buffer(size_t{1} << 20, 's');  // room for more than the cap
+  const char* const storage = buffer.data();
+  // Declared over the cap, then growing past it.
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<ClientResponse> r = (*client)->Do(RequestInto(&buffer));
+    ASSERT_FALSE(r.ok()) << "response " << i;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("response larger than 4096 bytes"));
+    EXPECT_EQ(FailureReason(r.status()), "too_large");
+    EXPECT_EQ(buffer.data(), storage) << "response " << i;
+    EXPECT_TRUE(buffer.empty()) << "response " << i;
+  }
+}
+
+TEST(ClientBodyBufferTest, ABodyCutShortGivesTheStorageBack) {
+  ScriptedPeer peer([](int, int, const std::string&) {
+    return Reply{{"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + std::string(400, 'x')},
+                 /*close_after=*/true};
+  });
+  FakeClock clock;
+  std::unique_ptr<Client> client = MakeClient(peer.base_url(), clock);
+  ASSERT_NE(client, nullptr);
+  std::string buffer(4096, 's');
+  const char* const storage = buffer.data();
+  absl::StatusOr<ClientResponse> r = client->Do(RequestInto(&buffer));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(FailureReason(r.status()), "read");
+  EXPECT_EQ(buffer.data(), storage);
+  EXPECT_TRUE(buffer.empty());
+}
+
+TEST(ClientBodyBufferTest, ARequestSentAgainOnANewConnectionStillUsesTheStorage) {
+  ScriptedPeer peer(DropSecondRequest);
+  FakeClock clock;
+  std::unique_ptr<Client> client = MakeClient(peer.base_url(), clock);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Get("/a").ok());
+  std::string buffer;
+  buffer.reserve(4096);
+  const char* const storage = buffer.data();
+  absl::StatusOr<ClientResponse> again = client->Do(RequestInto(&buffer));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->body, "from 1");
+  EXPECT_EQ(again->body.data(), storage);
+  EXPECT_EQ(peer.connections(), 2);
 }
 
 }  // namespace

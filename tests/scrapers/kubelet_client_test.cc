@@ -8,11 +8,15 @@
 
 #include <atomic>
 #include <boost/asio/ssl.hpp>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "kubestat/scrapers/fetch_error.h"
+#include "kubestat/scrapers/summary_decoder.h"
 #include "support/net.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
@@ -318,6 +322,94 @@ TEST(KubeletClientTest, GarbageBodyIsADecodeFailure) {
   absl::StatusOr<NodeScrape> scrape = scraper.Scrape(kubelet.Target());
   ASSERT_FALSE(scrape.ok());
   EXPECT_EQ(FailureReason(scrape.status()), "decode");
+}
+
+// Runs `scrapes` on a thread of their own, whose body storage starts empty.
+void OnANewThread(const std::function<void()>& scrapes) { std::thread(scrapes).join(); }
+
+TEST(KubeletScraperBodyTest, ScrapesOnOneThreadReadEachBodyIntoTheStorageOfTheOneBefore) {
+  FakeKubelet kubelet(ReplySummary);
+  auto client = MakeClient(PlainOptions());
+  KubeletScraper scraper(*client, RealClock::Get());
+  std::vector<KubeletScraper::KeptBody> kept;
+  std::vector<absl::Status> outcomes;
+  OnANewThread([&] {
+    for (int i = 0; i < 3; ++i) {
+      absl::StatusOr<NodeScrape> scrape = scraper.Scrape(kubelet.Target());
+      outcomes.push_back(scrape.status());
+      if (scrape.ok()) {
+        EXPECT_EQ(scrape->node_name, "node-a");
+      }
+      kept.push_back(KubeletScraper::KeptBodyOfThisThread());
+    }
+  });
+  for (const absl::Status& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome;
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_GE(kept[0].capacity, std::string_view(kSummary).size() + kSummaryPadding);
+  // Each body was read into the storage the one before left (both alive at once otherwise,
+  // so a new allocation cannot land at the same address).
+  EXPECT_EQ(kept[1].data, kept[0].data);
+  EXPECT_EQ(kept[2].data, kept[1].data);
+}
+
+TEST(KubeletScraperBodyTest, AFailedScrapeKeepsTheStorage) {
+  std::atomic<int> requests{0};
+  FakeKubelet kubelet([&](http_request request) {
+    switch (requests++) {
+      case 0:
+        ReplySummary(request);
+        break;
+      case 1:
+        request.reply(status_codes::InternalError, std::string("boom"));
+        break;
+      default:
+        request.reply(status_codes::OK, std::string("\x01\x02 not json {{{"));
+    }
+  });
+  auto client = MakeClient(PlainOptions());
+  KubeletScraper scraper(*client, RealClock::Get());
+  std::vector<KubeletScraper::KeptBody> kept;
+  std::vector<std::string> reasons;
+  OnANewThread([&] {
+    for (int i = 0; i < 3; ++i) {
+      reasons.push_back(FailureReason(scraper.Scrape(kubelet.Target()).status()));
+      kept.push_back(KubeletScraper::KeptBodyOfThisThread());
+    }
+  });
+  EXPECT_EQ(reasons, (std::vector<std::string>{"", "http_500", "decode"}));
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_GE(kept[0].capacity, std::string_view(kSummary).size());
+  EXPECT_EQ(kept[1].data, kept[0].data);  // the error answer's body came back
+  EXPECT_EQ(kept[2].data, kept[1].data);  // the body that did not decode came back
+}
+
+TEST(KubeletScraperBodyTest, ABodyOverTheKeptCapIsNotKept) {
+  // A summary with whitespace past the cap inside it.
+  const std::string summary(kSummary);
+  const std::string huge =
+      "{" + std::string(KubeletScraper::kMaxKeptBodyBytes + 1, ' ') + summary.substr(1);
+  std::atomic<int> requests{0};
+  FakeKubelet kubelet([&](http_request request) {
+    request.reply(status_codes::OK, requests++ == 1 ? huge : summary, "application/json");
+  });
+  auto client = MakeClient(PlainOptions());
+  KubeletScraper scraper(*client, RealClock::Get());
+  std::vector<KubeletScraper::KeptBody> kept;
+  std::vector<absl::Status> outcomes;
+  OnANewThread([&] {
+    for (int i = 0; i < 3; ++i) {
+      outcomes.push_back(scraper.Scrape(kubelet.Target()).status());
+      kept.push_back(KubeletScraper::KeptBodyOfThisThread());
+    }
+  });
+  for (const absl::Status& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome;
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_GE(kept[0].capacity, summary.size());
+  // The huge body's storage was freed, not kept ...
+  EXPECT_LT(kept[1].capacity, summary.size());
+  // ... and the next body's storage is kept again.
+  EXPECT_GE(kept[2].capacity, summary.size());
+  EXPECT_LE(kept[2].capacity, KubeletScraper::kMaxKeptBodyBytes);
 }
 
 class KubeletTlsTest : public ::testing::Test {

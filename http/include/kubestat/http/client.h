@@ -128,6 +128,16 @@ struct ClientRequest {
   // Bytes of spare capacity reserved in the returned body past its end, for parsers that
   // read past the end of their input (simdjson's padding). Default: 0
   size_t body_spare_capacity = 0;
+  // Storage whose capacity the response body reuses (its contents are discarded), so a
+  // caller reading one body after another allocates none once its storage is large enough.
+  // Do takes the string's storage, emptied, and reads the body into it, growing it only when
+  // it is too small (body_spare_capacity included); ClientResponse::body then carries it and
+  // *body_buffer is left empty. On an error *body_buffer gets the storage back, empty (its
+  // capacity possibly grown by what was read before the failure). The limits
+  // (max_response_bytes), errors and body_spare_capacity hold as without it. Must stay valid
+  // during the call and not be used by another call at the same time. Stream does not use
+  // it. Default: null (a new string per response)
+  std::string* body_buffer = nullptr;
   // Triggering it abandons the request at once (the connection is closed): Cancelled.
   // Default: a token that never stops
   std::stop_token stop;
@@ -177,7 +187,8 @@ class Client {
   // the body go to *error_body (reading stops there) and the caller reads *status_code.
   // Cancelled ("cancelled") when ClientRequest::stop is triggered, at any point. The other
   // errors are Do's, with the same messages and FailureReason labels ("read" when the
-  // connection breaks during the body). request.body_spare_capacity is not used.
+  // connection breaks during the body). request.body_spare_capacity and
+  // request.body_buffer are not used.
   // `status_code` and `error_body` must not be null; *error_body is cleared first.
   // Thread-safety: as Do; `on_chunk` runs on the calling thread.
   [[nodiscard]] absl::Status Stream(const ClientRequest& request, Duration header_timeout,

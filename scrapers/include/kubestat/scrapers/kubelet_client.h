@@ -87,14 +87,20 @@ class KubeletClient {
       KubeletClientOptions options);
   ~KubeletClient();
 
-  // GETs the configured endpoint of `target`.
-  [[nodiscard]] absl::StatusOr<KubeletResponse> Fetch(const ScrapeTarget& target);
+  // GETs the configured endpoint of `target`. `body_buffer`, when not null, is storage the
+  // body is read into (http::ClientRequest::body_buffer): on success KubeletResponse::body
+  // carries it and *body_buffer is left empty; on any failure *body_buffer gets it back,
+  // empty (its capacity possibly grown, up to about max_response_bytes). A buffer serves
+  // one call at a time.
+  [[nodiscard]] absl::StatusOr<KubeletResponse> Fetch(const ScrapeTarget& target,
+                                                      std::string* body_buffer = nullptr);
   // GETs `path_and_query` of `target` (another server beside the kubelet, such as the node
   // agent), asking for `accept`, with the same TLS, token, deadline, cap and failure
-  // reasons.
+  // reasons; `body_buffer` as for Fetch.
   [[nodiscard]] absl::StatusOr<KubeletResponse> FetchPath(const ScrapeTarget& target,
                                                           const std::string& path_and_query,
-                                                          std::string_view accept);
+                                                          std::string_view accept,
+                                                          std::string* body_buffer = nullptr);
 
   // The path and query for the configured endpoint.
   std::string PathAndQuery() const;
@@ -111,10 +117,30 @@ class KubeletClient {
 // Fetches with a KubeletClient and decodes the body into a NodeScrape. For
 // /metrics/resource, which carries no node name, the target's node name and the clock's
 // time when the body arrived are used.
+//
+// Body storage: each thread that scrapes keeps the storage of its last body (one per thread,
+// shared by every KubeletScraper) and reads its next body into it, so a scrape worker
+// allocates no body buffer once its storage fits the bodies it reads. Storage whose capacity
+// is above kMaxKeptBodyBytes after a scrape is freed rather than kept, so one huge answer
+// does not pin its memory for the thread's lifetime: a thread keeps at most that much (the
+// scheduler's 32 workers, its default, at most 128 MiB; in practice the largest body each
+// read, a few hundred KiB).
 class KubeletScraper final : public NodeScraper {
  public:
+  // The most body storage (capacity, in bytes) a thread keeps between scrapes: 4 MiB, over
+  // ten times a large kubelet body (100-300 KiB).
+  static constexpr size_t kMaxKeptBodyBytes = size_t{4} << 20;
+
   KubeletScraper(KubeletClient& client, const Clock& clock) : client_(client), clock_(clock) {}
   [[nodiscard]] absl::StatusOr<NodeScrape> Scrape(const ScrapeTarget& target) override;
+
+  // The body storage the calling thread keeps for its next scrape, for tests: where it
+  // starts and its capacity (that of an empty std::string when it keeps none).
+  struct KeptBody {
+    const char* data = nullptr;
+    size_t capacity = 0;
+  };
+  static KeptBody KeptBodyOfThisThread();
 
  private:
   KubeletClient& client_;
