@@ -36,6 +36,8 @@ uint64_t StableHash(std::string_view text) {
 // without notifying, such as FakeClock).
 constexpr auto kClockPoll = std::chrono::milliseconds(50);
 
+constexpr auto kMaxTick = std::chrono::milliseconds(20);
+
 }  // namespace
 
 absl::Status SchedulerOptions::Validate() const {
@@ -98,7 +100,18 @@ struct ScrapeScheduler::Metrics {
         decode_issues(prometheus::BuildCounter()
                           .Name("kubestat_scrape_decode_issues_total")
                           .Help("Values rejected while decoding kubelet payloads, by kind.")
-                          .Register(registry)) {}
+                          .Register(registry)),
+        timer_wakeups(prometheus::BuildCounter()
+                          .Name("kubestat_scrape_timer_wakeups_total")
+                          .Help("Times the scrape timer thread woke: a tick with scrapes due, a "
+                                "round start, or its 50 ms re-read of the clock.")
+                          .Register(registry)
+                          .Add({})),
+        worker_wakeups(prometheus::BuildCounter()
+                           .Name("kubestat_scrape_worker_wakeups_total")
+                           .Help("Idle scrape workers woken for scrapes that came due.")
+                           .Register(registry)
+                           .Add({})) {}
 
   prometheus::Histogram& Duration(std::string_view outcome) {
     return duration.Add({{"outcome", std::string(outcome)}},
@@ -114,6 +127,8 @@ struct ScrapeScheduler::Metrics {
   prometheus::Histogram& round_duration;
   prometheus::Gauge& targets;
   prometheus::Family<prometheus::Counter>& decode_issues;
+  prometheus::Counter& timer_wakeups;
+  prometheus::Counter& worker_wakeups;
 
   // Per-node series, to remove them when a node leaves.
   std::mutex mu;
@@ -129,6 +144,7 @@ ScrapeScheduler::ScrapeScheduler(SchedulerOptions options, TargetSource targets,
       scraper_(scraper),
       sink_(sink),
       clock_(clock),
+      tick_(TimerTick(options_.resolution)),
       metrics_(std::make_unique<Metrics>(registry)) {}
 
 ScrapeScheduler::~ScrapeScheduler() { Stop(); }
@@ -171,6 +187,15 @@ uint64_t ScrapeScheduler::rounds_started() const {
   return rounds_started_;
 }
 
+SchedulerActivity ScrapeScheduler::activity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return activity_;
+}
+
+Duration ScrapeScheduler::TimerTick(Duration resolution) {
+  return std::max<Duration>(std::min<Duration>(kMaxTick, resolution / 100), Duration(1));
+}
+
 Duration ScrapeScheduler::StaggerOffset(std::string_view node_name, Duration window) {
   if (window <= Duration::zero()) return Duration::zero();
   // Multiply-shift maps the hash uniformly onto [0, window) without modulo bias.
@@ -191,18 +216,48 @@ void ScrapeScheduler::TimerLoop() {
       } while (next_round_ <= now);
       continue;
     }
-    // One worker woken per task that came due: the tasks of a round come due a few at a
-    // time, and waking every idle worker for each (most of them find nothing and wait again)
-    // cost more in task switches than the scrapes' own work.
+    // Every scrape of the ticks that have ended, in one pass: delayed_ is keyed by tick
+    // ends, so the timer wakes once per tick that holds offsets rather than once per node.
+    size_t released = 0;
     while (!delayed_.empty() && delayed_.begin()->first <= now) {
       ready_.push_back(std::move(delayed_.begin()->second));
       delayed_.erase(delayed_.begin());
-      worker_cv_.notify_one();
+      ++released;
+    }
+    if (released > 0) {
+      ++activity_.releases;
+      activity_.scrapes_released += released;
+      const size_t wake = ClaimIdleWorkers();
+      lock.unlock();
+      NotifyWorkers(wake);
+      lock.lock();
+      continue;  // the clock moved while mu_ was free
     }
     Timestamp next = next_round_;
     if (!delayed_.empty()) next = std::min(next, delayed_.begin()->first);
     const auto wait = std::min<Duration>(next - now, kClockPoll);
     timer_cv_.wait_for(lock, wait);
+    ++activity_.timer_wakeups;
+    metrics_->timer_wakeups.Increment();
+  }
+}
+
+size_t ScrapeScheduler::ClaimIdleWorkers() {
+  // Workers already notified will take as many of the ready scrapes; a busy worker takes
+  // the next one when it finishes, so waking fewer only risks a later start, never a lost
+  // scrape: the remaining scrapes wait in ready_ until some worker looks.
+  const size_t unclaimed =
+      ready_.size() > signalled_workers_ ? ready_.size() - signalled_workers_ : 0;
+  const size_t wake = std::min(unclaimed, idle_workers_ - signalled_workers_);
+  signalled_workers_ += wake;
+  activity_.worker_wakeups += wake;
+  return wake;
+}
+
+void ScrapeScheduler::NotifyWorkers(size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    metrics_->worker_wakeups.Increment();
+    worker_cv_.notify_one();
   }
 }
 
@@ -224,8 +279,14 @@ void ScrapeScheduler::BeginRound(std::unique_lock<std::mutex>& lock) {
 
   const Duration window =
       std::chrono::duration_cast<Duration>(options_.resolution * options_.stagger);
+  // A scrape is released at the end of the tick its offset falls in: never before its
+  // offset, at most a tick after it, and within the stagger window.
+  const auto release_offset = [&](Duration offset) {
+    const Duration tick_end = (offset + tick_ - Duration(1)) / tick_ * tick_;
+    return std::min(tick_end, window);
+  };
   std::set<std::string> nodes;
-  std::vector<Task> tasks;
+  std::vector<std::pair<Timestamp, Task>> tasks;  // with the time each is released
   for (ScrapeTarget& target : targets) {
     if (!nodes.insert(target.node_name).second) continue;  // listed twice
     if (busy_.count(target.node_name) != 0) {
@@ -234,8 +295,8 @@ void ScrapeScheduler::BeginRound(std::unique_lock<std::mutex>& lock) {
       continue;
     }
     busy_.insert(target.node_name);
-    Timestamp not_before = round_start + StaggerOffset(target.node_name, window);
-    tasks.push_back(Task{not_before, std::move(target), round});
+    const Timestamp release = round_start + release_offset(StaggerOffset(target.node_name, window));
+    tasks.emplace_back(release, Task{std::move(target), round});
   }
   round->summary.targets = nodes.size();
   round->remaining = tasks.size();
@@ -267,16 +328,17 @@ void ScrapeScheduler::BeginRound(std::unique_lock<std::mutex>& lock) {
   }
   ++round->remaining;  // held until every task is queued, so the round cannot end early
   const Timestamp now = clock_.Now();
-  for (Task& task : tasks) {
-    if (task.not_before <= now) {
+  for (auto& [release, task] : tasks) {
+    if (release <= now) {
       ready_.push_back(std::move(task));
+      ++activity_.scrapes_released;
     } else {
-      Timestamp key = task.not_before;
-      delayed_.emplace(key, std::move(task));
+      delayed_.emplace(release, std::move(task));
     }
   }
-  worker_cv_.notify_all();
+  const size_t wake = ClaimIdleWorkers();
   lock.unlock();
+  NotifyWorkers(wake);
   FinishTask(round);
   lock.lock();
 }
@@ -284,7 +346,15 @@ void ScrapeScheduler::BeginRound(std::unique_lock<std::mutex>& lock) {
 void ScrapeScheduler::WorkerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    worker_cv_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
+    // A worker back from a scrape takes the next ready one without waiting.
+    while (!stopping_ && ready_.empty()) {
+      ++idle_workers_;
+      worker_cv_.wait(lock);
+      --idle_workers_;
+      // Whether notified or woken spuriously: either way one fewer is on its way, and
+      // undercounting only wakes a worker more later.
+      if (signalled_workers_ > 0) --signalled_workers_;
+    }
     if (stopping_) return;
     Task task = std::move(ready_.front());
     ready_.pop_front();

@@ -405,6 +405,108 @@ TEST_F(SchedulerTest, StaggeredStartsWaitForTheirOffset) {
   scheduler->Stop();
 }
 
+// The timer hands out the scrapes of a tick together at the tick's end. Stepping the fake
+// clock a millisecond at a time through a 50 ms stagger window (ticks of 20 ms at 10 s;
+// the last tick cut short by the window's end): no scrape is released before its offset nor
+// more than a tick after it, each tick's scrapes come in one pass of the timer (not one
+// per node), and no more workers are woken than scrapes were released.
+TEST_F(SchedulerTest, ScrapesWithinATickAreReleasedTogetherAtItsEnd) {
+  constexpr int kNodes = 40;
+  constexpr int kWorkers = 8;
+  constexpr double kStagger = 0.005;
+  const Duration tick = ScrapeScheduler::TimerTick(std::chrono::seconds(10));
+  ASSERT_EQ(tick, std::chrono::milliseconds(20));
+  // As the scheduler computes it.
+  const Duration window = std::chrono::duration_cast<Duration>(std::chrono::seconds(10) * kStagger);
+  std::vector<Duration> offsets;
+  std::set<int64_t> offset_ticks;       // the ticks that hold offsets
+  std::set<int64_t> offset_millis;      // the milliseconds that do
+  bool ends_with_a_short_tick = false;  // an offset in the tick the window cuts short
+  for (const ScrapeTarget& target : Targets(kNodes)) {
+    const Duration offset = ScrapeScheduler::StaggerOffset(target.node_name, window);
+    offsets.push_back(offset);
+    if (offset == Duration::zero()) continue;  // released at the round's start
+    offset_ticks.insert((offset + tick - Duration(1)) / tick);
+    offset_millis.insert((offset + std::chrono::milliseconds(1) - Duration(1)) /
+                         std::chrono::milliseconds(1));
+    if (offset > 2 * tick) ends_with_a_short_tick = true;
+  }
+  // Released per node, the scrapes would take many more passes than one per tick.
+  ASSERT_EQ(offset_ticks.size(), 3u);
+  ASSERT_GT(offset_millis.size(), 2 * offset_ticks.size());
+  ASSERT_TRUE(ends_with_a_short_tick);
+
+  auto scheduler = Make(kNodes, kWorkers, kStagger);
+  scheduler->Start();
+  SchedulerActivity before;
+  for (int ms = 0; ms <= 50; ++ms) {
+    if (ms > 0) clock_.Advance(std::chrono::milliseconds(1));
+    const Duration elapsed = std::chrono::milliseconds(ms);
+    // Wait for a pass of the timer that read the clock after it moved.
+    const uint64_t wakeups = scheduler->activity().timer_wakeups;
+    scheduler->Wake();
+    ASSERT_TRUE(PollUntil([&] { return scheduler->activity().timer_wakeups > wakeups; }, kReady,
+                          std::chrono::milliseconds(1)));
+    const SchedulerActivity now = scheduler->activity();
+    // The latest release: the end of the latest tick that has passed, or the window's end.
+    const Duration released_through = elapsed >= window ? window : elapsed / tick * tick;
+    uint64_t due = 0;
+    uint64_t due_a_tick_ago = 0;
+    uint64_t due_by_the_latest_release = 0;
+    for (const Duration offset : offsets) {
+      if (offset <= elapsed) ++due;
+      if (offset + tick <= elapsed) ++due_a_tick_ago;
+      if (offset <= released_through) ++due_by_the_latest_release;
+    }
+    EXPECT_LE(now.scrapes_released, due) << "at " << ms << " ms";
+    EXPECT_GE(now.scrapes_released, due_a_tick_ago) << "at " << ms << " ms";
+    EXPECT_EQ(now.scrapes_released, due_by_the_latest_release) << "at " << ms << " ms";
+    EXPECT_LE(now.worker_wakeups - before.worker_wakeups,
+              std::min<uint64_t>(now.scrapes_released - before.scrapes_released, kWorkers))
+        << "at " << ms << " ms";
+    before = now;
+  }
+  ASSERT_TRUE(PollUntil([&] { return sink_.TotalResults() == kNodes; }, kReady));
+  scheduler->Stop();
+  const SchedulerActivity activity = scheduler->activity();
+  EXPECT_EQ(activity.releases, offset_ticks.size());
+  EXPECT_GE(activity.timer_wakeups, 51u);
+  EXPECT_EQ(activity.scrapes_released, static_cast<uint64_t>(kNodes));
+  for (const ScrapeTarget& target : Targets(kNodes)) EXPECT_EQ(scraper_.Calls(target.node_name), 1);
+  EXPECT_NE(Exposition(registry_).find("kubestat_scrape_timer_wakeups_total " +
+                                       std::to_string(activity.timer_wakeups) + "\n"),
+            std::string::npos)
+      << Exposition(registry_);
+}
+
+// Scrapes ready at once for fewer workers: the workers are woken at most once each, and a
+// worker back from a scrape takes the next ready one without being woken again.
+TEST_F(SchedulerTest, BusyWorkersTakeTheNextReadyScrapeWithoutAWakeup) {
+  scraper_.BlockAll(true);
+  auto scheduler = Make(12, 3);
+  scheduler->Start();
+  ASSERT_TRUE(PollUntil([&] { return scraper_.in_flight() == 3; }, kReady));
+  scraper_.BlockAll(false);
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }, kReady));
+  scheduler->Stop();
+  EXPECT_EQ(sink_.TotalResults(), 12);
+  const SchedulerActivity activity = scheduler->activity();
+  EXPECT_EQ(activity.scrapes_released, 12u);
+  EXPECT_LE(activity.worker_wakeups, 3u);
+  EXPECT_EQ(activity.releases, 0u);  // all due at the round's start
+  EXPECT_NE(Exposition(registry_).find("kubestat_scrape_worker_wakeups_total " +
+                                       std::to_string(activity.worker_wakeups) + "\n"),
+            std::string::npos);
+}
+
+TEST(TimerTickTest, IsTwentyMillisecondsOrAHundredthOfTheResolution) {
+  EXPECT_EQ(ScrapeScheduler::TimerTick(std::chrono::seconds(10)), std::chrono::milliseconds(20));
+  EXPECT_EQ(ScrapeScheduler::TimerTick(std::chrono::seconds(2)), std::chrono::milliseconds(20));
+  EXPECT_EQ(ScrapeScheduler::TimerTick(std::chrono::seconds(1)), std::chrono::milliseconds(10));
+  EXPECT_EQ(ScrapeScheduler::TimerTick(std::chrono::microseconds(50)), Duration(500));
+  EXPECT_EQ(ScrapeScheduler::TimerTick(Duration(50)), Duration(1));
+}
+
 TEST(StaggerOffsetTest, IsStableWithinTheWindowAndSpread) {
   const Duration window = std::chrono::seconds(5);
   std::set<int64_t> seconds_buckets;
