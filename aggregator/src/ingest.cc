@@ -49,6 +49,9 @@ struct CpuCounter {
 struct SeriesState {
   SeriesId id = 0;
   Timestamp newest{};  // time of the newest stored sample
+  // The series in the shard's engine, found by the last ingest. The engine's series leaves
+  // only with this state (retired, its pod or node deleted) or through that ingest's error.
+  WindowEngine::SeriesHandle engine;
 };
 
 using PodName = std::pair<std::string, std::string>;  // namespace, name
@@ -631,7 +634,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
     }
     for (const auto& [index, id] : created) {
       Pending& sample = samples[index];
-      auto it = node.series.emplace(*sample.key, SeriesState{id, at}).first;
+      auto it = node.series.emplace(*sample.key, SeriesState{id, at, {}}).first;
       sample.state = &it->second;
       sample.key = &it->first;  // `owned` or the layout's own key may go; the map's stays
       if (same_layout) {
@@ -651,10 +654,9 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
       node.pods = std::move(present);
     }
     uint64_t engine_errors = 0;
-    // The samples are in key order: each series is found next to the previous one's.
-    WindowEngine::IngestCursor cursor;
+    // Each series through its handle: found by key only the first time.
     for (const Pending& sample : samples) {
-      if (!shard.engine->Ingest(*sample.key, at, sample.value, cache, cursor).ok()) {
+      if (!shard.engine->Ingest(*sample.key, at, sample.value, cache, sample.state->engine).ok()) {
         ++engine_errors;
       }
     }
@@ -855,7 +857,7 @@ absl::Status Ingestor::Rebuild() {
         retire.RetireSeries(id, last.value_or(clock_->Now()));
         continue;
       }
-      state.series.emplace(key, SeriesState{id, found->second});
+      state.series.emplace(key, SeriesState{id, found->second, {}});
     }
     std::vector<BucketRollup>& parsed = scratch.parsed;
     for (const auto& [key, series] : state.series) {

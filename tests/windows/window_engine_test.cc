@@ -11,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -266,6 +267,54 @@ TEST(WindowEngineTest, IngestThroughACursorGivesWhatIngestWithoutOneGives) {
     }
   }
   EXPECT_EQ(with->SeriesCount(), without->SeriesCount());
+}
+
+// The same with a handle per series, kept beside the series as the ingestor keeps it: a
+// series deleted from the engine has its handle reset, and comes back as a new one.
+TEST(WindowEngineTest, IngestThroughHandlesGivesWhatIngestWithoutThemGives) {
+  auto with = MakeEngine();
+  auto without = MakeEngine();
+  InMemorySampleSource source_with;
+  InMemorySampleSource source_without;
+  std::mt19937_64 rng(20261127);
+  std::vector<SeriesKey> all;
+  for (const char* node : {"n1", "n2"}) {
+    all.push_back(SeriesKey::Node(node, Resource::kCpu));
+    all.push_back(SeriesKey::SystemContainer(node, "kubelet", Resource::kMemory));
+    for (int p = 0; p < 4; ++p) {
+      const std::string pod = "pod-" + std::to_string(p);
+      all.push_back(SeriesKey::Pod(node, "ns", pod, Resource::kCpu));
+      all.push_back(SeriesKey::Container(node, "ns", pod, "a", Resource::kMemory));
+    }
+  }
+  std::map<SeriesKey, WindowEngine::SeriesHandle> handles;
+  size_t through_handle = 0;
+  for (int64_t secs = 0; secs <= 5400; secs += 10) {
+    const Timestamp t = kDayStart + seconds(secs);
+    if (rng() % 50 == 0) {
+      const SeriesKey& gone = all[rng() % all.size()];
+      ASSERT_EQ(with->DeleteSeries(gone), without->DeleteSeries(gone));
+      handles[gone].Reset();
+    }
+    for (const SeriesKey& key : all) {
+      if (rng() % 10 == 0) continue;  // missing from this scrape
+      WindowEngine::SeriesHandle& handle = handles[key];
+      if (handle.valid()) ++through_handle;
+      const uint64_t value = rng() % 1000000;
+      const absl::Status a = with->Ingest(key, t, value, source_with, handle);
+      if (a.ok()) source_with.Append(key, t, value);
+      ASSERT_EQ(a, IngestAndStore(*without, source_without, key, t, value)) << key.ToString();
+      ASSERT_TRUE(handle.valid()) << key.ToString();
+    }
+    if (secs % 600 == 0 || secs == 5400) {
+      for (const char* node : {"n1", "n2"}) {
+        ASSERT_EQ(with->QueryNode(node), without->QueryNode(node)) << node << " at " << secs;
+      }
+    }
+  }
+  EXPECT_EQ(with->SeriesCount(), without->SeriesCount());
+  // Nearly every sample after a series' first went through its handle.
+  EXPECT_GT(through_handle, all.size() * 400);
 }
 
 TEST(WindowEngineTest, VisitNodeGivesEverySeriesOfTheNodeAsQueryDoes) {

@@ -146,8 +146,6 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
 
 absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
                                   SampleSource& source, IngestCursor& cursor) {
-  const int64_t t = Nanos(time);
-  Layout& layout = *layout_;
   auto it = series_.end();
   if (cursor.valid_) {
     // In a run in key order the series is the one after the last, unless it is new.
@@ -156,7 +154,22 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
     }
   }
   if (it == series_.end()) it = series_.find(key);
-  cursor.valid_ = false;
+  return IngestInto(key, it, time, value, source, &cursor.last_, &cursor.valid_);
+}
+
+absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
+                                  SampleSource& source, SeriesHandle& handle) {
+  const auto it = handle.valid_ ? handle.it_ : series_.find(key);
+  assert((!handle.valid_ || it->first == key) && "a handle of another series");
+  return IngestInto(key, it, time, value, source, &handle.it_, &handle.valid_);
+}
+
+absl::Status WindowEngine::IngestInto(const SeriesKey& key, SeriesMap::iterator it, Timestamp time,
+                                      uint64_t value, SampleSource& source,
+                                      SeriesMap::iterator* where, bool* valid) {
+  const int64_t t = Nanos(time);
+  Layout& layout = *layout_;
+  *valid = false;
   if (it == series_.end()) {
     Series series;
     series.newest_ns = t;
@@ -166,13 +179,13 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
       series.longs[i].Add(layout.long_geometry[i], layout.mapping, t, value);
     }
     series.PushRaw(layout, Sample{time, value});
-    cursor.last_ = series_.emplace(key, std::move(series)).first;
-    cursor.valid_ = true;
+    *where = series_.emplace(key, std::move(series)).first;
+    *valid = true;
     return absl::OkStatus();
   }
   // Whatever follows, the series stays unless it is dropped below.
-  cursor.last_ = it;
-  cursor.valid_ = true;
+  *where = it;
+  *valid = true;
   Series& series = it->second;
   if (t <= series.newest_ns) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -206,7 +219,7 @@ absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t
                                                layout.expired[i], layout.bucket_rest[i]);
         !s.ok()) {
       // The state no longer matches the store; drop it so that it can be restored.
-      cursor.valid_ = false;
+      *valid = false;
       series_.erase(it);
       return absl::DataLossError(
           absl::StrCat(key.ToString(), ": ", s.message(), "; the series was dropped"));

@@ -138,6 +138,12 @@ class WindowEngine {
   class IngestCursor;
   [[nodiscard]] absl::Status Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
                                     SampleSource& source, IngestCursor& cursor);
+  // The same for a caller that keeps, beside its own state of each series, where the series
+  // is in the engine (see SeriesHandle): with the handle set, the series is not searched for
+  // (its key is not even read). Sets the handle; clears it when the series is dropped.
+  class SeriesHandle;
+  [[nodiscard]] absl::Status Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
+                                    SampleSource& source, SeriesHandle& handle);
 
   // Every window of `key`; NotFound for an unknown (or deleted) series.
   [[nodiscard]] absl::StatusOr<SeriesWindows> Query(const SeriesKey& key) const;
@@ -234,6 +240,11 @@ class WindowEngine {
 
   // Series is complete where the map's members are used (window_engine.cc).
   using SeriesMap = std::map<SeriesKey, Series>;
+  // Ingest's work once the series is found (`it`; series_.end(): a new one): leaves *where
+  // at the series and *valid true, or *valid false when the series was dropped.
+  absl::Status IngestInto(const SeriesKey& key, SeriesMap::iterator it, Timestamp time,
+                          uint64_t value, SampleSource& source, SeriesMap::iterator* where,
+                          bool* valid);
 
  public:
   // Where a run of Ingest calls got to: the series of the last one. Use a new one for each
@@ -242,6 +253,21 @@ class WindowEngine {
    private:
     friend class WindowEngine;
     SeriesMap::iterator last_;
+    bool valid_ = false;
+  };
+
+  // One series' place in the engine, as Ingest last found it. It stays right for as long as
+  // the series stays in the engine: the holder clears it (Reset) or drops it whenever the
+  // series may leave by other means (DeleteSeries, DeletePod, DeleteNode), which is why it is
+  // meant to live in the holder's own state of that series and go with it.
+  class SeriesHandle {
+   public:
+    void Reset() { valid_ = false; }
+    bool valid() const { return valid_; }
+
+   private:
+    friend class WindowEngine;
+    SeriesMap::iterator it_;
     bool valid_ = false;
   };
 
