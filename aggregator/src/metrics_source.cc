@@ -30,15 +30,7 @@ std::pair<size_t, size_t> MetricsSnapshot::NamespaceRange(std::string_view names
 
 std::optional<size_t> MetricsSnapshot::FindPod(std::string_view namespace_name,
                                                std::string_view name) const {
-  auto it = std::lower_bound(pods.begin(), pods.end(), 0, [&](const PodViewRef& pod, int) {
-    const std::string_view pod_namespace = pod->namespace_name;
-    if (pod_namespace != namespace_name) return pod_namespace < namespace_name;
-    return std::string_view(pod->name) < name;
-  });
-  if (it == pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
-    return std::nullopt;
-  }
-  return static_cast<size_t>(it - pods.begin());
+  return FindPodIn(pods, namespace_name, name);
 }
 
 std::vector<PodViewRef> MetricsSnapshot::PodsOfNode(std::string_view node) const {

@@ -20,23 +20,6 @@ std::optional<size_t> FindNode(const MetricsSnapshot& snapshot, std::string_view
   return static_cast<size_t>(it - snapshot.nodes.begin());
 }
 
-// The same for one node's pods, sorted by (namespace, name).
-std::optional<size_t> FindPodIn(const std::vector<std::shared_ptr<const PodView>>& pods,
-                                std::string_view namespace_name, std::string_view name) {
-  auto it = std::lower_bound(pods.begin(), pods.end(), 0,
-                             [&](const std::shared_ptr<const PodView>& pod, int) {
-                               const std::string_view pod_namespace = pod->namespace_name;
-                               if (pod_namespace != namespace_name) {
-                                 return pod_namespace < namespace_name;
-                               }
-                               return std::string_view(pod->name) < name;
-                             });
-  if (it == pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
-    return std::nullopt;
-  }
-  return static_cast<size_t>(it - pods.begin());
-}
-
 // Drop one object from the snapshot; false when it is absent.
 bool EraseNode(MetricsSnapshot* snapshot, std::string_view name) {
   std::optional<size_t> index = FindNode(*snapshot, name);

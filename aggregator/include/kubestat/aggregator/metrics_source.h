@@ -13,6 +13,7 @@
 #ifndef KUBESTAT_AGGREGATOR_METRICS_SOURCE_H_
 #define KUBESTAT_AGGREGATOR_METRICS_SOURCE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -51,6 +52,22 @@ struct NodeObjects {
 };
 
 using PodViewRef = metrics_api::PodRef;  // a snapshot's pod
+
+// The index in `pods` (sorted by (namespace, name); shared_ptrs to pod views or
+// PodViewRefs) of the pod with this key; std::nullopt when absent.
+template <typename Pods>
+std::optional<size_t> FindPodIn(const Pods& pods, std::string_view namespace_name,
+                                std::string_view name) {
+  auto it = std::lower_bound(pods.begin(), pods.end(), 0, [&](const auto& pod, int) {
+    const std::string_view pod_namespace = pod->namespace_name;
+    if (pod_namespace != namespace_name) return pod_namespace < namespace_name;
+    return std::string_view(pod->name) < name;
+  });
+  if (it == pods.end() || (*it)->namespace_name != namespace_name || (*it)->name != name) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(it - pods.begin());
+}
 
 // Every node and pod of a source at one time, as shared immutable views: what a front end
 // that reads everything (the watch hub) takes without copying the objects. The pods are
