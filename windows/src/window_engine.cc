@@ -140,36 +140,16 @@ WindowEngine::~WindowEngine() = default;
 
 absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
                                   SampleSource& source) {
-  IngestCursor cursor;
-  return Ingest(key, time, value, source, cursor);
-}
-
-absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
-                                  SampleSource& source, IngestCursor& cursor) {
-  auto it = series_.end();
-  if (cursor.valid_) {
-    // In a run in key order the series is the one after the last, unless it is new.
-    if (auto next = std::next(cursor.last_); next != series_.end() && next->first == key) {
-      it = next;
-    }
-  }
-  if (it == series_.end()) it = series_.find(key);
-  return IngestInto(key, it, time, value, source, &cursor.last_, &cursor.valid_);
+  SeriesHandle handle;
+  return Ingest(key, time, value, source, handle);
 }
 
 absl::Status WindowEngine::Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
                                   SampleSource& source, SeriesHandle& handle) {
-  const auto it = handle.valid_ ? handle.it_ : series_.find(key);
+  auto it = handle.valid_ ? handle.it_ : series_.find(key);
   assert((!handle.valid_ || it->first == key) && "a handle of another series");
-  return IngestInto(key, it, time, value, source, &handle.it_, &handle.valid_);
-}
-
-absl::Status WindowEngine::IngestInto(const SeriesKey& key, SeriesMap::iterator it, Timestamp time,
-                                      uint64_t value, SampleSource& source,
-                                      SeriesMap::iterator* where, bool* valid) {
   const int64_t t = Nanos(time);
   Layout& layout = *layout_;
-  *valid = false;
   if (it == series_.end()) {
     Series series;
     series.newest_ns = t;
@@ -179,13 +159,13 @@ absl::Status WindowEngine::IngestInto(const SeriesKey& key, SeriesMap::iterator 
       series.longs[i].Add(layout.long_geometry[i], layout.mapping, t, value);
     }
     series.PushRaw(layout, Sample{time, value});
-    *where = series_.emplace(key, std::move(series)).first;
-    *valid = true;
+    handle.it_ = series_.emplace(key, std::move(series)).first;
+    handle.valid_ = true;
     return absl::OkStatus();
   }
   // Whatever follows, the series stays unless it is dropped below.
-  *where = it;
-  *valid = true;
+  handle.it_ = it;
+  handle.valid_ = true;
   Series& series = it->second;
   if (t <= series.newest_ns) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -219,7 +199,7 @@ absl::Status WindowEngine::IngestInto(const SeriesKey& key, SeriesMap::iterator 
                                                layout.expired[i], layout.bucket_rest[i]);
         !s.ok()) {
       // The state no longer matches the store; drop it so that it can be restored.
-      *valid = false;
+      handle.valid_ = false;
       series_.erase(it);
       return absl::DataLossError(
           absl::StrCat(key.ToString(), ": ", s.message(), "; the series was dropped"));

@@ -132,12 +132,6 @@ class WindowEngine {
   // caller has stored it yet).
   [[nodiscard]] absl::Status Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
                                     SampleSource& source);
-  // The same, for a run of samples whose keys come in key order (a node's scrape): `cursor`
-  // (see IngestCursor) finds each series right after the previous one's instead of
-  // searching every series. The result is the same as without it.
-  class IngestCursor;
-  [[nodiscard]] absl::Status Ingest(const SeriesKey& key, Timestamp time, uint64_t value,
-                                    SampleSource& source, IngestCursor& cursor);
   // The same for a caller that keeps, beside its own state of each series, where the series
   // is in the engine (see SeriesHandle): with the handle set, the series is not searched for
   // (its key is not even read). Sets the handle; clears it when the series is dropped.
@@ -240,22 +234,8 @@ class WindowEngine {
 
   // Series is complete where the map's members are used (window_engine.cc).
   using SeriesMap = std::map<SeriesKey, Series>;
-  // Ingest's work once the series is found (`it`; series_.end(): a new one): leaves *where
-  // at the series and *valid true, or *valid false when the series was dropped.
-  absl::Status IngestInto(const SeriesKey& key, SeriesMap::iterator it, Timestamp time,
-                          uint64_t value, SampleSource& source, SeriesMap::iterator* where,
-                          bool* valid);
 
  public:
-  // Where a run of Ingest calls got to: the series of the last one. Use a new one for each
-  // run, on one engine, with no other change to that engine during the run.
-  class IngestCursor {
-   private:
-    friend class WindowEngine;
-    SeriesMap::iterator last_;
-    bool valid_ = false;
-  };
-
   // One series' place in the engine, as Ingest last found it. It stays right for as long as
   // the series stays in the engine: the holder clears it (Reset) or drops it whenever the
   // series may leave by other means (DeleteSeries, DeletePod, DeleteNode), which is why it is
