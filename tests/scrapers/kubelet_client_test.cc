@@ -324,26 +324,37 @@ TEST(KubeletClientTest, GarbageBodyIsADecodeFailure) {
   EXPECT_EQ(FailureReason(scrape.status()), "decode");
 }
 
-// Runs `scrapes` on a thread of their own, whose body storage starts empty.
-void OnANewThread(const std::function<void()>& scrapes) { std::thread(scrapes).join(); }
+// One scrape's outcome and the body storage its thread kept after it.
+struct KeptAfter {
+  absl::StatusOr<NodeScrape> scrape;
+  KubeletScraper::KeptBody kept;
+};
+
+// Three scrapes of `target`, in turn, on a thread of their own (whose body storage starts
+// empty).
+std::vector<KeptAfter> ThreeScrapesOnANewThread(KubeletScraper& scraper,
+                                                const ScrapeTarget& target) {
+  std::vector<KeptAfter> out;
+  std::thread([&] {
+    for (int i = 0; i < 3; ++i) {
+      absl::StatusOr<NodeScrape> scrape = scraper.Scrape(target);
+      out.push_back({std::move(scrape), KubeletScraper::KeptBodyOfThisThread()});
+    }
+  }).join();
+  return out;
+}
 
 TEST(KubeletScraperBodyTest, ScrapesOnOneThreadReadEachBodyIntoTheStorageOfTheOneBefore) {
   FakeKubelet kubelet(ReplySummary);
   auto client = MakeClient(PlainOptions());
   KubeletScraper scraper(*client, RealClock::Get());
+  const std::vector<KeptAfter> after = ThreeScrapesOnANewThread(scraper, kubelet.Target());
+  for (const KeptAfter& a : after) {
+    ASSERT_TRUE(a.scrape.ok()) << a.scrape.status();
+    EXPECT_EQ(a.scrape->node_name, "node-a");
+  }
   std::vector<KubeletScraper::KeptBody> kept;
-  std::vector<absl::Status> outcomes;
-  OnANewThread([&] {
-    for (int i = 0; i < 3; ++i) {
-      absl::StatusOr<NodeScrape> scrape = scraper.Scrape(kubelet.Target());
-      outcomes.push_back(scrape.status());
-      if (scrape.ok()) {
-        EXPECT_EQ(scrape->node_name, "node-a");
-      }
-      kept.push_back(KubeletScraper::KeptBodyOfThisThread());
-    }
-  });
-  for (const absl::Status& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome;
+  for (const KeptAfter& a : after) kept.push_back(a.kept);
   ASSERT_EQ(kept.size(), 3u);
   EXPECT_GE(kept[0].capacity, std::string_view(kSummary).size() + kSummaryPadding);
   // Each body was read into the storage the one before left (both alive at once otherwise,
@@ -370,12 +381,10 @@ TEST(KubeletScraperBodyTest, AFailedScrapeKeepsTheStorage) {
   KubeletScraper scraper(*client, RealClock::Get());
   std::vector<KubeletScraper::KeptBody> kept;
   std::vector<std::string> reasons;
-  OnANewThread([&] {
-    for (int i = 0; i < 3; ++i) {
-      reasons.push_back(FailureReason(scraper.Scrape(kubelet.Target()).status()));
-      kept.push_back(KubeletScraper::KeptBodyOfThisThread());
-    }
-  });
+  for (const KeptAfter& a : ThreeScrapesOnANewThread(scraper, kubelet.Target())) {
+    reasons.push_back(FailureReason(a.scrape.status()));
+    kept.push_back(a.kept);
+  }
   EXPECT_EQ(reasons, (std::vector<std::string>{"", "http_500", "decode"}));
   ASSERT_EQ(kept.size(), 3u);
   EXPECT_GE(kept[0].capacity, std::string_view(kSummary).size());
@@ -395,14 +404,10 @@ TEST(KubeletScraperBodyTest, ABodyOverTheKeptCapIsNotKept) {
   auto client = MakeClient(PlainOptions());
   KubeletScraper scraper(*client, RealClock::Get());
   std::vector<KubeletScraper::KeptBody> kept;
-  std::vector<absl::Status> outcomes;
-  OnANewThread([&] {
-    for (int i = 0; i < 3; ++i) {
-      outcomes.push_back(scraper.Scrape(kubelet.Target()).status());
-      kept.push_back(KubeletScraper::KeptBodyOfThisThread());
-    }
-  });
-  for (const absl::Status& outcome : outcomes) EXPECT_TRUE(outcome.ok()) << outcome;
+  for (const KeptAfter& a : ThreeScrapesOnANewThread(scraper, kubelet.Target())) {
+    EXPECT_TRUE(a.scrape.ok()) << a.scrape.status();
+    kept.push_back(a.kept);
+  }
   ASSERT_EQ(kept.size(), 3u);
   EXPECT_GE(kept[0].capacity, summary.size());
   // The huge body's storage was freed, not kept ...
