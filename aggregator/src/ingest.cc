@@ -1195,37 +1195,141 @@ struct NodeHistoryWriter::OpenBucket {
   std::vector<Sample> samples;  // of the bucket starting at `start`
 };
 
+namespace {
+
+// Sorts a writer's keys; InvalidArgument for an empty node name, or a key of another node
+// or twice.
+absl::Status SortWriterKeys(std::string_view node_name, std::vector<SeriesKey>* keys) {
+  if (node_name.empty()) return absl::InvalidArgumentError("NodeHistoryWriter: empty node name");
+  std::sort(keys->begin(), keys->end());
+  for (size_t i = 0; i < keys->size(); ++i) {
+    const SeriesKey& key = (*keys)[i];
+    if (key.node != node_name) {
+      return absl::InvalidArgumentError(absl::StrCat("NodeHistoryWriter: series ", key.ToString(),
+                                                     " is not of node ", std::string(node_name)));
+    }
+    if (i > 0 && key == (*keys)[i - 1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("NodeHistoryWriter: series ", key.ToString(), " given twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, StoredNode, std::less<>>> StoredNodesByName(
+    const storage::Dictionary& dictionary) {
+  std::unordered_map<NodeId, StoredNode> by_id;
+  for (const storage::NodeEntry& n : dictionary.nodes) by_id[n.id] = StoredNode{n.id, n.name, {}};
+  for (const storage::SeriesEntry& e : dictionary.series) {
+    auto node = by_id.find(e.node);
+    absl::StatusOr<SeriesKey> key = DecodeSeriesKey(e.key);
+    if (node == by_id.end() || !key.ok() || key->node != node->second.name) {
+      return absl::DataLossError(absl::StrCat(
+          "series ", e.id, " of node ", e.node, ": ",
+          key.ok() ? "its node entry is missing or another's" : "its key is unreadable"));
+    }
+    node->second.series.emplace(std::move(*key), e.id);
+  }
+  std::map<std::string, StoredNode, std::less<>> by_name;
+  for (auto& [id, node] : by_id) {
+    auto [it, added] = by_name.try_emplace(node.name);
+    if (added || it->second.id < id) it->second = std::move(node);
+  }
+  return by_name;
+}
+
 absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> NodeHistoryWriter::Create(
     const WindowEngineOptions& options, storage::Store* store, std::string node_name,
     std::vector<SeriesKey> keys, const PodWorkloads* workloads) {
   if (store == nullptr) return absl::InvalidArgumentError("NodeHistoryWriter needs a store");
-  if (node_name.empty()) return absl::InvalidArgumentError("NodeHistoryWriter: empty node name");
-  std::sort(keys.begin(), keys.end());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i].node != node_name) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "NodeHistoryWriter: series ", keys[i].ToString(), " is not of node ", node_name));
-    }
-    if (i > 0 && keys[i] == keys[i - 1]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("NodeHistoryWriter: series ", keys[i].ToString(), " given twice"));
-    }
-  }
+  if (absl::Status s = SortWriterKeys(node_name, &keys); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<WindowEngine>> engine = WindowEngine::Create(options);
   if (!engine.ok()) return engine.status();
+  const NodeId node_id = store->AllocateNodeId();
   return std::unique_ptr<NodeHistoryWriter>(new NodeHistoryWriter(
-      std::move(*engine), store, std::move(node_name), std::move(keys), workloads));
+      std::move(*engine), store, node_id, std::move(node_name), std::move(keys), workloads));
+}
+
+absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> NodeHistoryWriter::Resume(
+    const WindowEngineOptions& options, storage::Store* store, const StoredNode& node,
+    std::vector<SeriesKey> keys, const PodWorkloads* workloads) {
+  if (store == nullptr) return absl::InvalidArgumentError("NodeHistoryWriter needs a store");
+  if (absl::Status s = SortWriterKeys(node.name, &keys); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<WindowEngine>> engine = WindowEngine::Create(options);
+  if (!engine.ok()) return engine.status();
+  std::unique_ptr<NodeHistoryWriter> writer(new NodeHistoryWriter(
+      std::move(*engine), store, node.id, node.name, std::move(keys), workloads));
+  writer->node_written_ = true;
+  for (const auto& [key, id] : node.series) {
+    auto it = std::lower_bound(writer->keys_.begin(), writer->keys_.end(), key);
+    if (it != writer->keys_.end() && *it == key) {
+      writer->open_[static_cast<size_t>(it - writer->keys_.begin())].id = id;
+    } else {
+      writer->retire_.push_back(id);
+    }
+  }
+  if (absl::Status s = writer->LoadOpenBuckets(); !s.ok()) return s;
+  return writer;
+}
+
+absl::Status NodeHistoryWriter::LoadOpenBuckets() {
+  // The continued series by id: a blob's values come sorted by id, so one merge per blob.
+  std::vector<std::pair<SeriesId, size_t>> wanted;  // id, index into keys_
+  for (size_t i = 0; i < keys_.size(); ++i) {
+    if (open_[i].id != 0) wanted.emplace_back(open_[i].id, i);
+  }
+  std::sort(wanted.begin(), wanted.end());
+  // Newest first: a series' first value seen is its newest sample, which opens its bucket;
+  // the scan ends once every series is found and no older scrape can be in an open bucket,
+  // or at the retention, as Rebuild() ends.
+  const Duration retention = store_->options().retention;
+  size_t found = 0;
+  Timestamp oldest_start = Timestamp::max();
+  auto visit = [&](Timestamp t, std::span<const storage::SeriesValue> values) {
+    if (!last_) last_ = t;
+    if (t <= *last_ - retention) return false;
+    auto w = wanted.begin();
+    for (const storage::SeriesValue& v : values) {
+      while (w != wanted.end() && w->first < v.id) ++w;
+      if (w == wanted.end()) break;
+      if (w->first != v.id) continue;
+      OpenBucket& open = open_[w->second];
+      if (open.samples.empty()) {
+        open.start = engine_->RollupBucketStart(t);
+        oldest_start = std::min(oldest_start, open.start);
+        ++found;
+      } else if (t < open.start) {
+        continue;
+      }
+      open.samples.push_back({t, v.value});
+    }
+    return found < wanted.size() || t > oldest_start;
+  };
+  absl::Status s = store_->ReadScrapesBackward(node_id_, Timestamp::max(), Timestamp::min(), visit);
+  if (!s.ok()) return s;
+  for (OpenBucket& open : open_) {
+    if (open.id != 0 && open.samples.empty()) {
+      // No sample left: Rebuild() retires such a series, and its object's next sample
+      // starts a new one.
+      retire_.push_back(open.id);
+      open.id = 0;
+    }
+    std::reverse(open.samples.begin(), open.samples.end());
+  }
+  return absl::OkStatus();
 }
 
 NodeHistoryWriter::NodeHistoryWriter(std::unique_ptr<WindowEngine> engine, storage::Store* store,
-                                     std::string node_name, std::vector<SeriesKey> keys,
-                                     const PodWorkloads* workloads)
+                                     NodeId node_id, std::string node_name,
+                                     std::vector<SeriesKey> keys, const PodWorkloads* workloads)
     : engine_(std::move(engine)),
       store_(store),
       workloads_(workloads),
       node_name_(std::move(node_name)),
       keys_(std::move(keys)),
-      node_id_(store->AllocateNodeId()),
+      node_id_(node_id),
       open_(keys_.size()) {}
 
 NodeHistoryWriter::~NodeHistoryWriter() = default;
@@ -1244,6 +1348,8 @@ absl::Status NodeHistoryWriter::Append(Timestamp time,
   }
   if (!node_written_) batch->AddNode(node_id_, node_name_);
   node_written_ = true;
+  for (SeriesId id : retire_) batch->RetireSeries(id, time);
+  retire_.clear();
   const Timestamp bucket_start = engine_->RollupBucketStart(time);
   values_.clear();
   for (size_t i = 0; i < keys_.size(); ++i) {

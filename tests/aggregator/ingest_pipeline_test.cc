@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -551,6 +552,223 @@ TEST_F(IngestTest, HistoryWriterRejectsForeignKeysAndScrapesNotNewer) {
   ASSERT_TRUE(memory);
   ASSERT_EQ(memory->series.size(), 1u);  // no cpu sample yet: no cpu series
   EXPECT_EQ(memory->series[0].windows[0].max, 5u);
+}
+
+// Every usage histogram the store holds.
+std::vector<std::tuple<std::string, storage::SeriesId, Timestamp, std::string>> ReadHistories(
+    const storage::Store& store) {
+  std::vector<std::tuple<std::string, storage::SeriesId, Timestamp, std::string>> out;
+  EXPECT_TRUE(
+      store
+          .ReadHistory("", Timestamp::min(), Timestamp::max(),
+                       [&](std::string_view owner, storage::SeriesId id, Timestamp start,
+                           std::string_view bytes) { out.emplace_back(owner, id, start, bytes); })
+          .ok());
+  return out;
+}
+
+// A writer resumed on the store after the first one went and the store was closed and
+// reopened (as after a kill) writes what one that never stopped writes: the same
+// dictionary, samples, rollups (its open buckets read back from the store) and usage
+// histograms, so a rebuild gives the same windows.
+TEST_F(IngestTest, ResumedHistoryWriterWritesWhatOneThatNeverStoppedWrites) {
+  const std::vector<std::string> names = {"node-0", "node-1"};
+  auto keys_of = [](const std::string& name) {
+    std::vector<SeriesKey> keys;
+    for (Resource r : {Resource::kCpu, Resource::kMemory}) {
+      keys.push_back(SeriesKey::Node(name, r));
+      keys.push_back(SeriesKey::Pod(name, "ns", "p", r));
+      keys.push_back(SeriesKey::Container(name, "ns", "p", "c", r));
+    }
+    return keys;
+  };
+  const Duration step = seconds(30);
+  const Timestamp end = kT0 + hours(5) + minutes(3);
+  // Inside a rollup bucket, so the resumed writer must close one it did not open.
+  const Timestamp split = kT0 + hours(3) + minutes(41) + seconds(7);
+  // The same values for both runs: values[step][node][key], in the writers' key order.
+  // Some scrapes give a series no sample, and series 1 of each node has none for the 100
+  // minutes before the split: its open bucket at the split is older than the newest
+  // scrape's.
+  std::mt19937_64 rng(11);
+  std::vector<std::vector<std::vector<std::optional<uint64_t>>>> values;
+  for (Timestamp t = kT0; t < end; t += step) {
+    values.emplace_back();
+    for (size_t n = 0; n < names.size(); ++n) {
+      values.back().emplace_back();
+      for (size_t i = 0; i < 6; ++i) {
+        const bool gap = rng() % 17 == 0 || (i == 1 && t >= split - minutes(100) && t < split);
+        values.back().back().push_back(gap ? std::nullopt
+                                           : std::optional<uint64_t>(1000 + rng() % 1000000));
+      }
+    }
+  }
+  auto append = [&](std::vector<std::unique_ptr<NodeHistoryWriter>>& writers, storage::Store& store,
+                    Timestamp from, Timestamp to) {
+    size_t s = 0;
+    for (Timestamp t = kT0; t < to; t += step, ++s) {
+      if (t < from) continue;
+      storage::ScrapeBatch batch;
+      for (size_t n = 0; n < writers.size(); ++n) {
+        ASSERT_TRUE(
+            writers[n]->Append(t + std::chrono::milliseconds(n), values[s][n], &batch).ok());
+      }
+      ASSERT_TRUE(store.Write(batch).ok());
+    }
+  };
+
+  // Uninterrupted, into the test's store.
+  std::vector<std::unique_ptr<NodeHistoryWriter>> writers;
+  for (const std::string& name : names) {
+    auto writer =
+        NodeHistoryWriter::Create(ingestor_->engine_options(), store_.get(), name, keys_of(name));
+    ASSERT_TRUE(writer.ok());
+    writers.push_back(std::move(*writer));
+  }
+  append(writers, *store_, kT0, end);
+
+  // Stopped at the split, resumed on the reopened store.
+  ::kubestat::testing::TempDir other_dir;
+  std::unique_ptr<storage::Store> other = OpenStore(other_dir.File("db"));
+  ASSERT_NE(other, nullptr);
+  std::vector<std::unique_ptr<NodeHistoryWriter>> first;
+  for (const std::string& name : names) {
+    auto writer =
+        NodeHistoryWriter::Create(ingestor_->engine_options(), other.get(), name, keys_of(name));
+    ASSERT_TRUE(writer.ok());
+    first.push_back(std::move(*writer));
+  }
+  append(first, *other, kT0, split);
+  const std::optional<Timestamp> stopped_at = first.back()->last_scrape();
+  first.clear();
+  other.reset();
+  other = OpenStore(other_dir.File("db"));
+  ASSERT_NE(other, nullptr);
+  auto dict = other->LoadDictionary();
+  ASSERT_TRUE(dict.ok());
+  auto stored = StoredNodesByName(*dict);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->size(), names.size());
+  std::vector<std::unique_ptr<NodeHistoryWriter>> resumed;
+  for (size_t n = 0; n < names.size(); ++n) {
+    auto writer = NodeHistoryWriter::Resume(ingestor_->engine_options(), other.get(),
+                                            stored->at(names[n]), keys_of(names[n]));
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    EXPECT_EQ((*writer)->node_id(), writers[n]->node_id());
+    resumed.push_back(std::move(*writer));
+  }
+  EXPECT_EQ(resumed.back()->last_scrape(), stopped_at);
+  append(resumed, *other, split, end);
+
+  auto dict_a = store_->LoadDictionary();
+  auto dict_b = other->LoadDictionary();
+  ASSERT_TRUE(dict_a.ok());
+  ASSERT_TRUE(dict_b.ok());
+  ASSERT_EQ(dict_b->nodes.size(), names.size());
+  ASSERT_EQ(dict_b->series.size(), dict_a->series.size());
+  for (size_t i = 0; i < dict_a->series.size(); ++i) {
+    EXPECT_EQ(dict_b->series[i].id, dict_a->series[i].id);
+    EXPECT_EQ(dict_b->series[i].node, dict_a->series[i].node);
+    EXPECT_EQ(dict_b->series[i].key, dict_a->series[i].key);
+  }
+  for (const storage::NodeEntry& node : dict_a->nodes) {
+    auto [scrapes, rollups] = ReadNode(*store_, node.id);
+    auto [other_scrapes, other_rollups] = ReadNode(*other, node.id);
+    EXPECT_EQ(scrapes.size(), values.size());
+    EXPECT_GE(rollups.size(), 5u * 6 - 1);
+    EXPECT_TRUE(other_scrapes == scrapes) << node.name;
+    EXPECT_TRUE(other_rollups == rollups) << node.name;
+  }
+  const auto histories = ReadHistories(*store_);
+  EXPECT_GE(histories.size(), 5u * 2 * 2);
+  EXPECT_TRUE(ReadHistories(*other) == histories);
+
+  auto rebuilt_a = Ingestor::Create(IngestOptions{}, store_.get(), &clock_);
+  auto rebuilt_b = Ingestor::Create(IngestOptions{}, other.get(), &clock_);
+  ASSERT_TRUE(rebuilt_a.ok());
+  ASSERT_TRUE(rebuilt_b.ok());
+  ASSERT_TRUE((*rebuilt_a)->Rebuild().ok());
+  ASSERT_TRUE((*rebuilt_b)->Rebuild().ok());
+  EXPECT_EQ((*rebuilt_b)->Stats().rebuild_errors, 0u);
+  const std::vector<SeriesWindows> windows = (*rebuilt_a)->QueryAll();
+  ASSERT_EQ(windows.size(), names.size() * 6);
+  EXPECT_EQ((*rebuilt_b)->QueryAll(), windows);
+}
+
+// After a resume the node keeps its id and its newest stored scrape is the previous one;
+// a key the store does not hold gets a new id at its first sample, and a stored series not
+// given to Resume is retired, as a restarted Ingestor retires an object that left the
+// node's scrape.
+TEST_F(IngestTest, ResumedHistoryWriterRefusesOlderScrapesAndGivesNewKeysNewIds) {
+  const WindowEngineOptions& options = ingestor_->engine_options();
+  const SeriesKey cpu = SeriesKey::Node("n1", Resource::kCpu);
+  const SeriesKey old_pod = SeriesKey::Pod("n1", "ns", "old", Resource::kMemory);
+  const SeriesKey new_pod = SeriesKey::Pod("n1", "ns", "new", Resource::kMemory);
+  auto writer = NodeHistoryWriter::Create(options, store_.get(), "n1", {cpu, old_pod});
+  ASSERT_TRUE(writer.ok());
+  const std::vector<std::optional<uint64_t>> two = {7, 9};
+  storage::ScrapeBatch batch;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE((*writer)->Append(kT0 + seconds(10 * i), two, &batch).ok());
+  ASSERT_TRUE(store_->Write(batch).ok());
+  const storage::NodeId node_id = (*writer)->node_id();
+  writer->reset();
+
+  auto dict = store_->LoadDictionary();
+  ASSERT_TRUE(dict.ok());
+  auto stored = StoredNodesByName(*dict);
+  ASSERT_TRUE(stored.ok());
+  const StoredNode& n1 = stored->at("n1");
+  EXPECT_EQ(n1.id, node_id);
+  ASSERT_EQ(n1.series.size(), 2u);
+  const storage::SeriesId cpu_id = n1.series.at(cpu);
+  const storage::SeriesId old_id = n1.series.at(old_pod);
+
+  auto resumed = NodeHistoryWriter::Resume(options, store_.get(), n1, {new_pod, cpu});
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ((*resumed)->node_id(), node_id);
+  EXPECT_EQ((*resumed)->last_scrape(), kT0 + seconds(20));
+  batch.Clear();
+  EXPECT_EQ((*resumed)->Append(kT0 + seconds(20), two, &batch).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*resumed)->Append(kT0 + seconds(5), two, &batch).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(batch.empty());
+  ASSERT_TRUE((*resumed)->Append(kT0 + seconds(30), two, &batch).ok());
+  ASSERT_TRUE(store_->Write(batch).ok());
+
+  dict = store_->LoadDictionary();
+  ASSERT_TRUE(dict.ok());
+  ASSERT_EQ(dict->nodes.size(), 1u);
+  EXPECT_EQ(dict->nodes[0].id, node_id);
+  std::map<SeriesKey, storage::SeriesId> ids;
+  for (const storage::SeriesEntry& e : dict->series) {
+    auto key = DecodeSeriesKey(e.key);
+    ASSERT_TRUE(key.ok());
+    EXPECT_EQ(e.node, node_id);
+    ids.emplace(*key, e.id);
+  }
+  // The old pod's series is retired: the dictionary lists live series only.
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(ids.at(cpu), cpu_id);
+  EXPECT_GT(ids.at(new_pod), std::max(cpu_id, old_id));
+
+  auto rebuilt = NewIngestor();
+  auto node = rebuilt->QueryNode("n1");
+  ASSERT_TRUE(node);
+  ASSERT_EQ(node->series.size(), 1u);
+  EXPECT_EQ(node->series[0].key, cpu);
+  EXPECT_EQ(node->series[0].windows[1].count, 4u);  // the 1m window: 0 s to 30 s
+  auto pod = rebuilt->QueryPod("ns", "new");
+  ASSERT_TRUE(pod);
+  ASSERT_EQ(pod->series.size(), 1u);
+  EXPECT_EQ(pod->series[0].windows[1].count, 1u);
+  EXPECT_FALSE(rebuilt->QueryPod("ns", "old"));
+
+  // An unreadable dictionary entry is named, not skipped.
+  storage::Dictionary bad = *dict;
+  bad.series.push_back({ids.at(new_pod) + 1, node_id, "not a key"});
+  EXPECT_EQ(StoredNodesByName(bad).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST_F(IngestTest, ManyNodesIngestConcurrentlyWhileQueriesRun) {

@@ -41,6 +41,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -238,15 +240,31 @@ class Ingestor {
   std::atomic<int64_t> retention_hour_{INT64_MIN};
 };
 
+// One node as the store holds it: what NodeHistoryWriter::Resume continues.
+struct StoredNode {
+  storage::NodeId id = 0;
+  std::string name;
+  std::map<SeriesKey, storage::SeriesId> series;  // its live series
+};
+
+// The store's nodes with their live series, by name, from one Store::LoadDictionary, so
+// that resuming the writers of many nodes reads and decodes the dictionary once. A name
+// held by several node ids (a node that was deleted and came back) maps to the newest
+// (highest) id. DataLoss naming the entry when a series' key cannot be decoded, names
+// another node, or its node has no entry.
+[[nodiscard]] absl::StatusOr<std::map<std::string, StoredNode, std::less<>>> StoredNodesByName(
+    const storage::Dictionary& dictionary);
+
 // NodeHistoryWriter: writes into the store, in bulk, exactly the records Ingestor writes
 // for one node given the samples of each of its scrapes: the node's dictionary entry (with
 // its first scrape), a series' entry with its first sample, one blob per scrape, and the
 // rollup of a series' bucket once a later sample of that series closes it. It runs no
 // window engine and keeps no cpu counters: the values are the samples themselves (rates
-// and pod sums already computed, as Ingest computes them). It never retires a series: every
-// key is treated as an object still present in every scrape. For importing history and
-// for benchmarks that need a day of a large cluster in the store quickly; after Rebuild()
-// the windows are those of an Ingestor that ingested the same samples.
+// and pod sums already computed, as Ingest computes them). It never retires a series while
+// it runs: every key is treated as an object still present in every scrape (a resumed
+// writer retires what it was not given, see Resume). For importing history and for
+// benchmarks that need a day of a large cluster in the store quickly; after Rebuild() the
+// windows are those of an Ingestor that ingested the same samples.
 //
 // Ids come from the store's allocators in the order Ingest takes them: the node's at
 // Create(), a series' at its first sample, in key order within a scrape.
@@ -265,6 +283,23 @@ class NodeHistoryWriter {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> Create(
       const WindowEngineOptions& options, storage::Store* store, std::string node_name,
       std::vector<SeriesKey> keys, const PodWorkloads* workloads = nullptr);
+  // A writer that continues `node` (as StoredNodesByName gives it, of this store) where
+  // the store's records of it end, as an Ingestor restarted on the store would: the node
+  // keeps its id (its entry is not written again); each of `keys` among node.series keeps
+  // its id, the others get new ids at their first sample as with Create. The node's newest
+  // stored scrape is the previous scrape: Append refuses times not after it. Each continued
+  // series' open bucket (its stored samples since the bucket start of its newest one) is
+  // read back, so the rollup written when a later sample closes it is the one a writer
+  // that never stopped would write. The first blob starts a new chain (a key blob). As
+  // Rebuild() and the next Ingest would, the first Append retires the series of
+  // node.series not among `keys` (their objects left the node), and the stored series of
+  // `keys` whose samples have all aged out (older than the store's retention before the
+  // newest scrape), which then get new ids. Reads up to a rollup width of the node's
+  // scrapes (more when a series' newest sample is older). InvalidArgument as for Create
+  // (node.name is the node name); the store's error when a read fails.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> Resume(
+      const WindowEngineOptions& options, storage::Store* store, const StoredNode& node,
+      std::vector<SeriesKey> keys, const PodWorkloads* workloads = nullptr);
   ~NodeHistoryWriter();
   NodeHistoryWriter(const NodeHistoryWriter&) = delete;
   NodeHistoryWriter& operator=(const NodeHistoryWriter&) = delete;
@@ -272,6 +307,9 @@ class NodeHistoryWriter {
   // The series, sorted: the order in which Append() takes values.
   const std::vector<SeriesKey>& keys() const { return keys_; }
   storage::NodeId node_id() const { return node_id_; }
+  // The previous scrape's time: the newest appended, or after Resume the newest stored;
+  // nullopt before any.
+  std::optional<Timestamp> last_scrape() const { return last_; }
 
   // Adds to `batch` the records of one scrape at `time`: values[i] is the sample of
   // keys()[i], or nullopt when the scrape gives none. InvalidArgument (nothing added) when
@@ -282,8 +320,11 @@ class NodeHistoryWriter {
  private:
   struct OpenBucket;
   NodeHistoryWriter(std::unique_ptr<WindowEngine> engine, storage::Store* store,
-                    std::string node_name, std::vector<SeriesKey> keys,
+                    storage::NodeId node_id, std::string node_name, std::vector<SeriesKey> keys,
                     const PodWorkloads* workloads);
+  // Reads the newest stored scrape and the open buckets of the series of keys_ that have
+  // ids (Resume).
+  absl::Status LoadOpenBuckets();
 
   std::unique_ptr<WindowEngine> engine_;  // for BuildRollup and RollupBucketStart only
   storage::Store* store_;
@@ -294,6 +335,7 @@ class NodeHistoryWriter {
   bool node_written_ = false;
   std::optional<Timestamp> last_;
   std::vector<OpenBucket> open_;              // per key
+  std::vector<storage::SeriesId> retire_;     // retired by the next Append (Resume)
   std::vector<storage::SeriesValue> values_;  // scratch
   storage::ScrapeChain chain_;                // the node's blobs (see ScrapeChain)
 };
