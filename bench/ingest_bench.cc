@@ -33,7 +33,12 @@
 //    --rebuild_workload=sim fills it from kubestat-sim's model instead (its node and pod
 //    names, 188 series per node too, smooth values) and --rebuild_end=now makes its 25 h end
 //    at the present, so bench/restart_load.sh can restart a real aggregator on it against a
-//    simulator of the same size.
+//    simulator of the same size. Since such a fill takes long (75-135 minutes for 5,000
+//    nodes), --rebuild_end=extend then brings the --store_dir store (filled that way, same
+//    nodes and step) up to the present before the rebuild: every node's writer resumed where
+//    the store ends, the steps since appended from the same model as the fill writes them,
+//    again until less than a step is missing, and the retention applied. A later run with
+//    --rebuild_end=now reuses the extended store.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +50,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -431,6 +438,9 @@ std::vector<SeriesKey> NodeKeys(const std::string& node, size_t pods) {
 struct FillShape {
   bool sim = false;
   bool end_now = false;
+  // Extend a store filled with `sim` and `end_now` up to the present (ExtendStore) before
+  // the rebuild, instead of filling or reusing it as it is.
+  bool extend = false;
   // The model bench/restart_load.sh's simulator runs: NODES × 30 pods, its tenants.
   static kubestat::sim::ClusterModelOptions ModelOptions(size_t nodes) {
     kubestat::sim::ClusterModelOptions options;
@@ -531,14 +541,26 @@ class SimNodeSamples {
   std::vector<std::optional<uint64_t>> values_;
 };
 
+// The last whole step at or before the present: the end (excluded) of a store that ends
+// now.
+Timestamp PresentStep(Duration step) {
+  return Timestamp((std::chrono::system_clock::now().time_since_epoch() / step) * step);
+}
+
+// Runs work(from, to) on `threads` threads, over consecutive ranges of [0, nodes).
+void OnThreads(size_t nodes, size_t threads, const std::function<void(size_t, size_t)>& work) {
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < threads; ++i) {
+    workers.emplace_back(work, nodes * i / threads, nodes * (i + 1) / threads);
+  }
+  for (std::thread& w : workers) w.join();
+}
+
 // Fills `dir` with 25 h of `nodes` nodes, written as the scrape loop writes them.
 void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads, FillShape shape) {
   auto store = OpenStore(dir);
   const Duration step = std::chrono::seconds(step_s);
-  // Ending now: the last step at or before the present, in whole steps.
-  const Timestamp end =
-      shape.end_now ? Timestamp((std::chrono::system_clock::now().time_since_epoch() / step) * step)
-                    : kT0 + std::chrono::hours(25);
+  const Timestamp end = shape.end_now ? PresentStep(step) : kT0 + std::chrono::hours(25);
   const Timestamp start = end - std::chrono::hours(25);
   const double wall0 = WallSeconds();
   const kubestat::aggregator::WindowEngineOptions engine_options;
@@ -591,11 +613,7 @@ void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads,
       }
     }
   };
-  std::vector<std::thread> workers;
-  for (size_t i = 0; i < threads; ++i) {
-    workers.emplace_back(fill, nodes * i / threads, nodes * (i + 1) / threads);
-  }
-  for (std::thread& w : workers) w.join();
+  OnThreads(nodes, threads, fill);
   size_t series = 0;
   for (const auto& writer : writers) series += writer->keys().size();
   printf(
@@ -605,6 +623,133 @@ void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads,
       WallSeconds() - wall0, static_cast<double>(bytes.load()) / (1 << 20),
       static_cast<double>(store->DiskBytes()) / (1 << 20));
   // Closed without a flush: the newest writes are in the WAL only, as after a kill.
+}
+
+// Extends the store in `dir`, filled by FillStore with kubestat-sim's model ending now, up
+// to the present: resumes each node's writer where the store's records of it end and
+// appends every step from there as FillStore writes them (same threads, one write per time
+// step per thread, node n at t + n ms mod 1 s), the values going on from the same model;
+// then again while the present moved on by a step during the pass, so the store ends as
+// one filled now would. The writers' series are the model's pods as named at the first
+// pass's end, as FillStore names them at its end: a slot whose pod was replaced since the
+// store's end goes on as a new series (its history starts with the extension) and the old
+// pod's series is retired, as a running aggregator would have it. Then applies the
+// retention at the present. Returns the newest step written (or stored).
+Timestamp ExtendStore(const std::string& dir, size_t nodes, int step_s, size_t threads) {
+  auto store = OpenStore(dir);
+  const Duration step = std::chrono::seconds(step_s);
+  const double wall0 = WallSeconds();
+  auto model = kubestat::sim::ClusterModel::Create(FillShape::ModelOptions(nodes));
+  if (!model.ok()) exit(1);
+  Timestamp end = PresentStep(step);
+  const kubestat::aggregator::WindowEngineOptions engine_options;
+  std::vector<std::unique_ptr<NodeHistoryWriter>> writers(nodes);
+  std::vector<std::unique_ptr<SimNodeSamples>> samples(nodes);
+  std::atomic<size_t> series_new{0}, series_retired{0};
+  {
+    auto dict = store->LoadDictionary();
+    if (!dict.ok()) {
+      fprintf(stderr, "ingest_bench: %s\n", std::string(dict.status().message()).c_str());
+      exit(1);
+    }
+    auto stored = kubestat::aggregator::StoredNodesByName(*dict);
+    if (!stored.ok()) {
+      fprintf(stderr, "ingest_bench: %s\n", std::string(stored.status().message()).c_str());
+      exit(1);
+    }
+    OnThreads(nodes, threads, [&](size_t from, size_t to) {
+      for (size_t n = from; n < to; ++n) {
+        const int node = static_cast<int>(n);
+        auto found = stored->find(model->node(node).name);
+        if (found == stored->end()) {
+          fprintf(stderr, "ingest_bench: %s holds no node %s\n", dir.c_str(),
+                  model->node(node).name.c_str());
+          exit(1);
+        }
+        const kubestat::aggregator::StoredNode& stored_node = found->second;
+        samples[n] = std::make_unique<SimNodeSamples>(*model, node, end - step);
+        std::vector<SeriesKey> keys = samples[n]->Keys();
+        size_t continued = 0;
+        for (const SeriesKey& key : keys) continued += stored_node.series.contains(key);
+        series_new.fetch_add(keys.size() - continued);
+        series_retired.fetch_add(stored_node.series.size() - continued);
+        auto writer =
+            NodeHistoryWriter::Resume(engine_options, store.get(), stored_node, std::move(keys));
+        if (!writer.ok() || !(*writer)->last_scrape()) {
+          fprintf(
+              stderr, "ingest_bench: resuming %s: %s\n", stored_node.name.c_str(),
+              writer.ok() ? "no scrape stored" : std::string(writer.status().message()).c_str());
+          exit(1);
+        }
+        samples[n]->Order((*writer)->keys());
+        writers[n] = std::move(*writer);
+      }
+    });
+  }
+  const double resumed = WallSeconds() - wall0;
+  // Each node goes on at the step after its newest stored scrape (they differ only when
+  // an earlier extension was cut short).
+  std::vector<Timestamp> next(nodes);
+  Timestamp stored_newest = Timestamp::min();
+  for (size_t n = 0; n < nodes; ++n) {
+    const Timestamp last = *writers[n]->last_scrape();
+    next[n] = Timestamp((last.time_since_epoch() / step + 1) * step);
+    stored_newest = std::max(stored_newest, last);
+  }
+  Timestamp from = *std::min_element(next.begin(), next.end());
+  Timestamp newest_step = Timestamp((stored_newest.time_since_epoch() / step) * step);
+  std::atomic<uint64_t> bytes{0};
+  int64_t steps = 0;
+  int passes = 0;
+  while (from < end) {
+    ++passes;
+    const double pass0 = WallSeconds();
+    OnThreads(nodes, threads, [&](size_t lo, size_t hi) {
+      kubestat::storage::ScrapeBatch batch;
+      int hours_done = 0;
+      for (Timestamp t = from; t < end; t += step) {
+        for (size_t n = lo; n < hi; ++n) {
+          if (t < next[n]) continue;
+          const Timestamp at = t + std::chrono::milliseconds(n % 1000);
+          if (!writers[n]->Append(at, samples[n]->Next(t), &batch).ok()) exit(1);
+        }
+        if (batch.empty()) continue;
+        bytes.fetch_add(batch.ByteSize());
+        if (!store->Write(batch).ok()) exit(1);
+        batch.Clear();
+        if (lo == 0 && (t - from) / std::chrono::hours(1) > hours_done) {
+          hours_done = static_cast<int>((t - from) / std::chrono::hours(1));
+          fprintf(stderr, "  extend pass %d: %d h after %.0f s\n", passes, hours_done,
+                  WallSeconds() - pass0);
+        }
+      }
+    });
+    steps += (end - from) / step;
+    fprintf(stderr, "  extend pass %d: %lld steps to %s in %.1f s\n", passes,
+            static_cast<long long>((end - from) / step),
+            kubestat::FormatRfc3339Nano(end - step).c_str(), WallSeconds() - pass0);
+    newest_step = end - step;
+    from = end;
+    end = PresentStep(step);
+  }
+  const double retention0 = WallSeconds();
+  if (absl::Status s = store->ApplyRetention(Timestamp(std::chrono::system_clock::now()));
+      !s.ok()) {
+    fprintf(stderr, "ingest_bench: retention: %s\n", std::string(s.message()).c_str());
+    exit(1);
+  }
+  const double retention = WallSeconds() - retention0;
+  printf(
+      "rebuild store: extended %s (%zu nodes, sim now at %d s) from %s to %s: %lld steps in "
+      "%d passes, %.1f s (resume %.1f s, retention %.1f s); %.0f MiB written, %.0f MiB on "
+      "disk; series new (pods replaced since the store's end) %zu, retired %zu\n",
+      dir.c_str(), nodes, step_s, kubestat::FormatRfc3339Nano(stored_newest).c_str(),
+      kubestat::FormatRfc3339Nano(newest_step).c_str(), static_cast<long long>(steps), passes,
+      WallSeconds() - wall0, resumed, retention, static_cast<double>(bytes.load()) / (1 << 20),
+      static_cast<double>(store->DiskBytes()) / (1 << 20), series_new.load(),
+      series_retired.load());
+  // Closed without a flush, as FillStore leaves it.
+  return newest_step;
 }
 
 void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threads,
@@ -619,7 +764,21 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
   if (fill.sim || fill.end_now) shape += " " + fill.Describe();
   std::string filled;
   std::getline(std::ifstream(dir + "/FILLED_BY_INGEST_BENCH"), filled);
-  if (filled != shape) {
+  if (fill.extend) {
+    if (filled != shape) {
+      const std::string found = filled.empty() ? "is missing" : "says \"" + filled + "\"";
+      fprintf(stderr,
+              "ingest_bench: --rebuild_end=extend extends a store filled with "
+              "--rebuild_workload=sim --rebuild_end=now and the same --rebuild_nodes and "
+              "--rebuild_step_s (\"%s\"); %s/FILLED_BY_INGEST_BENCH %s\n",
+              shape.c_str(), dir.c_str(), found.c_str());
+      exit(2);
+    }
+    const Timestamp newest = ExtendStore(dir, nodes, step_s, fill_threads);
+    // The shape stays the first line, so later runs with --rebuild_end=now reuse the store.
+    std::ofstream(dir + "/FILLED_BY_INGEST_BENCH")
+        << shape << "\nextended to " << kubestat::FormatRfc3339Nano(newest) << "\n";
+  } else if (filled != shape) {
     std::filesystem::remove_all(dir);
     FillStore(dir, nodes, step_s, fill_threads, fill);
     std::ofstream(dir + "/FILLED_BY_INGEST_BENCH") << shape << "\n";
@@ -677,7 +836,8 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
     auto key = kubestat::aggregator::DecodeSeriesKey(e.key);
     if (e.node == node0 && key.ok()) key_of.emplace(e.id, *key);
   }
-  // Node 0's stored samples of the longest window, read once.
+  // Node 0's stored samples, read once: all a rebuild may use, the retention (26 h) before
+  // the newest scrape (a filled store holds 25 h, an extended one up to the retention).
   std::map<uint64_t, std::vector<std::pair<Timestamp, uint64_t>>> stored;
   Timestamp newest_scrape = Timestamp::min();
   (void)store->ReadScrapesBackward(
@@ -686,7 +846,7 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
         newest_scrape = t;
         return false;
       });
-  (void)store->ReadScrapes(node0, newest_scrape - std::chrono::hours(25), newest_scrape,
+  (void)store->ReadScrapes(node0, newest_scrape - store->options().retention, newest_scrape,
                            [&](Timestamp t, std::span<const kubestat::storage::SeriesValue> v) {
                              for (const auto& sv : v) stored[sv.id].emplace_back(t, sv.value);
                            });
@@ -771,7 +931,12 @@ int main(int argc, char** argv) {
     } else if (const char* v = value("--rebuild_workload=")) {
       if (!ParseChoice("--rebuild_workload", v, "sim", "synthetic", &fill.sim)) return 2;
     } else if (const char* v = value("--rebuild_end=")) {
-      if (!ParseChoice("--rebuild_end", v, "now", "fixed", &fill.end_now)) return 2;
+      if (strcmp(v, "fixed") != 0 && strcmp(v, "now") != 0 && strcmp(v, "extend") != 0) {
+        fprintf(stderr, "ingest_bench: --rebuild_end is fixed, now or extend\n");
+        return 2;
+      }
+      fill.end_now = strcmp(v, "fixed") != 0;
+      fill.extend = strcmp(v, "extend") == 0;
     } else if (const char* v = value("--fill_threads=")) {
       fill_threads = std::strtoul(v, nullptr, 10);
     } else if (const char* v = value("--store_dir=")) {
@@ -793,7 +958,10 @@ int main(int argc, char** argv) {
           "  --rebuild_threads  IngestOptions::rebuild_threads for that rebuild\n"
           "  --rebuild_workload synthetic (as --day_workload) or sim: kubestat-sim's model,\n"
           "                     its node and pod names (as bench/restart_load.sh's sim)\n"
-          "  --rebuild_end      fixed (25 h from a fixed day) or now (the 25 h ending now)\n"
+          "  --rebuild_end      fixed (25 h from a fixed day), now (the 25 h ending now) or\n"
+          "                     extend: a --store_dir filled with sim and now is extended\n"
+          "                     to the present (its nodes resumed where the store ends), then\n"
+          "                     rebuilt; later runs with now reuse it\n"
           "  --fill_threads     threads writing that store\n"
           "  --store_dir        keep that store here and reuse it when it has the same shape\n"
           "                     (default: a temporary directory, removed at exit)\n");
@@ -803,6 +971,12 @@ int main(int argc, char** argv) {
   if (day_step <= 0 || rebuild_step <= 0 || rebuild_threads < 1 || rebuild_threads > 64 ||
       fill_threads < 1) {
     fprintf(stderr, "ingest_bench: steps must be > 0 and thread counts in range\n");
+    return 2;
+  }
+  if (fill.extend && (!fill.sim || store_dir.empty() || rebuild_nodes == 0)) {
+    fprintf(stderr,
+            "ingest_bench: --rebuild_end=extend needs --rebuild_workload=sim, --store_dir and "
+            "--rebuild_nodes > 0 (a store filled with --rebuild_end=now)\n");
     return 2;
   }
   if (scrape_cost) {

@@ -15,11 +15,14 @@
 # only when the store's newest samples are recent and name the simulator's nodes and pods:
 # make it with `ingest_bench --scrape_cost=0 --day_nodes=0 --rebuild_nodes=NODES
 # --rebuild_workload=sim --rebuild_end=now --store_dir=STORE_DIR` (the simulator's model over
-# the 25 h ending now) and run this right after. On a store dated in the past (ingest_bench's
-# default) the first round expires every window against the store, reading the whole day
-# again, and /readyz waits for that round; on one with other node names every stored node
-# is rebuilt and then retired. Needs a descriptor limit of about 3 per node for the
-# simulator.
+# the 25 h ending now) and run this right after. That fill takes long (75-135 minutes for
+# 5,000 nodes), so the store is already that old when it ends: the same command with
+# --rebuild_end=extend brings it up to the present (it appends the steps since the store's
+# newest scrape, and again until less than a step is missing) before this runs. On a store
+# dated in the past (ingest_bench's default) the first round expires every window against
+# the store, reading the whole day again, and /readyz waits for that round; on one with
+# other node names every stored node is rebuilt and then retired. Needs a descriptor limit
+# of about 3 per node for the simulator.
 set -euo pipefail
 
 build="${1:-build}"
