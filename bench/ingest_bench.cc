@@ -3,7 +3,7 @@
 //
 //   ingest_bench [--scrape_cost=1] [--day_nodes=10] [--day_step_s=10] [--day_workload=synthetic]
 //                [--rebuild_nodes=100] [--rebuild_step_s=10] [--rebuild_threads=2]
-//                [--rebuild_workload=synthetic] [--rebuild_end=fixed]
+//                [--rebuild_workload=synthetic] [--rebuild_end=fixed] [--rebuild_churn=sim]
 //                [--fill_threads=2] [--store_dir=DIR]
 //
 // 1. CPU per node scrape (samples, store batch, window update) for a 30-pod and a 110-pod
@@ -38,7 +38,9 @@
 //    nodes and step) up to the present before the rebuild: every node's writer resumed where
 //    the store ends, the steps since appended from the same model as the fill writes them,
 //    again until less than a step is missing, and the retention applied. A later run with
-//    --rebuild_end=now reuses the extended store.
+//    --rebuild_end=now reuses the extended store. --rebuild_churn=none fills it from a model
+//    that never replaces a pod, so that every series holds the whole day (and an extension
+//    renames none); restart_load.sh then runs its simulator with --pod-lifetime=0.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,16 +443,21 @@ struct FillShape {
   // Extend a store filled with `sim` and `end_now` up to the present (ExtendStore) before
   // the rebuild, instead of filling or reusing it as it is.
   bool extend = false;
+  // The model's pods are replaced (its mean pod lifetime, 4 h), or never (every series then
+  // holds the whole day: kubestat-sim --pod-lifetime=0).
+  bool churn = true;
   // The model bench/restart_load.sh's simulator runs: NODES × 30 pods, its tenants.
-  static kubestat::sim::ClusterModelOptions ModelOptions(size_t nodes) {
+  kubestat::sim::ClusterModelOptions ModelOptions(size_t nodes) const {
     kubestat::sim::ClusterModelOptions options;
     options.nodes = static_cast<int>(nodes);
     options.pods_per_node = 30;
     options.tenant_namespaces = static_cast<int>(nodes * 28 / 30);
+    if (!churn) options.mean_pod_lifetime = Duration(0);
     return options;
   }
   std::string Describe() const {
-    return std::string(sim ? "sim" : "synthetic") + (end_now ? " now" : " fixed");
+    return std::string(sim ? "sim" : "synthetic") + (end_now ? " now" : " fixed") +
+           (churn ? "" : " nochurn");
   }
 };
 
@@ -566,7 +573,7 @@ void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads,
   const kubestat::aggregator::WindowEngineOptions engine_options;
   std::optional<kubestat::sim::ClusterModel> model;
   if (shape.sim) {
-    auto created = kubestat::sim::ClusterModel::Create(FillShape::ModelOptions(nodes));
+    auto created = kubestat::sim::ClusterModel::Create(shape.ModelOptions(nodes));
     if (!created.ok()) exit(1);
     model.emplace(std::move(*created));
   }
@@ -635,11 +642,12 @@ void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads,
 // store's end goes on as a new series (its history starts with the extension) and the old
 // pod's series is retired, as a running aggregator would have it. Then applies the
 // retention at the present. Returns the newest step written (or stored).
-Timestamp ExtendStore(const std::string& dir, size_t nodes, int step_s, size_t threads) {
+Timestamp ExtendStore(const std::string& dir, size_t nodes, int step_s, size_t threads,
+                      const FillShape& shape) {
   auto store = OpenStore(dir);
   const Duration step = std::chrono::seconds(step_s);
   const double wall0 = WallSeconds();
-  auto model = kubestat::sim::ClusterModel::Create(FillShape::ModelOptions(nodes));
+  auto model = kubestat::sim::ClusterModel::Create(shape.ModelOptions(nodes));
   if (!model.ok()) exit(1);
   Timestamp end = PresentStep(step);
   const kubestat::aggregator::WindowEngineOptions engine_options;
@@ -774,7 +782,7 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
               shape.c_str(), dir.c_str(), found.c_str());
       exit(2);
     }
-    const Timestamp newest = ExtendStore(dir, nodes, step_s, fill_threads);
+    const Timestamp newest = ExtendStore(dir, nodes, step_s, fill_threads, fill);
     // The shape stays the first line, so later runs with --rebuild_end=now reuse the store.
     std::ofstream(dir + "/FILLED_BY_INGEST_BENCH")
         << shape << "\nextended to " << kubestat::FormatRfc3339Nano(newest) << "\n";
@@ -937,6 +945,8 @@ int main(int argc, char** argv) {
       }
       fill.end_now = strcmp(v, "fixed") != 0;
       fill.extend = strcmp(v, "extend") == 0;
+    } else if (const char* v = value("--rebuild_churn=")) {
+      if (!ParseChoice("--rebuild_churn", v, "sim", "none", &fill.churn)) return 2;
     } else if (const char* v = value("--fill_threads=")) {
       fill_threads = std::strtoul(v, nullptr, 10);
     } else if (const char* v = value("--store_dir=")) {
@@ -947,7 +957,7 @@ int main(int argc, char** argv) {
           "             [--day_workload=synthetic]\n"
           "             [--rebuild_nodes=100] [--rebuild_step_s=10] [--rebuild_threads=2]\n"
           "             [--rebuild_workload=synthetic] [--rebuild_end=fixed]\n"
-          "             [--fill_threads=2] [--store_dir=]\n"
+          "             [--rebuild_churn=sim] [--fill_threads=2] [--store_dir=]\n"
           "  --scrape_cost      measure the CPU per node scrape (0 skips)\n"
           "  --day_nodes        nodes of the day through the pipeline (0 skips)\n"
           "  --day_step_s       their scrape interval, seconds\n"
@@ -962,6 +972,9 @@ int main(int argc, char** argv) {
           "                     extend: a --store_dir filled with sim and now is extended\n"
           "                     to the present (its nodes resumed where the store ends), then\n"
           "                     rebuilt; later runs with now reuse it\n"
+          "  --rebuild_churn    sim (the model replaces pods, 4 h mean lifetime) or none\n"
+          "                     (no pod replaced: every series holds the whole day; run the\n"
+          "                     simulator with --pod-lifetime=0 against it)\n"
           "  --fill_threads     threads writing that store\n"
           "  --store_dir        keep that store here and reuse it when it has the same shape\n"
           "                     (default: a temporary directory, removed at exit)\n");

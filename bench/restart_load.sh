@@ -38,7 +38,14 @@ source "$here/lib.sh"
 bench_init restart
 
 port=$(free_port)
-start_sim "$sim" --nodes="$nodes" --pods-per-node=30 --tenant-namespaces=$((nodes * 28 / 30))
+# A store filled without churn (ingest_bench --rebuild_churn=none) names pods that are never
+# replaced: so does the simulator then.
+sim_churn=()
+if head -n 1 "$store/FILLED_BY_INGEST_BENCH" 2>/dev/null | grep -q nochurn; then
+  sim_churn=(--pod-lifetime=0)
+fi
+start_sim "$sim" --nodes="$nodes" --pods-per-node=30 --tenant-namespaces=$((nodes * 28 / 30)) \
+  "${sim_churn[@]}"
 bench_user restart '- users: [restart]' '  verbs: [get, list]' \
   '  apiGroups: [metrics.k8s.io]' '  resources: [nodes]' \
   '- users: [restart]' '  verbs: [get]' '  nonResourceURLs: [/metrics]'
