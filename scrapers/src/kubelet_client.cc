@@ -164,16 +164,32 @@ std::string& ThreadBodyStorage() {
   return storage;
 }
 
-// Fetches `target` into *storage and decodes the body; the storage is back in *storage,
-// empty, when this returns.
+// The calling thread's scrape given back by Recycle, whose storage the next summary is
+// decoded into.
+NodeScrape& ThreadKeptScrape() {
+  thread_local NodeScrape scrape;
+  return scrape;
+}
+
+// Fetches `target` into *storage and decodes the body (a summary into *kept's storage); the
+// body storage is back in *storage, empty, when this returns.
 absl::StatusOr<NodeScrape> FetchAndDecode(KubeletClient& client, const Clock& clock,
-                                          const ScrapeTarget& target, std::string* storage) {
+                                          const ScrapeTarget& target, std::string* storage,
+                                          NodeScrape* kept) {
   absl::StatusOr<KubeletResponse> response = client.Fetch(target, storage);
   if (!response.ok()) return response.status();  // the storage came back with the error
-  absl::StatusOr<NodeScrape> scrape =
-      client.options().endpoint == KubeletEndpoint::kSummary
-          ? DecodeSummaryInPlace(&response->body)
-          : DecodeResourceMetrics(response->body, target.node_name, clock.Now());
+  absl::StatusOr<NodeScrape> scrape;
+  if (client.options().endpoint == KubeletEndpoint::kSummary) {
+    NodeScrape decoded = std::move(*kept);
+    if (absl::Status status = DecodeSummaryInPlace(&response->body, &decoded); status.ok()) {
+      scrape = std::move(decoded);
+    } else {
+      scrape = status;
+      *kept = std::move(decoded);  // its storage serves the next body all the same
+    }
+  } else {
+    scrape = DecodeResourceMetrics(response->body, target.node_name, clock.Now());
+  }
   // The scrape holds copies of what it read: the storage is free for the next body.
   *storage = std::move(response->body);
   storage->clear();
@@ -188,11 +204,19 @@ KubeletScraper::KeptBody KubeletScraper::KeptBodyOfThisThread() {
   return {storage.data(), storage.capacity()};
 }
 
+size_t KubeletScraper::KeptScrapePodsOfThisThread() { return ThreadKeptScrape().pods.capacity(); }
+
 absl::StatusOr<NodeScrape> KubeletScraper::Scrape(const ScrapeTarget& target) {
   std::string& storage = ThreadBodyStorage();
-  absl::StatusOr<NodeScrape> scrape = FetchAndDecode(client_, clock_, target, &storage);
+  absl::StatusOr<NodeScrape> scrape =
+      FetchAndDecode(client_, clock_, target, &storage, &ThreadKeptScrape());
   if (storage.capacity() > kMaxKeptBodyBytes) std::string().swap(storage);
   return scrape;
+}
+
+void KubeletScraper::Recycle(NodeScrape&& scrape) {
+  if (scrape.pods.capacity() > kMaxKeptPods) return;  // freed here
+  ThreadKeptScrape() = std::move(scrape);
 }
 
 }  // namespace kubestat::scrapers

@@ -412,7 +412,8 @@ void ScrapeScheduler::RunTask(const Task& task) {
     ++round.summary.failed;
     ++round.summary.failures_by_reason[reason];
   }
-  sink_.OnScrape(task.target, std::move(result));
+  sink_.OnScrape(task.target, result);
+  if (result.ok()) scraper_.Recycle(*std::move(result));
   {
     // Free the node before the round can complete, so a round that starts right after it
     // never sees the node as still in flight.

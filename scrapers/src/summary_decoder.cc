@@ -82,11 +82,73 @@ std::string_view JsonTypeName(sj::json_type type) {
   return "unknown";
 }
 
+// The pods and containers of an earlier scrape, kept for their storage: a pod's strings
+// and container list, a container's name. Taking one from here instead of making a new one
+// saves most of a decode's allocations (and the frees of the scrape it replaces).
+struct Spares {
+  std::vector<PodScrape> pods;
+  std::vector<ContainerScrape> containers;
+
+  // Moves the pods and containers of *scrape here and leaves *scrape as a new NodeScrape
+  // whose lists and node name keep their storage.
+  void TakeFrom(NodeScrape* scrape) {
+    for (PodScrape& pod : scrape->pods) {
+      for (ContainerScrape& container : pod.containers) containers.push_back(std::move(container));
+      pod.containers.clear();
+      pods.push_back(std::move(pod));
+    }
+    for (ContainerScrape& container : scrape->system_containers) {
+      containers.push_back(std::move(container));
+    }
+    std::vector<PodScrape> pod_list = std::move(scrape->pods);
+    std::vector<ContainerScrape> system_list = std::move(scrape->system_containers);
+    std::string node_name = std::move(scrape->node_name);
+    *scrape = NodeScrape{};
+    scrape->pods = std::move(pod_list);
+    scrape->pods.clear();
+    scrape->system_containers = std::move(system_list);
+    scrape->system_containers.clear();
+    scrape->node_name = std::move(node_name);
+    scrape->node_name.clear();
+  }
+
+  // Frees what is left, keeping the lists' own storage unless it grew large.
+  void Clear() {
+    pods.clear();
+    containers.clear();
+    if (pods.capacity() > 2 * kMaxReserved) std::vector<PodScrape>().swap(pods);
+    if (containers.capacity() > 4 * kMaxReserved) std::vector<ContainerScrape>().swap(containers);
+  }
+};
+
+// `used`, reset to a default value but for its strings' (and lists') storage.
+PodScrape Emptied(PodScrape used) {
+  PodScrape pod;
+  pod.name = std::move(used.name);
+  pod.name.clear();
+  pod.namespace_name = std::move(used.namespace_name);
+  pod.namespace_name.clear();
+  pod.uid = std::move(used.uid);
+  pod.uid.clear();
+  pod.containers = std::move(used.containers);
+  pod.containers.clear();
+  return pod;
+}
+
+ContainerScrape Emptied(ContainerScrape used) {
+  ContainerScrape container;
+  container.name = std::move(used.name);
+  container.name.clear();
+  return container;
+}
+
 // Reads one payload. Methods return a non-OK Status only for malformed JSON (the whole
 // payload is then rejected); a bad value is recorded in issues_ and decoding goes on.
 class SummaryReader {
  public:
-  explicit SummaryReader(DecodeIssues* issues) : issues_(issues) {}
+  // `spares` (may be null): where new pods and containers are taken from, and where those
+  // dropped go back.
+  SummaryReader(DecodeIssues* issues, Spares* spares) : issues_(issues), spares_(spares) {}
 
   absl::Status ReadDocument(sj::document& doc, NodeScrape* out) {
     const Where top{"summary"};
@@ -402,16 +464,19 @@ class SummaryReader {
         where.index = index;
       }
       ++index;
-      ContainerScrape container;
+      ContainerScrape container = NewContainer();
       bool keep;
       if (absl::Status status = ReadContainer(element, where, &container, &keep); !status.ok()) {
         return status;
       }
-      if (!keep) continue;
-      if (FindContainer(*out, container.name) != nullptr) {
+      if (keep && FindContainer(*out, container.name) != nullptr) {
         issues_->Add(DecodeIssueKind::kDuplicate,
                      StrCat(Describe(where, ""), ": container \"", container.name,
                             "\" listed twice; first kept"));
+        keep = false;
+      }
+      if (!keep) {
+        if (spares_ != nullptr) spares_->containers.push_back(std::move(container));
         continue;
       }
       out->push_back(std::move(container));
@@ -531,12 +596,16 @@ class SummaryReader {
       sj::value element;
       if (auto error = std::move(element_result).get(element)) return JsonError(error, where);
       ++where.index;
-      PodScrape pod;
+      PodScrape pod = NewPod();
       bool keep;
       if (absl::Status status = ReadPod(element, where, &pod, &keep); !status.ok()) {
         return status;
       }
-      if (keep) out->pods.push_back(std::move(pod));
+      if (keep) {
+        out->pods.push_back(std::move(pod));
+      } else if (spares_ != nullptr) {
+        spares_->pods.push_back(std::move(pod));
+      }
     }
     return absl::OkStatus();
   }
@@ -575,29 +644,53 @@ class SummaryReader {
     pods.resize(kept);
   }
 
+  // A pod or container to read into: a spare one when there is one.
+  PodScrape NewPod() {
+    if (spares_ == nullptr || spares_->pods.empty()) return PodScrape{};
+    PodScrape pod = Emptied(std::move(spares_->pods.back()));
+    spares_->pods.pop_back();
+    // Its containers come from the spares one by one, as any pod's.
+    return pod;
+  }
+  ContainerScrape NewContainer() {
+    if (spares_ == nullptr || spares_->containers.empty()) return ContainerScrape{};
+    ContainerScrape container = Emptied(std::move(spares_->containers.back()));
+    spares_->containers.pop_back();
+    return container;
+  }
+
   DecodeIssues* issues_;
+  Spares* spares_;
 };
 
-absl::StatusOr<NodeScrape> DecodeWith(sj::parser& parser, const char* data, size_t size,
-                                      size_t capacity) {
+// Decodes into *out, a new NodeScrape or (with `spares`) one whose storage is reused.
+absl::Status DecodeWith(sj::parser& parser, const char* data, size_t size, size_t capacity,
+                        NodeScrape* out, Spares* spares) {
   sj::document doc;
   if (auto error = parser.iterate(data, size, capacity).get(doc)) {
     return JsonError(error, Where{"summary"});
   }
-  NodeScrape scrape;
-  scrape.format = ScrapeFormat::kSummary;
-  SummaryReader reader(&scrape.issues);
-  if (absl::Status status = reader.ReadDocument(doc, &scrape); !status.ok()) return status;
-  return scrape;
+  out->format = ScrapeFormat::kSummary;
+  SummaryReader reader(&out->issues, spares);
+  return reader.ReadDocument(doc, out);
+}
+
+absl::Status DecodePadded(const char* data, size_t size, size_t capacity, NodeScrape* out,
+                          Spares* spares) {
+  if (size > kMaxReusedParserCapacity) {
+    sj::parser parser;
+    return DecodeWith(parser, data, size, capacity, out, spares);
+  }
+  thread_local sj::parser parser;
+  return DecodeWith(parser, data, size, capacity, out, spares);
 }
 
 absl::StatusOr<NodeScrape> DecodePadded(const char* data, size_t size, size_t capacity) {
-  if (size > kMaxReusedParserCapacity) {
-    sj::parser parser;
-    return DecodeWith(parser, data, size, capacity);
+  NodeScrape scrape;
+  if (absl::Status status = DecodePadded(data, size, capacity, &scrape, nullptr); !status.ok()) {
+    return status;
   }
-  thread_local sj::parser parser;
-  return DecodeWith(parser, data, size, capacity);
+  return scrape;
 }
 
 }  // namespace
@@ -620,6 +713,18 @@ absl::StatusOr<NodeScrape> DecodeSummaryInPlace(std::string* json) {
     json->reserve(json->size() + kSummaryPadding);
   }
   return DecodePadded(json->data(), json->size(), json->capacity());
+}
+
+absl::Status DecodeSummaryInPlace(std::string* json, NodeScrape* out) {
+  if (json->capacity() - json->size() < kSummaryPadding) {
+    json->reserve(json->size() + kSummaryPadding);
+  }
+  // One set of spares per thread, empty between calls.
+  thread_local Spares spares;
+  spares.TakeFrom(out);
+  absl::Status status = DecodePadded(json->data(), json->size(), json->capacity(), out, &spares);
+  spares.Clear();
+  return status;
 }
 
 }  // namespace kubestat::scrapers

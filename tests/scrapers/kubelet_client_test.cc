@@ -417,6 +417,36 @@ TEST(KubeletScraperBodyTest, ABodyOverTheKeptCapIsNotKept) {
   EXPECT_LE(kept[2].capacity, KubeletScraper::kMaxKeptBodyBytes);
 }
 
+TEST(KubeletScraperRecycleTest, ARecycledScrapeIsDecodedIntoAgainAndOnlyUpToTheCap) {
+  FakeKubelet kubelet(ReplySummary);
+  auto client = MakeClient(PlainOptions());
+  KubeletScraper scraper(*client, RealClock::Get());
+  std::vector<size_t> kept_pods;
+  std::vector<absl::StatusOr<NodeScrape>> scrapes;
+  std::thread([&] {
+    kept_pods.push_back(KubeletScraper::KeptScrapePodsOfThisThread());
+    absl::StatusOr<NodeScrape> first = scraper.Scrape(kubelet.Target());
+    ASSERT_TRUE(first.ok()) << first.status();
+    scrapes.push_back(*first);
+    scraper.Recycle(*std::move(first));
+    kept_pods.push_back(KubeletScraper::KeptScrapePodsOfThisThread());
+    absl::StatusOr<NodeScrape> second = scraper.Scrape(kubelet.Target());
+    // The kept scrape's storage went into the second result.
+    kept_pods.push_back(KubeletScraper::KeptScrapePodsOfThisThread());
+    scrapes.push_back(std::move(second));
+    // A scrape with room for more pods than the cap is freed, not kept.
+    NodeScrape large;
+    large.pods.reserve(KubeletScraper::kMaxKeptPods + 1);
+    scraper.Recycle(std::move(large));
+    kept_pods.push_back(KubeletScraper::KeptScrapePodsOfThisThread());
+  }).join();
+  ASSERT_EQ(scrapes.size(), 2u);
+  ASSERT_TRUE(scrapes[1].ok()) << scrapes[1].status();
+  EXPECT_EQ(*scrapes[1], *scrapes[0]);
+  ASSERT_FALSE(scrapes[0]->pods.empty());
+  EXPECT_EQ(kept_pods, (std::vector<size_t>{0, scrapes[0]->pods.capacity(), 0, 0}));
+}
+
 class KubeletTlsTest : public ::testing::Test {
  protected:
   KubeletClientOptions TlsOptions(const std::string& ca_pem) {

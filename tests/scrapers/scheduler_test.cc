@@ -59,6 +59,14 @@ class FakeScraper final : public NodeScraper {
     scrape.pods[1].containers.resize(2);
     return scrape;
   }
+  void Recycle(NodeScrape&& scrape) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    recycled_.push_back(scrape.node_name);
+  }
+  std::vector<std::string> recycled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return recycled_;
+  }
 
   void Block(const std::string& node) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -104,6 +112,7 @@ class FakeScraper final : public NodeScraper {
   std::map<std::string, std::string> failures_;
   std::map<std::string, Timestamp> stamps_;
   std::map<std::string, int> calls_;
+  std::vector<std::string> recycled_;
   int in_flight_ = 0;
   int max_in_flight_ = 0;
 };
@@ -115,7 +124,7 @@ class RecordingSink final : public ScrapeSink {
     starts_.emplace_back(round, start);
     events_.push_back("start " + std::to_string(round));
   }
-  void OnScrape(const ScrapeTarget& target, absl::StatusOr<NodeScrape> result) override {
+  void OnScrape(const ScrapeTarget& target, const absl::StatusOr<NodeScrape>& result) override {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back("scrape " + target.node_name);
     ++results_[target.node_name];
@@ -327,6 +336,20 @@ TEST_F(SchedulerTest, FailuresAreCountedByReasonAndNode) {
       std::string::npos);
   EXPECT_EQ(text.find("kubestat_last_successful_scrape_timestamp_seconds{node=\"node-0001\"}"),
             std::string::npos);
+}
+
+TEST_F(SchedulerTest, EverySuccessfulScrapeGoesBackToTheScraperAfterTheSink) {
+  scraper_.Fail("node-0001", "timeout");
+  auto scheduler = Make(3, 2);
+  scheduler->Start();
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 1; }, kReady));
+  NextRound(*scheduler);
+  ASSERT_TRUE(PollUntil([&] { return sink_.rounds().size() == 2; }, kReady));
+  scheduler->Stop();
+  std::vector<std::string> recycled = scraper_.recycled();
+  std::sort(recycled.begin(), recycled.end());
+  EXPECT_EQ(recycled,
+            (std::vector<std::string>{"node-0000", "node-0000", "node-0002", "node-0002"}));
 }
 
 // A node whose readings are stamped 0 or far ahead fails as bad_timestamp: in the round's

@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/time.h"
@@ -351,6 +353,46 @@ TEST(SummaryDecoderFixtureTest, InPlaceDecodingMatchesCopyingDecodingForEveryFix
   }
 }
 
+TEST(SummaryDecoderFixtureTest, DecodingIntoAReusedScrapeGivesWhatANewOneGivesInEveryOrder) {
+  KUBESTAT_REQUIRE_FIXTURES();
+  std::vector<std::string> payloads;
+  for (const char* name : {"nri-kubernetes_k8s-v1.16.15_minikube-docker_stats-summary.json",
+                           "nri-kubernetes_k8s-v1.22.17_containerd_stats-summary.json",
+                           "nri-kubernetes_k8s-v1.35.0_containerd_stats-summary.json",
+                           "nri-kubernetes_minikube_kubelet_stats_summary_payload.json",
+                           "metrics-server_types_test_kind-v1.17.0.json",
+                           "metrics-server_types_test_edgecases_missing-fields.json",
+                           "telegraf_kubernetes_test_responseStatsSummery.json"}) {
+    payloads.push_back(kubestat::testing::ReadFixture(std::string("summary/") + name));
+  }
+  // Issues, dropped and duplicate pods and containers, and a malformed payload between two.
+  payloads.push_back(R"({"node": {"nodeName": "n"}, "pods": [
+    {"containers": [{"name": "c"}]}, {"podRef": {"name": "p"}},
+    {"podRef": {"name": "a", "namespace": "ns", "uid": "1"},
+     "containers": [{"name": "c", "cpu": {"time": "2026-11-21T10:00:00Z", "usageCoreNanoSeconds": 1}},
+                    {"name": "c"}, {"cpu": null}]},
+    {"podRef": {"name": "a", "namespace": "ns", "uid": "3"}}, null]})");
+  payloads.push_back(R"({"node": {"nodeName": "n", "cpu": {"time": "x"}}, "pods": [{"podRef": )");
+  payloads.push_back(R"({"node": {"nodeName": "m", "systemContainers": null}, "pods": null})");
+  // Every payload after every other, into the same scrape: equal to a new scrape's decode.
+  for (size_t first = 0; first < payloads.size(); ++first) {
+    for (size_t second = 0; second < payloads.size(); ++second) {
+      NodeScrape reused;
+      std::string a = payloads[first];
+      std::string b = payloads[second];
+      const absl::Status first_status = DecodeSummaryInPlace(&a, &reused);
+      EXPECT_EQ(first_status.ok(), DecodeSummary(payloads[first]).ok()) << first;
+      const absl::Status status = DecodeSummaryInPlace(&b, &reused);
+      absl::StatusOr<NodeScrape> fresh = DecodeSummary(payloads[second]);
+      ASSERT_EQ(status.ok(), fresh.ok()) << first << " then " << second << ": " << status;
+      if (fresh.ok()) {
+        EXPECT_EQ(reused, *fresh) << first << " then " << second;
+      }
+      EXPECT_EQ(b, payloads[second]);
+    }
+  }
+}
+
 // ---- Hand-written payloads ---------------------------------------------------------------
 
 constexpr std::string_view kMinimal = R"({
@@ -643,6 +685,45 @@ TEST(SummaryDecoderTest, InPlaceWithoutSpareCapacityReservesAndKeepsContent) {
   EXPECT_EQ(scrape->node_name, "n1");
   EXPECT_EQ(json, original);
   EXPECT_GE(json.capacity(), json.size() + kSummaryPadding);
+}
+
+TEST(SummaryDecoderTest, DecodingIntoAReusedScrapeKeepsItsStrings) {
+  // Names longer than a short string's inline room, so each has storage of its own.
+  auto payload = [](std::string_view suffix) {
+    std::string pods;
+    for (int i = 0; i < 3; ++i) {
+      if (i > 0) pods += ",";
+      const std::string n = std::to_string(i);
+      pods += R"({"podRef": {"name": "a-pod-with-a-long-name-)" + n + std::string(suffix) +
+              R"(", "namespace": "a-namespace-of-some-length", "uid": ")" + n +
+              R"(-0000-0000-0000-000000000000"},)" +
+              R"( "containers": [{"name": "a-container-with-a-long-name"}]})";
+    }
+    return absl::StrCat(R"({"node": {"nodeName": "a-node-with-a-long-name"}, "pods": [)", pods,
+                        "]}");
+  };
+  std::string first = payload("x");
+  NodeScrape scrape;
+  ASSERT_TRUE(DecodeSummaryInPlace(&first, &scrape).ok());
+  ASSERT_EQ(scrape.pods.size(), 3u);
+  std::set<const char*> storage;
+  for (const PodScrape& pod : scrape.pods) {
+    storage.insert({pod.name.data(), pod.namespace_name.data(), pod.uid.data(),
+                    pod.containers[0].name.data()});
+  }
+  storage.insert(scrape.node_name.data());
+  std::string second = payload("y");
+  ASSERT_TRUE(DecodeSummaryInPlace(&second, &scrape).ok());
+  ASSERT_EQ(scrape.pods.size(), 3u);
+  EXPECT_EQ(scrape.pods[2].name, "a-pod-with-a-long-name-2y");
+  // Every string of the second decode lives in storage the first one's strings held.
+  EXPECT_TRUE(storage.contains(scrape.node_name.data()));
+  for (const PodScrape& pod : scrape.pods) {
+    EXPECT_TRUE(storage.contains(pod.name.data())) << pod.name;
+    EXPECT_TRUE(storage.contains(pod.namespace_name.data())) << pod.name;
+    EXPECT_TRUE(storage.contains(pod.uid.data())) << pod.name;
+    EXPECT_TRUE(storage.contains(pod.containers[0].name.data())) << pod.name;
+  }
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ class ScrapePublisher final : public scrapers::ScrapeSink {
   void SetHealth(AggregatorHealth* health) { health_ = health; }
 
   void OnScrape(const scrapers::ScrapeTarget& target,
-                absl::StatusOr<scrapers::NodeScrape> result) override {
+                const absl::StatusOr<scrapers::NodeScrape>& result) override {
     if (!result.ok()) {
       KVLOG(1) << "scrape " << target.node_name << " (" << target.HostPort()
                << ") failed: " << result.status();

@@ -131,8 +131,18 @@ class KubeletScraper final : public NodeScraper {
   // ten times a large kubelet body (100-300 KiB).
   static constexpr size_t kMaxKeptBodyBytes = size_t{4} << 20;
 
+  // The largest scrape (room for pods) a thread keeps between scrapes: over twice the 110
+  // pods a kubelet runs by default.
+  static constexpr size_t kMaxKeptPods = 256;
+
   KubeletScraper(KubeletClient& client, const Clock& clock) : client_(client), clock_(clock) {}
   [[nodiscard]] absl::StatusOr<NodeScrape> Scrape(const ScrapeTarget& target) override;
+  // Keeps `scrape` for the calling thread's next summary to be decoded into (its pods,
+  // containers and strings are reused), unless it has room for over kMaxKeptPods pods.
+  void Recycle(NodeScrape&& scrape) override;
+
+  // Room for pods in the scrape the calling thread keeps, for tests (0 when it keeps none).
+  static size_t KeptScrapePodsOfThisThread();
 
   // The body storage the calling thread keeps for its next scrape, for tests: where it
   // starts and its capacity (that of an empty std::string when it keeps none).

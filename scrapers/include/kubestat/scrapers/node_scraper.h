@@ -16,6 +16,10 @@ class NodeScraper {
   // threads (one call per node at a time); must return within the configured timeout.
   // Errors carry a failure reason (fetch_error.h).
   [[nodiscard]] virtual absl::StatusOr<NodeScrape> Scrape(const ScrapeTarget& target) = 0;
+  // Gives back a scrape Scrape returned once nobody needs it any more, on the thread that
+  // scraped it: a scraper may decode its next result into its storage. Default: left to
+  // the caller, who frees it.
+  virtual void Recycle(NodeScrape&& scrape) { (void)scrape; }
 };
 
 }  // namespace kubestat::scrapers

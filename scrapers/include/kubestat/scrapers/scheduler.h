@@ -132,8 +132,9 @@ class ScrapeSink {
   // Called when round `round` starts (`start`: its scheduled wall-clock time, as in its
   // RoundSummary), before its targets are listed. Default: nothing.
   virtual void OnRoundStart(uint64_t round, Timestamp start) { (void)round, (void)start; }
-  // One node's result. See the header comment for threading.
-  virtual void OnScrape(const ScrapeTarget& target, absl::StatusOr<NodeScrape> result) = 0;
+  // One node's result, lent for the call (the scheduler gives it back to the scraper
+  // afterwards: copy what is kept). See the header comment for threading.
+  virtual void OnScrape(const ScrapeTarget& target, const absl::StatusOr<NodeScrape>& result) = 0;
   // Called once per round after its last scrape returned. Default: nothing.
   virtual void OnRoundComplete(const RoundSummary& summary) { (void)summary; }
 };

@@ -50,6 +50,12 @@ inline constexpr size_t kSummaryPadding = 64;
 // string's own buffer. The content (size and bytes) of *json is never changed.
 [[nodiscard]] absl::StatusOr<NodeScrape> DecodeSummaryInPlace(std::string* json);
 
+// As above, into *out, whose storage (its pods, containers and their strings, from an
+// earlier scrape of any node) is reused: *out is overwritten whole, as if it were a new
+// NodeScrape. On error *out holds part of the payload (or nothing); use it only to decode
+// into again.
+[[nodiscard]] absl::Status DecodeSummaryInPlace(std::string* json, NodeScrape* out);
+
 }  // namespace kubestat::scrapers
 
 #endif  // KUBESTAT_SCRAPERS_SUMMARY_DECODER_H_
