@@ -1,6 +1,8 @@
 #include "kubestat/aggregator/aggregator_state.h"
 
+#include <algorithm>
 #include <cassert>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -74,6 +76,7 @@ class NodeViewBuilder final : public NodeObjectsVisitor {
     AddNodeSeries(node.get(), key, windows);
   }
   void BeginPod(std::string_view namespace_name, std::string_view name) override {
+    EndPod();
     auto pod = std::make_shared<PodView>();
     pod->name = std::string(name);
     pod->namespace_name = std::string(namespace_name);
@@ -82,11 +85,29 @@ class NodeViewBuilder final : public NodeObjectsVisitor {
   }
   void PodSeries(const SeriesKey& key, Timestamp /*endtime*/,
                  std::span<const WindowStats> windows) override {
-    AddPodSeries(pods.back().get(), key, windows);
+    if (key.kind == ObjectKind::kContainer) {
+      AddContainer(&containers_, key, windows);
+    } else {
+      AddPodSeries(pods.back().get(), key, windows);
+    }
   }
+  // Call after the visit: the last pod gets its containers.
+  void Finish() { EndPod(); }
 
   std::shared_ptr<NodeView> node;
   std::vector<std::shared_ptr<PodView>> pods;  // by (namespace, name)
+
+ private:
+  // The containers read for the newest pod go to it in one list of their exact number (one
+  // allocation, where growing the list as they come took one per container).
+  void EndPod() {
+    if (pods.empty() || containers_.empty()) return;
+    std::vector<ContainerView>& out = pods.back()->containers;
+    out.reserve(out.size() + containers_.size());
+    std::move(containers_.begin(), containers_.end(), std::back_inserter(out));
+    containers_.clear();
+  }
+  std::vector<ContainerView> containers_;  // of the newest pod, not given to it yet
 };
 
 }  // namespace
@@ -192,6 +213,7 @@ std::optional<PodView> AggregatorState::GetPod(std::string_view namespace_name,
 std::optional<NodeObjects> AggregatorState::ObjectsOfNode(std::string_view node) const {
   NodeViewBuilder views(node);
   if (!ingestor_->VisitNodeObjects(node, views)) return std::nullopt;
+  views.Finish();
   // The ingestor's lock is released: the providers are asked now.
   JoinNode(views.node.get());
   std::vector<PodNameRef> names;

@@ -1287,7 +1287,7 @@ TEST_F(IngestTest, ObjectsOfNodeGivesTheViewsBuiltFromQueryNodeObjects) {
 
   // What the cluster exercises, counted on the reference.
   size_t labelled = 0, unlabelled = 0, elsewhere = 0, no_series = 0, declared = 0, exclusive = 0,
-         container_windows = 0;
+         container_windows = 0, three_or_more = 0;
   for (const RandomNode& node : nodes) {
     SCOPED_TRACE(node.name);
     std::optional<ReferenceViews> want =
@@ -1311,6 +1311,9 @@ TEST_F(IngestTest, ObjectsOfNodeGivesTheViewsBuiltFromQueryNodeObjects) {
       EXPECT_EQ(got_pod.labels, want_pod.labels);
       ExpectSameWindows(got_pod.pod, want_pod.pod);
       ExpectSameContainers(got_pod.containers, want_pod.containers);
+      // Held for as long as the snapshot serves it: no room beyond its containers.
+      EXPECT_EQ(got_pod.containers.capacity(), got_pod.containers.size());
+      if (got_pod.containers.size() > 2) ++three_or_more;
       EXPECT_EQ(got_pod.exclusive, want_pod.exclusive);
       (want_pod.labels.empty() ? unlabelled : labelled)++;
       if (want_pod.node_name != node.name) ++elsewhere;
@@ -1330,6 +1333,7 @@ TEST_F(IngestTest, ObjectsOfNodeGivesTheViewsBuiltFromQueryNodeObjects) {
   EXPECT_GT(declared, 5u);
   EXPECT_GT(exclusive, 5u);
   EXPECT_GT(container_windows, 10u);
+  EXPECT_GT(three_or_more, 0u);
   EXPECT_FALSE(state.ObjectsOfNode("node-9"));
 }
 
