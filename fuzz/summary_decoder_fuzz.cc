@@ -1,6 +1,7 @@
 // Feeds arbitrary bytes to the /stats/summary decoder: it must return a value or an error,
-// never crash, leak or read out of bounds. Both entry points are exercised, and a decoded
-// scrape is checked for the decoder's own invariants.
+// never crash, leak or read out of bounds. Every entry point is exercised (decoding into a
+// scrape reused from earlier inputs too), and a decoded scrape is checked for the decoder's
+// own invariants.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -60,5 +61,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(copied.ok() == in_place.ok());
   Check(buffer == input);
   if (copied.ok()) Check(*copied == *in_place);
+
+  // Into a reused scrape: one of an earlier input (the previous call's, kept across calls),
+  // then this input's own, each giving what a new scrape gives.
+  static kubestat::scrapers::NodeScrape reused;
+  std::string again(input);
+  Check(kubestat::scrapers::DecodeSummaryInPlace(&again, &reused).ok() == copied.ok());
+  if (copied.ok()) Check(reused == *copied);
+  again.assign(input);
+  Check(kubestat::scrapers::DecodeSummaryInPlace(&again, &reused).ok() == copied.ok());
+  if (copied.ok()) Check(reused == *copied);
   return 0;
 }
