@@ -32,6 +32,16 @@ NodeScrape DecodeFixture(const std::string& name) {
   return scrape.ok() ? *std::move(scrape) : NodeScrape{};
 }
 
+// Every captured summary payload.
+constexpr const char* kEveryFixture[] = {
+    "nri-kubernetes_k8s-v1.16.15_minikube-docker_stats-summary.json",
+    "nri-kubernetes_k8s-v1.22.17_containerd_stats-summary.json",
+    "nri-kubernetes_k8s-v1.35.0_containerd_stats-summary.json",
+    "nri-kubernetes_minikube_kubelet_stats_summary_payload.json",
+    "metrics-server_types_test_kind-v1.17.0.json",
+    "metrics-server_types_test_edgecases_missing-fields.json",
+    "telegraf_kubernetes_test_responseStatsSummery.json"};
+
 std::vector<std::string> Names(const std::vector<ContainerScrape>& containers) {
   std::vector<std::string> names;
   for (const ContainerScrape& c : containers) names.push_back(c.name);
@@ -334,13 +344,7 @@ TEST(SummaryDecoderFixtureTest, TelegrafNullStartTimeAndContainerWithoutMemory) 
 
 TEST(SummaryDecoderFixtureTest, InPlaceDecodingMatchesCopyingDecodingForEveryFixture) {
   KUBESTAT_REQUIRE_FIXTURES();
-  for (const char* name : {"nri-kubernetes_k8s-v1.16.15_minikube-docker_stats-summary.json",
-                           "nri-kubernetes_k8s-v1.22.17_containerd_stats-summary.json",
-                           "nri-kubernetes_k8s-v1.35.0_containerd_stats-summary.json",
-                           "nri-kubernetes_minikube_kubelet_stats_summary_payload.json",
-                           "metrics-server_types_test_kind-v1.17.0.json",
-                           "metrics-server_types_test_edgecases_missing-fields.json",
-                           "telegraf_kubernetes_test_responseStatsSummery.json"}) {
+  for (const char* name : kEveryFixture) {
     std::string json = kubestat::testing::ReadFixture(std::string("summary/") + name);
     const std::string original = json;
     absl::StatusOr<NodeScrape> copied = DecodeSummary(json);
@@ -356,13 +360,7 @@ TEST(SummaryDecoderFixtureTest, InPlaceDecodingMatchesCopyingDecodingForEveryFix
 TEST(SummaryDecoderFixtureTest, DecodingIntoAReusedScrapeGivesWhatANewOneGivesInEveryOrder) {
   KUBESTAT_REQUIRE_FIXTURES();
   std::vector<std::string> payloads;
-  for (const char* name : {"nri-kubernetes_k8s-v1.16.15_minikube-docker_stats-summary.json",
-                           "nri-kubernetes_k8s-v1.22.17_containerd_stats-summary.json",
-                           "nri-kubernetes_k8s-v1.35.0_containerd_stats-summary.json",
-                           "nri-kubernetes_minikube_kubelet_stats_summary_payload.json",
-                           "metrics-server_types_test_kind-v1.17.0.json",
-                           "metrics-server_types_test_edgecases_missing-fields.json",
-                           "telegraf_kubernetes_test_responseStatsSummery.json"}) {
+  for (const char* name : kEveryFixture) {
     payloads.push_back(kubestat::testing::ReadFixture(std::string("summary/") + name));
   }
   // Issues, dropped and duplicate pods and containers, and a malformed payload between two.
