@@ -709,10 +709,9 @@ absl::StatusOr<NodeScrape> DecodeSummary(std::string_view json) {
 }
 
 absl::StatusOr<NodeScrape> DecodeSummaryInPlace(std::string* json) {
-  if (json->capacity() - json->size() < kSummaryPadding) {
-    json->reserve(json->size() + kSummaryPadding);
-  }
-  return DecodePadded(json->data(), json->size(), json->capacity());
+  NodeScrape scrape;
+  if (absl::Status status = DecodeSummaryInPlace(json, &scrape); !status.ok()) return status;
+  return scrape;
 }
 
 absl::Status DecodeSummaryInPlace(std::string* json, NodeScrape* out) {
