@@ -187,6 +187,64 @@ TEST(QuantileSketchTest, CountsBeyond65535StayExact) {
   EXPECT_EQ(sketch.count(), 1u);
 }
 
+// Index() by table gives exactly what the logarithm gives: on both sides of every bucket
+// boundary (found here by bisection), at powers of two and across random values of every
+// octave, for the default accuracy, a coarser one and one too fine for the tables.
+TEST(SketchMappingTest, IndexByTableIsTheLogarithmsIndex) {
+  std::mt19937_64 rng(11);
+  for (const double accuracy : {SketchMapping::kMaxRelativeAccuracy, 0.005, 0.001}) {
+    SCOPED_TRACE(accuracy);
+    const SketchMapping mapping(accuracy);
+    auto check = [&mapping](uint64_t v) {
+      ASSERT_EQ(mapping.Index(v), mapping.LogIndex(v)) << "at " << v;
+    };
+    const uint64_t top = std::numeric_limits<uint64_t>::max();
+    uint64_t from = SketchMapping::kExactBelow;
+    for (int32_t index = mapping.LogIndex(from) + 1; index <= mapping.LogIndex(top); ++index) {
+      // The first value of bucket `index`.
+      uint64_t low = from, high = top;
+      while (high - low > 1) {
+        const uint64_t mid = low + (high - low) / 2;
+        (mapping.LogIndex(mid) >= index ? high : low) = mid;
+      }
+      from = high;
+      ASSERT_NO_FATAL_FAILURE(check(from - 1));
+      ASSERT_NO_FATAL_FAILURE(check(from));
+      if (from < top) {
+        ASSERT_NO_FATAL_FAILURE(check(from + 1));
+      }
+    }
+    for (int bit = 0; bit < 64; ++bit) {
+      const uint64_t p = uint64_t{1} << bit;
+      ASSERT_NO_FATAL_FAILURE(check(p - 1));
+      ASSERT_NO_FATAL_FAILURE(check(p));
+      ASSERT_NO_FATAL_FAILURE(check(p + 1));
+    }
+    ASSERT_NO_FATAL_FAILURE(check(top));
+    for (int i = 0; i < 200000; ++i) ASSERT_NO_FATAL_FAILURE(check(rng() >> (rng() % 64)));
+  }
+}
+
+// A copy of a sketch whose counts outgrew 16 bits has counts of its own.
+TEST(QuantileSketchTest, ACopyOfAWideSketchIsItsOwn) {
+  QuantileSketch sketch;
+  for (int i = 0; i < 70000; ++i) sketch.Add(kMapping, 123456789);
+  sketch.Add(kMapping, 1000);
+  QuantileSketch copy = sketch;
+  EXPECT_EQ(copy, sketch);
+  QuantileSketch assigned;
+  assigned.Add(kMapping, 5);
+  assigned = copy;
+  EXPECT_EQ(assigned, sketch);
+  for (int i = 0; i < 70000; ++i) ASSERT_TRUE(sketch.Remove(kMapping, 123456789));
+  EXPECT_EQ(sketch.count(), 1u);
+  EXPECT_EQ(copy.count(), 70001u);
+  EXPECT_EQ(assigned.count(), 70001u);
+  EXPECT_EQ(copy.ValueAtRank(kMapping, 70001), assigned.ValueAtRank(kMapping, 70001));
+  EXPECT_GT(copy.ValueAtRank(kMapping, 70001), 100000000u);
+  EXPECT_EQ(sketch.ValueAtRank(kMapping, 1), copy.ValueAtRank(kMapping, 1));
+}
+
 TEST(QuantileSketchTest, MergeEqualsAddingEverything) {
   std::mt19937_64 rng(4);
   std::uniform_int_distribution<uint64_t> dist(0, 1ull << 40);

@@ -851,6 +851,74 @@ TEST(WindowEngineTest, AStackOfAnHoursSmoothRiseCostsAFewBytesPerSample) {
   EXPECT_LT(memory.stacks, 4 * 360u + 256) << "bytes of the stacks for 330 + 30 samples";
 }
 
+// The stacks shrink as their bucket leaves the window: once half of their bytes have been
+// read, what is left moves to a block of its own size.
+TEST(WindowEngineTest, TheStacksOfALeavingHourShrinkWithIt) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kMemory);
+  std::vector<Sample> all;
+  int64_t secs = 0;
+  auto ingest_until = [&](int64_t until_secs) {
+    for (; secs <= until_secs; secs += 10) {
+      const Sample s{kDayStart + seconds(secs), 700000000 + 8192 * static_cast<uint64_t>(secs)};
+      ASSERT_TRUE(IngestAndStore(*engine, source, key, s.time, s.value).ok());
+      all.push_back(s);
+    }
+  };
+  // The day window's oldest hour has 330 samples left, every one in the min stack.
+  ASSERT_NO_FATAL_FAILURE(ingest_until(86400 + 300));
+  const size_t full = engine->MemoryByPart().stacks;
+  // 35 minutes in: 150 left.
+  ASSERT_NO_FATAL_FAILURE(ingest_until(86400 + 2100));
+  const size_t later = engine->MemoryByPart().stacks;
+  EXPECT_LT(later, full * 6 / 10) << "the stacks kept the bytes of samples that left";
+  absl::StatusOr<SeriesWindows> got = engine->Query(key);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesReference(*got, all, "after the stacks shrank");
+}
+
+// A long window's ring takes 8 bytes a bucket while the series stays within 4 GiB of where it
+// started, and 16 from a value beyond that on, with every statistic exact before and after.
+TEST(WindowEngineTest, RingsTakeHalfTheBytesWhileValuesStayWithinFourGiB) {
+  auto engine = MakeEngine();
+  InMemorySampleSource source;
+  const SeriesKey key = SeriesKey::Node("n", Resource::kMemory);
+  constexpr size_t kSlots = (24 + 1) + (12 + 1);  // the day's hours and the hour's 5 minutes
+  std::vector<Sample> all;
+  uint64_t value = uint64_t{6} << 30;
+  int64_t secs = 0;
+  auto ingest = [&](uint64_t v) {
+    const Sample s{kDayStart + seconds(secs), v};
+    secs += 10;
+    ASSERT_TRUE(IngestAndStore(*engine, source, key, s.time, s.value).ok());
+    all.push_back(s);
+  };
+  // Two hours moving up to 1.5 GiB below and above the first value.
+  constexpr uint64_t kSwing = uint64_t{3} << 29;
+  ASSERT_NO_FATAL_FAILURE(ingest(value));
+  for (uint64_t i = 1; i < 720; ++i) {
+    ASSERT_NO_FATAL_FAILURE(ingest(i % 2 == 0 ? value - kSwing - i : value + kSwing + i));
+  }
+  EXPECT_EQ(engine->MemoryByPart().rings, kSlots * 8);
+  absl::StatusOr<SeriesWindows> got = engine->Query(key);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesReference(*got, all, "narrow");
+  // 5 GiB above the first: out of a narrow ring's reach.
+  value += uint64_t{5} << 30;
+  ASSERT_NO_FATAL_FAILURE(ingest(value));
+  EXPECT_EQ(engine->MemoryByPart().rings, kSlots * 16);
+  for (int i = 0; i < 400; ++i) ASSERT_NO_FATAL_FAILURE(ingest(value - 977 * i));
+  got = engine->Query(key);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatchesReference(*got, all, "wide");
+  auto restored = MakeEngine();
+  ASSERT_TRUE(restored->RestoreSeries(key, all.back().time, {}, source).ok());
+  absl::StatusOr<SeriesWindows> again = restored->Query(key);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *got);
+}
+
 // Scrape times wander: when a scrape comes a little late, the next minute holds seven
 // samples at 10 s instead of six. Those seven stay in the series record itself, as six do.
 TEST(WindowEngineTest, AMinuteOfSevenScrapesNeedsNoBlockOfItsOwn) {

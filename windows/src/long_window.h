@@ -13,12 +13,14 @@
 #ifndef KUBESTAT_WINDOWS_SRC_LONG_WINDOW_H_
 #define KUBESTAT_WINDOWS_SRC_LONG_WINDOW_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <new>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/numeric/int128.h"
@@ -35,6 +37,17 @@ struct LongWindowGeometry {
   int64_t bucket_ns = 0;
   size_t slots = 0;           // ring capacity: ceil(width / bucket) + 1
   bool uses_rollups = false;  // bucket_ns equals the rollup width
+  // ceil(2^64 / slots) when 2 <= slots < 2^32 (else 0): the remainder of a 32-bit bucket
+  // number by `slots` in two multiplications instead of a division (Lemire, Kaser and Kurz,
+  // "Faster remainder by direct computation", 2019), exact for every such number.
+  uint64_t slot_magic = 0;
+
+  void SetSlots(size_t n) {
+    slots = n;
+    slot_magic = n >= 2 && n <= std::numeric_limits<uint32_t>::max()
+                     ? std::numeric_limits<uint64_t>::max() / n + 1
+                     : 0;
+  }
 
   int64_t BucketOf(int64_t t) const {
     // Floor division, so times before the epoch bucket correctly too.
@@ -46,8 +59,9 @@ struct LongWindowGeometry {
 // window), consumed from the front as the samples leave the window. Built once from the whole
 // run. A max stack's values strictly decrease and a min stack's strictly increase, and both
 // end at the run's last sample, so they empty together. Kept in one block, as varints (the
-// gap in position from the entry before and the distance from its value): a smooth series,
-// whose stacks hold most of its samples, costs a few bytes per sample rather than sixteen.
+// distance from the entry before's value, and the gap in position where it is not 1): a
+// smooth series, whose stacks hold most of its samples, costs one to three bytes per sample
+// rather than sixteen. The block shrinks to what is left once half of it has been read.
 class SuffixExtrema {
  public:
   struct Entry {
@@ -68,6 +82,8 @@ class SuffixExtrema {
   size_t HeapBytes() const { return block_ ? sizeof(Header) + header().size : 0; }
 
  private:
+  // Below this many bytes read, a block is not moved: its rest would save little.
+  static constexpr uint32_t kMinShrinkBytes = 32;
   struct Header {
     uint64_t max_value;
     uint64_t min_value;
@@ -84,8 +100,47 @@ class SuffixExtrema {
     return *std::launder(reinterpret_cast<const Header*>(block_.get()));
   }
   const char* entries() const { return block_.get() + sizeof(Header); }
+  // A new block holding `header` and the two stacks' entries one after the other.
+  void Allocate(Header header, std::array<std::string_view, 2> stacks);
 
   std::unique_ptr<char[]> block_;  // a Header, then the entries after each stack's first
+};
+
+// The min and max of each bucket of a long window, by slot. Narrow while every value it
+// holds lies within 2^32 of a base chosen at the first value (a slot then takes 8 bytes: its
+// min and max less the base, in one word); wide (16 bytes a slot, the values themselves)
+// from the first value outside that range on. Most series stay within 4 GiB or 4 cores of
+// where they started over a day, so their rings take half the memory. Exact either way. The
+// slot count is the geometry's, passed to each call that needs it.
+class MinMaxRing {
+ public:
+  struct MinMax {
+    uint64_t min = std::numeric_limits<uint64_t>::max();
+    uint64_t max = 0;
+    bool has_data() const { return min <= max; }
+  };
+
+  // `slots` empty slots, narrow, with no base yet.
+  void Reset(size_t slots);
+  void ClearAll(size_t slots);
+  MinMax Get(size_t slot) const;
+  bool HasData(size_t slot) const { return Get(slot).has_data(); }
+  // Widens the slot's bounds to take [min, max] in (min <= max).
+  void Merge(size_t slots, size_t slot, uint64_t min, uint64_t max);
+  void Clear(size_t slot);
+  bool wide() const { return base_ == kWide; }
+  size_t HeapBytes(size_t slots) const { return slots * (wide() ? 16 : 8); }
+
+ private:
+  static constexpr uint64_t kNoBase = std::numeric_limits<uint64_t>::max();
+  static constexpr uint64_t kWide = kNoBase - 1;  // no base is this high (see Merge)
+  static constexpr uint64_t kEmptyNarrow = 1;     // offset min 1, max 0
+  void Widen(size_t slots);
+
+  // Narrow: a word per slot, the min's offset from base_ in the low half and the max's in
+  // the high half (kEmptyNarrow when empty). Wide: two words per slot, min then max.
+  std::unique_ptr<uint64_t[]> words_;
+  uint64_t base_ = kNoBase;
 };
 
 // What one Advance needs from the source, gathered before anything changes.
@@ -124,20 +179,27 @@ class LongWindow {
   int64_t lower_ns() const { return lower_ns_; }
   // Not thread-safe, though const: it keeps what it scanned for the next call.
   void Fill(const LongWindowGeometry& g, const SketchMapping& mapping, WindowStats* stats) const;
-  size_t RingBytes() const;
+  size_t RingBytes(const LongWindowGeometry& g) const { return ring_.HeapBytes(g.slots); }
   size_t SketchBytes() const { return sketch_.HeapBytes(); }
   size_t StackBytes() const;
 
  private:
-  struct MinMax {
-    uint64_t min = std::numeric_limits<uint64_t>::max();
-    uint64_t max = 0;
-    bool has_data() const { return min <= max; }
-  };
+  using MinMax = MinMaxRing::MinMax;
   static constexpr int64_t kNoBucket = std::numeric_limits<int64_t>::min();
 
-  MinMax& SlotOf(const LongWindowGeometry& g, int64_t bucket);
-  const MinMax& SlotOf(const LongWindowGeometry& g, int64_t bucket) const;
+  static size_t SlotOf(const LongWindowGeometry& g, int64_t bucket) {
+    // Buckets since the epoch fit 32 bits (an hour's: 500,000 in 2026; 5 minutes': 6
+    // million): the remainder by the geometry's magic number, without a division.
+    if (bucket >= 0 && bucket <= std::numeric_limits<uint32_t>::max() && g.slot_magic != 0) {
+      const uint64_t low = g.slot_magic * static_cast<uint64_t>(bucket);
+      return static_cast<size_t>(absl::Uint128High64(absl::uint128(low) * g.slots));
+    }
+    const auto slots = static_cast<int64_t>(g.slots);
+    return static_cast<size_t>(((bucket % slots) + slots) % slots);
+  }
+  MinMax BucketBounds(const LongWindowGeometry& g, int64_t bucket) const {
+    return ring_.Get(SlotOf(g, bucket));
+  }
   void MoveFirstBucket(const LongWindowGeometry& g, int64_t new_first);
   void DropEmptiedStacks(const LongWindowGeometry& g);
   // Counts the samples of the stacked bucket among `expired`.
@@ -148,7 +210,7 @@ class LongWindow {
   uint64_t count_ = 0;
   absl::uint128 sum_ = 0;
   QuantileSketch sketch_;
-  std::vector<MinMax> ring_;  // slot of bucket b: b mod slots
+  MinMaxRing ring_;           // slot of bucket b: b mod slots
   int64_t first_bucket_ = 0;  // BucketOf(lower_ns_ + 1)
   int64_t stack_bucket_ = kNoBucket;
   SuffixExtrema stacks_;  // of stack_bucket_'s samples after the window's start

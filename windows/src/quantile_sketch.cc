@@ -28,6 +28,7 @@ SketchMapping::SketchMapping(double relative_accuracy)
   // The values of the logarithmic buckets up to the largest 64-bit value's, computed once:
   // a percentile is then a load, not an exponential. A mapping finer than the table allows
   // computes them (Validate admits accuracies down to 1e-4: 222,000 buckets).
+  BuildIndexTables();
   const int32_t top = Index(std::numeric_limits<uint64_t>::max());
   if (top - static_cast<int32_t>(kExactBelow) < static_cast<int32_t>(kMaxTabledValues)) {
     log_values_.reserve(static_cast<size_t>(top) - kExactBelow + 1);
@@ -47,7 +48,38 @@ absl::Status SketchMapping::Validate(double relative_accuracy) {
   return absl::OkStatus();
 }
 
-int32_t SketchMapping::Index(uint64_t v) const {
+void SketchMapping::BuildIndexTables() {
+  static_assert(kExactBelow == uint64_t{1} << kFirstOctave);
+  constexpr size_t kRanges = size_t{64 - kFirstOctave} << kRangeBits;
+  std::vector<int32_t> first(kRanges);
+  std::vector<uint64_t> split(kRanges);
+  for (int octave = kFirstOctave; octave < 64; ++octave) {
+    const int width_bits = octave - kRangeBits;
+    for (uint64_t m = 0; m < (uint64_t{1} << kRangeBits); ++m) {
+      const uint64_t lo = (uint64_t{1} << octave) + (m << width_bits);
+      const uint64_t last = lo + ((uint64_t{1} << width_bits) - 1);
+      const int32_t a = LogIndex(lo);
+      const int32_t b = LogIndex(last);
+      if (b > a + 1) return;  // buckets narrower than a range: no tables
+      const size_t range = static_cast<size_t>(octave - kFirstOctave) << kRangeBits | m;
+      first[range] = a;
+      split[range] = last;
+      if (b == a) continue;
+      // The last value of bucket a: LogIndex is monotone, so a binary search finds it.
+      uint64_t low = lo;     // LogIndex(low) == a
+      uint64_t high = last;  // LogIndex(high) == b
+      while (high - low > 1) {
+        const uint64_t mid = low + (high - low) / 2;
+        (LogIndex(mid) == a ? low : high) = mid;
+      }
+      split[range] = low;
+    }
+  }
+  range_first_ = std::move(first);
+  range_split_ = std::move(split);
+}
+
+int32_t SketchMapping::LogIndex(uint64_t v) const {
   if (v < kExactBelow) return static_cast<int32_t>(v);
   const auto log_index =
       static_cast<int32_t>(std::ceil(std::log(static_cast<double>(v)) / log_gamma_));
@@ -100,6 +132,19 @@ void QuantileSketch::Merge(const QuantileSketch& other) {
     const uint32_t n = other.CountAt(slot);
     if (n != 0) AddIndex(other.offset_ + static_cast<int32_t>(slot), n);
   }
+}
+
+QuantileSketch::QuantileSketch(const QuantileSketch& other)
+    : count_(other.count_),
+      zero_count_(other.zero_count_),
+      offset_(other.offset_),
+      counts16_(other.counts16_),
+      counts32_(other.wide() ? std::make_unique<std::vector<uint32_t>>(*other.counts32_)
+                             : nullptr) {}
+
+QuantileSketch& QuantileSketch::operator=(const QuantileSketch& other) {
+  if (this != &other) *this = QuantileSketch(other);
+  return *this;
 }
 
 void QuantileSketch::Clear() { *this = QuantileSketch(); }
@@ -166,15 +211,16 @@ void QuantileSketch::ValuesAtRanks(const SketchMapping& mapping, std::span<const
     for (uint64_t& value : out) value = 0;
     return;
   }
-  if (wide_) {
-    WalkRanks<uint32_t>(counts32_, zero_count_, count_, ks, offset_, mapping, out);
+  if (wide()) {
+    WalkRanks<uint32_t>(*counts32_, zero_count_, count_, ks, offset_, mapping, out);
   } else {
     WalkRanks<uint16_t>(counts16_, zero_count_, count_, ks, offset_, mapping, out);
   }
 }
 
 size_t QuantileSketch::HeapBytes() const {
-  return counts16_.capacity() * sizeof(uint16_t) + counts32_.capacity() * sizeof(uint32_t);
+  return counts16_.capacity() * sizeof(uint16_t) +
+         (wide() ? sizeof(std::vector<uint32_t>) + counts32_->capacity() * sizeof(uint32_t) : 0);
 }
 
 void QuantileSketch::AppendTo(std::string* out) const {
@@ -212,8 +258,7 @@ absl::StatusOr<QuantileSketch> QuantileSketch::Parse(std::string_view* in) {
     sketch.count_ += n;
   }
   if (std::any_of(counts.begin(), counts.end(), [](uint32_t n) { return n > kNarrowMax; })) {
-    sketch.wide_ = true;
-    sketch.counts32_ = std::move(counts);
+    sketch.counts32_ = std::make_unique<std::vector<uint32_t>>(std::move(counts));
   } else {
     sketch.counts16_.assign(counts.begin(), counts.end());
   }
@@ -241,23 +286,21 @@ void QuantileSketch::AddIndex(int32_t index, uint64_t n) {
   Grow(index);
   const size_t slot = static_cast<size_t>(index - offset_);
   const uint64_t total = CountAt(slot) + n;
-  if (!wide_ && total > kNarrowMax) {
-    counts32_.assign(counts16_.begin(), counts16_.end());
-    counts16_.clear();
-    counts16_.shrink_to_fit();
-    wide_ = true;
+  if (!wide() && total > kNarrowMax) {
+    counts32_ = std::make_unique<std::vector<uint32_t>>(counts16_.begin(), counts16_.end());
+    counts16_ = std::vector<uint16_t>();
   }
   SetCountAt(
       slot, static_cast<uint32_t>(std::min<uint64_t>(total, std::numeric_limits<uint32_t>::max())));
 }
 
 uint32_t QuantileSketch::CountAt(size_t slot) const {
-  return wide_ ? counts32_[slot] : counts16_[slot];
+  return wide() ? (*counts32_)[slot] : counts16_[slot];
 }
 
 void QuantileSketch::SetCountAt(size_t slot, uint32_t n) {
-  if (wide_) {
-    counts32_[slot] = n;
+  if (wide()) {
+    (*counts32_)[slot] = n;
   } else {
     counts16_[slot] = static_cast<uint16_t>(n);
   }
@@ -303,16 +346,16 @@ void TrimCounts(std::vector<T>& counts, int32_t& offset) {
 }  // namespace
 
 void QuantileSketch::Grow(int32_t index) {
-  if (wide_) {
-    GrowCounts(counts32_, offset_, index);
+  if (wide()) {
+    GrowCounts(*counts32_, offset_, index);
   } else {
     GrowCounts(counts16_, offset_, index);
   }
 }
 
 void QuantileSketch::Trim() {
-  if (wide_) {
-    TrimCounts(counts32_, offset_);
+  if (wide()) {
+    TrimCounts(*counts32_, offset_);
   } else {
     TrimCounts(counts16_, offset_);
   }

@@ -83,7 +83,7 @@ struct WindowEngine::Layout {
         g.bucket_ns = std::max<int64_t>(1, g.width_ns / 12);
       }
       g.uses_rollups = g.bucket_ns == rollup_ns;
-      g.slots = static_cast<size_t>((g.width_ns + g.bucket_ns - 1) / g.bucket_ns) + 1;
+      g.SetSlots(static_cast<size_t>((g.width_ns + g.bucket_ns - 1) / g.bucket_ns) + 1);
       windows.push_back({w, true, long_geometry.size()});
       long_geometry.push_back(g);
     }
@@ -498,8 +498,9 @@ WindowEngine::Memory WindowEngine::MemoryByPart() const {
     m.series += sizeof(Series) - sizeof(Series::longs) +
                 spilled(series.raw, Series::kInlineRaw, sizeof(Sample));
     m.long_windows += sizeof(Series::longs) + spilled(series.longs, 2, sizeof(LongWindow));
-    for (const LongWindow& lw : series.longs) {
-      m.rings += lw.RingBytes();
+    for (size_t i = 0; i < series.longs.size(); ++i) {
+      const LongWindow& lw = series.longs[i];
+      m.rings += lw.RingBytes(layout_->long_geometry[i]);
       m.sketches += lw.SketchBytes();
       m.stacks += lw.StackBytes();
     }
