@@ -116,7 +116,11 @@ void BlobChainState::Advance(const BlobChainState* reference, int64_t time_ns,
   values_.assign(values.begin(), values.end());
   before_.assign(values.size(), 0);
   has_before_.assign(values.size(), 0);
-  if (reference != nullptr && reference->valid_) {
+  if (reference != nullptr && reference->valid_ && SameIds(values_, reference->values_)) {
+    // The common case, a scrape of the same series as the one before: no search.
+    for (size_t i = 0; i < values_.size(); ++i) before_[i] = reference->values_[i].value;
+    has_before_.assign(values.size(), 1);
+  } else if (reference != nullptr && reference->valid_) {
     size_t cursor = 0;
     for (size_t i = 0; i < values_.size(); ++i) {
       if (std::optional<size_t> j = FindFrom(reference->values_, &cursor, values_[i].id)) {
@@ -133,7 +137,7 @@ std::optional<uint64_t> BlobChainState::Prediction(size_t* cursor, SeriesId id) 
   const std::optional<size_t> j = FindFrom(values_, cursor, id);
   if (!j) return std::nullopt;
   // The value in the reference plus the step it made from the value before it.
-  return has_before_[*j] != 0 ? 2 * values_[*j].value - before_[*j] : values_[*j].value;
+  return PredictionAt(*j);
 }
 
 absl::Status EncodeScrapeBlobV1(std::span<const SeriesValue> values, std::string* out) {
@@ -170,9 +174,14 @@ absl::Status EncodeScrapeBlob(std::span<const SeriesValue> values, int64_t time_
   PutVarint(out, values.size());
   if (!same_ids) PutIds(values, out);
   size_t cursor = 0;
-  for (const SeriesValue& v : values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const SeriesValue& v = values[i];
     std::optional<uint64_t> prediction;
-    if (chained) prediction = reference->Prediction(&cursor, v.id);
+    if (same_ids) {
+      prediction = reference->PredictionAt(i);
+    } else if (chained) {
+      prediction = reference->Prediction(&cursor, v.id);
+    }
     if (prediction) {
       PutResidual(v.value, *prediction, out);
     } else {
@@ -242,11 +251,16 @@ absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
       values->clear();
       return s;
     }
+    const bool same_ids = (flags & kSameIds) != 0;
     size_t cursor = 0;
     for (uint64_t i = 0; i < n; ++i) {
       SeriesValue& v = (*values)[i];
       std::optional<uint64_t> prediction;
-      if (chained) prediction = reference->Prediction(&cursor, v.id);
+      if (same_ids) {
+        prediction = reference->PredictionAt(i);  // the reference's series, in its order
+      } else if (chained) {
+        prediction = reference->Prediction(&cursor, v.id);
+      }
       const bool ok =
           prediction ? GetResidual(&bytes, *prediction, &v.value) : GetVarint(&bytes, &v.value);
       if (!ok) {

@@ -73,6 +73,10 @@ class BlobChainState {
   // The prediction of series `id`'s next value (the second difference), nullopt when the
   // newest blob lacks it; ids asked in increasing order with one `cursor` cost one pass.
   std::optional<uint64_t> Prediction(size_t* cursor, SeriesId id) const;
+  // The prediction of the series of values()[k].
+  uint64_t PredictionAt(size_t k) const {
+    return has_before_[k] != 0 ? 2 * values_[k].value - before_[k] : values_[k].value;
+  }
 
   bool valid_ = false;
   int64_t time_ns_ = 0;
