@@ -158,6 +158,7 @@ struct ScrapeLayout {
   std::vector<std::optional<CpuCounter>> counters;  // per object (unused for pods)
   std::vector<uint32_t> order;                      // series indices in key order
   std::deque<SeriesKey> own_keys;                   // keys of series without a stored sample
+  size_t own_keys_in_use = 0;                       // of `own_keys`, those `keys` still points to
   size_t system_containers = 0;
   size_t pods = 0;
 
@@ -382,6 +383,7 @@ void BuildLayout(const NodeScrape& scrape, NodeState& node) {
     } else {
       layout->keys.push_back(&layout->own_keys.emplace_back(std::move(key)));
       layout->states.push_back(nullptr);
+      ++layout->own_keys_in_use;
     }
   };
   std::set<PodName> present;
@@ -638,8 +640,11 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
       sample.state = &it->second;
       sample.key = &it->first;  // `owned` or the layout's own key may go; the map's stays
       if (same_layout) {
-        node.layout->keys[sample.layout_index] = &it->first;
-        node.layout->states[sample.layout_index] = &it->second;
+        // The layout's own key of a series without a stored sample gives way to the map's.
+        ScrapeLayout& layout = *node.layout;
+        layout.keys[sample.layout_index] = &it->first;
+        layout.states[sample.layout_index] = &it->second;
+        if (--layout.own_keys_in_use == 0) std::deque<SeriesKey>().swap(layout.own_keys);
       }
     }
     for (Pending& sample : samples) sample.state->newest = at;
@@ -842,7 +847,13 @@ absl::Status Ingestor::Rebuild() {
       std::stable_sort(scratch.rollups.begin(), scratch.rollups.end(),
                        [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
     }
-    auto lookup = [&state](const SeriesKey& key) -> std::optional<SeriesId> {
+    // The series being restored asks for its samples with the key it was given, the map's
+    // own: that one is answered without a search.
+    const SeriesKey* restoring = nullptr;
+    SeriesId restoring_id = 0;
+    auto lookup = [&state, &restoring,
+                   &restoring_id](const SeriesKey& key) -> std::optional<SeriesId> {
+      if (&key == restoring) return restoring_id;
       auto it = state.series.find(key);
       if (it == state.series.end()) return std::nullopt;
       return it->second.id;
@@ -881,9 +892,12 @@ absl::Status Ingestor::Rebuild() {
               absl::StrCat(key.ToString(), " (an hourly rollup: ", rollup.status().message(), ")"));
         }
       }
-      if (absl::Status rs =
-              shard.engine->RestoreSeries(key, series.newest, parsed, cache, coverage);
-          rs.ok()) {
+      restoring = &key;
+      restoring_id = series.id;
+      const absl::Status rs =
+          shard.engine->RestoreSeries(key, series.newest, parsed, cache, coverage);
+      restoring = nullptr;
+      if (rs.ok()) {
         counters_->rebuilt_series.fetch_add(1, std::memory_order_relaxed);
       } else {
         counters_->Unrestored(absl::StrCat(key.ToString(), " (", rs.message(), ")"));

@@ -211,6 +211,24 @@ TEST_F(IngestTest, PodValueIsTheSumOfItsContainersAtEachScrape) {
   EXPECT_EQ(pod->series[0].key.kind, ObjectKind::kPod);
 }
 
+// The first scrape stores no cpu sample (a rate needs two readings), so the shape kept for
+// the next scrapes holds the cpu series' keys itself; once the second scrape has stored
+// them, the node's map holds those keys and the shape lets its own copies go.
+TEST_F(IngestTest, TheKeptShapeLetsItsOwnKeysGoOnceTheirSeriesAreStored) {
+  testing::SyntheticCluster cluster(1, 30, 2, 7);
+  ASSERT_TRUE(ingestor_->Ingest(cluster.Scrape(0, kT0)).ok());
+  const size_t first = ingestor_->MemoryByPart().nodes;
+  ASSERT_TRUE(ingestor_->Ingest(cluster.Scrape(0, kT0 + seconds(10))).ok());
+  const size_t second = ingestor_->MemoryByPart().nodes;
+  // One cpu series per object: the node, 3 system containers, 30 pods and 60 containers.
+  EXPECT_LE(second + 94 * sizeof(SeriesKey), first);
+  ASSERT_TRUE(ingestor_->Ingest(cluster.Scrape(0, kT0 + seconds(20))).ok());
+  EXPECT_EQ(ingestor_->MemoryByPart().nodes, second);
+  auto cpu = Minute(SeriesKey::Container("node-0", "shop", "pod-0-1", "c1", Resource::kCpu));
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->count, 2u);
+}
+
 TEST_F(IngestTest, PodThatDisappearsLeavesAtOnceAndComesBackEmpty) {
   ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0, 0)).ok());
   ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(10), 1)).ok());
