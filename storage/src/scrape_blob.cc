@@ -177,11 +177,7 @@ absl::Status EncodeScrapeBlob(std::span<const SeriesValue> values, int64_t time_
   for (size_t i = 0; i < values.size(); ++i) {
     const SeriesValue& v = values[i];
     std::optional<uint64_t> prediction;
-    if (same_ids) {
-      prediction = reference->PredictionAt(i);
-    } else if (chained) {
-      prediction = reference->Prediction(&cursor, v.id);
-    }
+    if (chained) prediction = reference->PredictionFor(same_ids, i, &cursor, v.id);
     if (prediction) {
       PutResidual(v.value, *prediction, out);
     } else {
@@ -256,11 +252,7 @@ absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
     for (uint64_t i = 0; i < n; ++i) {
       SeriesValue& v = (*values)[i];
       std::optional<uint64_t> prediction;
-      if (same_ids) {
-        prediction = reference->PredictionAt(i);  // the reference's series, in its order
-      } else if (chained) {
-        prediction = reference->Prediction(&cursor, v.id);
-      }
+      if (chained) prediction = reference->PredictionFor(same_ids, i, &cursor, v.id);
       const bool ok =
           prediction ? GetResidual(&bytes, *prediction, &v.value) : GetVarint(&bytes, &v.value);
       if (!ok) {

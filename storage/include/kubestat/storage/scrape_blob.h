@@ -77,6 +77,13 @@ class BlobChainState {
   uint64_t PredictionAt(size_t k) const {
     return has_before_[k] != 0 ? 2 * values_[k].value - before_[k] : values_[k].value;
   }
+  // The prediction of the k-th value (series `id`) of a blob chained to this state: by
+  // position when the blob has exactly this state's series (`same_ids`), else by id.
+  std::optional<uint64_t> PredictionFor(bool same_ids, size_t k, size_t* cursor,
+                                        SeriesId id) const {
+    if (same_ids) return PredictionAt(k);
+    return Prediction(cursor, id);
+  }
 
   bool valid_ = false;
   int64_t time_ns_ = 0;
