@@ -134,8 +134,10 @@ class BridgeApiserverTest : public ::testing::TestWithParam<Store> {
     sim_ = std::make_unique<Process>(
         KUBESTAT_SIM_BINARY,
         std::vector<std::string>{
-            "--nodes=3", "--pods-per-node=5", "--seed=9", "--kubelet-address-mode=ports",
-            "--kubelet-port=0", "--users-file=" + (root / "users.yaml").string(), "--apiserver-tls",
+            // The tests compare pod counts: no pod is replaced while they run.
+            "--nodes=3", "--pods-per-node=5", "--seed=9", "--pod-lifetime=0",
+            "--kubelet-address-mode=ports", "--kubelet-port=0",
+            "--users-file=" + (root / "users.yaml").string(), "--apiserver-tls",
             "--tls-dir=" + (root / "sim-tls").string(),
             "--kubeconfig-dir=" + (root / "kubeconfigs").string(),
             "--metrics-backend=https://127.0.0.1:" + std::to_string(apiserver_port_),

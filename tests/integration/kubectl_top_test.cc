@@ -187,8 +187,9 @@ TEST(KubectlTopTest, TopNodeAndPodThroughTheApiserverShowTheAggregatorsFigures) 
   const std::string kubeconfig = (dir.path() / "kubeconfig").string();
 
   Process sim(KUBESTAT_SIM_BINARY,
-              {"--nodes=6", "--pods-per-node=5", "--seed=11", "--kubelet-address-mode=ports",
-               "--kubelet-port=0", "--kubeconfig-out=" + kubeconfig,
+              // 30 pods counted below: none is replaced while the test runs.
+              {"--nodes=6", "--pods-per-node=5", "--seed=11", "--pod-lifetime=0",
+               "--kubelet-address-mode=ports", "--kubelet-port=0", "--kubeconfig-out=" + kubeconfig,
                "--metrics-backend=http://127.0.0.1:" + std::to_string(port)},
               dir.path() / "sim.log");
   ASSERT_TRUE(WaitForLog(dir.path() / "sim.log", "READY", std::chrono::seconds(60)))

@@ -59,8 +59,10 @@ class SecureAccessTest : public ::testing::Test {
     sim_ = std::make_unique<Process>(
         KUBESTAT_SIM_BINARY,
         std::vector<std::string>{
-            "--nodes=4", "--pods-per-node=6", "--seed=5", "--kubelet-address-mode=ports",
-            "--kubelet-port=0", "--users-file=" + (root / "users.yaml").string(), "--apiserver-tls",
+            // These tests count every pod: no pod is replaced while they run.
+            "--nodes=4", "--pods-per-node=6", "--seed=5", "--pod-lifetime=0",
+            "--kubelet-address-mode=ports", "--kubelet-port=0",
+            "--users-file=" + (root / "users.yaml").string(), "--apiserver-tls",
             "--tls-dir=" + (root / "sim-tls").string(),
             "--kubeconfig-dir=" + (root / "kubeconfigs").string(),
             "--metrics-backend=https://127.0.0.1:" + std::to_string(port_),

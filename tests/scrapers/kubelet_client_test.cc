@@ -3,11 +3,13 @@
 #include "kubestat/scrapers/kubelet_client.h"
 
 #include <cpprest/http_listener.h>
-#include <cpprest/producerconsumerstream.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio/ssl.hpp>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -37,8 +39,7 @@ constexpr char kSummary[] =
     R"({"name":"app","cpu":{"time":"2026-11-21T10:00:00Z","usageCoreNanoSeconds":42},)"
     R"("memory":{"time":"2026-11-21T10:00:00Z","workingSetBytes":1024}}]}]})";
 
-// A fake kubelet on loopback: each request goes to `handler`; requests the handler keeps
-// (to never answer) are answered at teardown.
+// A fake kubelet on loopback: each request goes to `handler`, which answers it whole.
 class FakeKubelet {
  public:
   using Handler = std::function<void(http_request)>;
@@ -69,35 +70,9 @@ class FakeKubelet {
     });
     listener_->open().wait();
   }
-  ~FakeKubelet() {
-    std::vector<http_request> held;
-    std::vector<concurrency::streams::producer_consumer_buffer<uint8_t>> streams;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      held.swap(held_);
-      streams.swap(streams_);
-    }
-    for (auto& request : held) request.reply(status_codes::ServiceUnavailable).wait();
-    for (auto& stream : streams) stream.close(std::ios_base::out).wait();
-    listener_->close().wait();
-  }
+  ~FakeKubelet() { listener_->close().wait(); }
 
   ScrapeTarget Target() const { return ScrapeTarget{"node-a", "127.0.0.1", port_}; }
-  void Hold(http_request request) {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_.push_back(std::move(request));
-  }
-  // Answers 200 with a body that starts but never ends.
-  void ReplyNeverEnding(http_request request) {
-    concurrency::streams::producer_consumer_buffer<uint8_t> stream;
-    std::string start = R"({"node":{"nodeName":)";
-    stream.putn_nocopy(reinterpret_cast<const uint8_t*>(start.data()), start.size()).wait();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      streams_.push_back(stream);
-    }
-    request.reply(status_codes::OK, stream.create_istream());
-  }
   std::vector<std::string> authorizations() const {
     std::lock_guard<std::mutex> lock(mu_);
     return authorizations_;
@@ -115,8 +90,84 @@ class FakeKubelet {
   mutable std::mutex mu_;
   std::vector<std::string> authorizations_;
   std::vector<std::string> paths_;
-  std::vector<http_request> held_;
-  std::vector<concurrency::streams::producer_consumer_buffer<uint8_t>> streams_;
+};
+
+// A kubelet that stalls: on loopback, it reads each connection's request head, sends
+// `prefix` (nothing, or the start of an answer) and then neither sends more nor closes
+// until it is destroyed. A plain socket peer, not cpprest's http_listener: that listener
+// crashes when it is closed while a reply it is still writing from a stream is pending.
+class StalledKubelet {
+ public:
+  explicit StalledKubelet(std::string prefix) : prefix_(std::move(prefix)) {
+    listen_fd_ = testing::ListenOnLoopback(8, &port_);
+    EXPECT_GE(listen_fd_, 0);
+    acceptor_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~StalledKubelet() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Wakes the blocked accept(), recv()s and send()s; their threads then end.
+      ::shutdown(listen_fd_, SHUT_RDWR);
+      for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
+      closing_ = true;
+    }
+    closed_.notify_all();
+    acceptor_.join();
+    for (std::thread& thread : threads_) thread.join();
+    for (int fd : connections_) ::close(fd);
+    ::close(listen_fd_);
+  }
+
+  ScrapeTarget Target() const { return ScrapeTarget{"node-a", "127.0.0.1", port_}; }
+  // The request heads received so far.
+  int requests() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void AcceptLoop() {
+    while (true) {
+      const int fd = ::accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) return;
+      std::lock_guard<std::mutex> lock(mu_);
+      connections_.push_back(fd);
+      if (closing_) return;  // the destructor closes it with the rest
+      threads_.emplace_back([this, fd] { Serve(fd); });
+    }
+  }
+  void Serve(int fd) {
+    std::string head;
+    char buf[4096];
+    while (head.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) return;
+      head.append(buf, static_cast<size_t>(n));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++requests_;
+    }
+    size_t sent = 0;
+    while (sent < prefix_.size()) {
+      const ssize_t n = ::send(fd, prefix_.data() + sent, prefix_.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return;  // the client went away (or the destructor shut the socket)
+      sent += static_cast<size_t>(n);
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    closed_.wait(lock, [this] { return closing_; });
+  }
+
+  const std::string prefix_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::thread acceptor_;
+  mutable std::mutex mu_;
+  std::condition_variable closed_;
+  bool closing_ = false;
+  int requests_ = 0;
+  std::vector<int> connections_;
+  std::vector<std::thread> threads_;
 };
 
 void ReplySummary(http_request request) {
@@ -257,18 +308,10 @@ TEST(KubeletClientTest, DeclaredBodyOverTheCapIsRejected) {
 
 TEST(KubeletClientTest, StreamedBodyOverTheCapStopsReadingAtTheCap) {
   // Chunked, without a Content-Length, and never finished: only the cap can end it.
-  std::vector<concurrency::streams::producer_consumer_buffer<uint8_t>> streams;
-  std::mutex mu;
-  FakeKubelet kubelet([&](http_request request) {
-    concurrency::streams::producer_consumer_buffer<uint8_t> stream;
-    std::string chunk(256 * 1024, 'y');
-    stream.putn_nocopy(reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size()).wait();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      streams.push_back(stream);
-    }
-    request.reply(status_codes::OK, stream.create_istream());
-  });
+  StalledKubelet kubelet(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n40000\r\n" +
+      std::string(256 * 1024, 'y'));
   KubeletClientOptions options = PlainOptions();
   options.max_response_bytes = 100 * 1024;
   auto client = MakeClient(options);
@@ -277,13 +320,10 @@ TEST(KubeletClientTest, StreamedBodyOverTheCapStopsReadingAtTheCap) {
   EXPECT_EQ(FailureReason(response.status()), "too_large");
   EXPECT_NE(response.status().message().find("response larger than 102400 bytes"),
             std::string::npos);
-  for (auto& stream : streams) stream.close(std::ios_base::out).wait();
 }
 
 TEST(KubeletClientTest, KubeletThatNeverAnswersTimesOut) {
-  FakeKubelet* self = nullptr;
-  FakeKubelet kubelet([&](http_request request) { self->Hold(std::move(request)); });
-  self = &kubelet;
+  StalledKubelet kubelet("");
   KubeletClientOptions options = PlainOptions();
   options.timeout = std::chrono::milliseconds(200);
   auto client = MakeClient(options);
@@ -291,18 +331,20 @@ TEST(KubeletClientTest, KubeletThatNeverAnswersTimesOut) {
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(FailureReason(response.status()), "timeout");
+  EXPECT_EQ(kubelet.requests(), 1);
 }
 
 TEST(KubeletClientTest, BodyThatNeverEndsTimesOut) {
-  FakeKubelet* self = nullptr;
-  FakeKubelet kubelet([&](http_request request) { self->ReplyNeverEnding(std::move(request)); });
-  self = &kubelet;
+  StalledKubelet kubelet(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+      R"({"node":{"nodeName":)");
   KubeletClientOptions options = PlainOptions();
   options.timeout = std::chrono::milliseconds(300);
   auto client = MakeClient(options);
   absl::StatusOr<KubeletResponse> response = client->Fetch(kubelet.Target());
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(FailureReason(response.status()), "timeout");
+  EXPECT_EQ(kubelet.requests(), 1);
 }
 
 TEST(KubeletClientTest, NothingListeningIsAConnectFailure) {
