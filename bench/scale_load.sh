@@ -12,6 +12,8 @@
 # aggregator's publish lag and publications (lib.sh's aggregator_figures), the
 # rounds (nodes ok, skipped, how long each took), the aggregator's CPU over the
 # measured span from /proc (cores, and ms per node scrape) and its RSS, and the simulator's.
+# Last, the store's size on disk per node-day at the 10 s resolution, from what the run wrote
+# (not compacted yet: a day's store is smaller per node-day, see bench/RESULTS.md).
 #
 #   bench/scale_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [QUIET_SECONDS]
 #
@@ -192,3 +194,21 @@ print(f"simulator CPU {(s1 - s0) / ticks / span:.2f} cores")
 EOF
 echo "aggregator RSS $(awk '/VmRSS/ {printf "%d MiB", $2 / 1024}' "/proc/$agg_pid/status")," \
   "simulator RSS $(awk '/VmRSS/ {printf "%d MiB", $2 / 1024}' "/proc/$sim_pid/status")"
+# The store on disk against the node scrapes it holds: its table files (compressed, though
+# not yet compacted to the bottom level, where ZSTD takes over from LZ4) and everything
+# (with the write-ahead log), as MiB per node-day at the 10 s resolution.
+stored_ok=$(scrapes_ok)
+python3 - "$work/store" "$stored_ok" <<'EOF'
+import os, sys
+store, scrapes = sys.argv[1], int(sys.argv[2])
+sst = total = 0
+for name in os.listdir(store):
+    size = os.path.getsize(os.path.join(store, name))
+    total += size
+    sst += size if name.endswith(".sst") else 0
+if scrapes:
+    per_day = 8640 / scrapes / 2**20
+    print(f"store: {total / 2**20:.0f} MiB on disk ({sst / 2**20:.0f} MiB in table files) for "
+          f"{scrapes} node scrapes: {sst * per_day:.2f} MiB per node-day in table files, "
+          f"{total * per_day:.2f} with the log")
+EOF

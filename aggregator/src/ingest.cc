@@ -194,10 +194,10 @@ struct ScrapeLayout {
   }
 
   size_t HeapBytes() const {
-    size_t bytes = keys.capacity() * sizeof(const SeriesKey*) +
-                   states.capacity() * sizeof(SeriesState*) +
-                   counters.capacity() * sizeof(std::optional<CpuCounter>) +
-                   order.capacity() * sizeof(uint32_t);
+    // keys and states hold pointers.
+    size_t bytes = (keys.capacity() + states.capacity()) * sizeof(void*) +
+                   counters.capacity() * sizeof(decltype(counters)::value_type) +
+                   order.capacity() * sizeof(decltype(order)::value_type);
     for (const SeriesKey& key : own_keys) {
       bytes += sizeof(SeriesKey) + key.node.capacity() + key.pod_namespace.capacity() +
                key.pod.capacity() + key.container.capacity();

@@ -255,10 +255,9 @@ size_t ScrapeScheduler::ClaimIdleWorkers() {
 }
 
 void ScrapeScheduler::NotifyWorkers(size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    metrics_->worker_wakeups.Increment();
-    worker_cv_.notify_one();
-  }
+  if (count == 0) return;
+  metrics_->worker_wakeups.Increment(static_cast<double>(count));
+  for (size_t i = 0; i < count; ++i) worker_cv_.notify_one();
 }
 
 void ScrapeScheduler::BeginRound(std::unique_lock<std::mutex>& lock) {

@@ -25,6 +25,7 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/status/status.h"
+#include "kubestat/core/divisor.h"
 #include "kubestat/windows/quantile_sketch.h"
 #include "kubestat/windows/window_engine.h"
 #include "kubestat/windows/window_stats.h"
@@ -37,21 +38,24 @@ struct LongWindowGeometry {
   int64_t bucket_ns = 0;
   size_t slots = 0;           // ring capacity: ceil(width / bucket) + 1
   bool uses_rollups = false;  // bucket_ns equals the rollup width
-  // ceil(2^64 / slots) when 2 <= slots < 2^32 (else 0): the remainder of a 32-bit bucket
-  // number by `slots` in two multiplications instead of a division (Lemire, Kaser and Kurz,
-  // "Faster remainder by direct computation", 2019), exact for every such number.
-  uint64_t slot_magic = 0;
+  // `slots` as a divisor: a bucket's slot is computed at every add, by multiplications.
+  Remainder32 slot_remainder;
 
   void SetSlots(size_t n) {
     slots = n;
-    slot_magic = n >= 2 && n <= std::numeric_limits<uint32_t>::max()
-                     ? std::numeric_limits<uint64_t>::max() / n + 1
-                     : 0;
+    slot_remainder = Remainder32(n);
   }
 
   int64_t BucketOf(int64_t t) const {
     // Floor division, so times before the epoch bucket correctly too.
     return t >= 0 ? t / bucket_ns : -((-t + bucket_ns - 1) / bucket_ns);
+  }
+  size_t SlotOf(int64_t bucket) const {
+    // Buckets since the epoch fit 32 bits (an hour's: 500,000 in 2026; 5 minutes': 6
+    // million), where the remainder takes no division.
+    if (bucket >= 0) return static_cast<size_t>(slot_remainder.Of(static_cast<uint64_t>(bucket)));
+    const auto n = static_cast<int64_t>(slots);
+    return static_cast<size_t>(((bucket % n) + n) % n);
   }
 };
 
@@ -187,16 +191,7 @@ class LongWindow {
   using MinMax = MinMaxRing::MinMax;
   static constexpr int64_t kNoBucket = std::numeric_limits<int64_t>::min();
 
-  static size_t SlotOf(const LongWindowGeometry& g, int64_t bucket) {
-    // Buckets since the epoch fit 32 bits (an hour's: 500,000 in 2026; 5 minutes': 6
-    // million): the remainder by the geometry's magic number, without a division.
-    if (bucket >= 0 && bucket <= std::numeric_limits<uint32_t>::max() && g.slot_magic != 0) {
-      const uint64_t low = g.slot_magic * static_cast<uint64_t>(bucket);
-      return static_cast<size_t>(absl::Uint128High64(absl::uint128(low) * g.slots));
-    }
-    const auto slots = static_cast<int64_t>(g.slots);
-    return static_cast<size_t>(((bucket % slots) + slots) % slots);
-  }
+  static size_t SlotOf(const LongWindowGeometry& g, int64_t bucket) { return g.SlotOf(bucket); }
   MinMax BucketBounds(const LongWindowGeometry& g, int64_t bucket) const {
     return ring_.Get(SlotOf(g, bucket));
   }
