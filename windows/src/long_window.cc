@@ -265,7 +265,7 @@ void LongWindow::Add(const LongWindowGeometry& g, const SketchMapping& mapping, 
   if (b >= first_bucket_ + slots) MoveFirstBucket(g, b - slots + 1);
   // The scan stays right while samples land in the slot it left out.
   if (b != scanned_newest_) Unscan();
-  ring_.Merge(g.slots, SlotOf(g, b), v, v);
+  ring_.Merge(g.slots, g.SlotOf(b), v, v);
 }
 
 void LongWindow::AddRollup(const LongWindowGeometry& g, const BucketRollup& rollup) {
@@ -273,7 +273,7 @@ void LongWindow::AddRollup(const LongWindowGeometry& g, const BucketRollup& roll
   sum_ += rollup.sum;
   sketch_.Merge(rollup.sketch);
   Unscan();
-  ring_.Merge(g.slots, SlotOf(g, g.BucketOf(Nanos(rollup.start))), rollup.min, rollup.max);
+  ring_.Merge(g.slots, g.SlotOf(g.BucketOf(Nanos(rollup.start))), rollup.min, rollup.max);
 }
 
 bool LongWindow::NeedsStacks(const LongWindowGeometry& g, int64_t* bucket, int64_t* through) const {
@@ -306,7 +306,7 @@ void LongWindow::LoadStacks(const LongWindowGeometry& g, int64_t bucket,
   stack_bucket_ = bucket;  // ClearStacks above dropped the kept scan
   if (stacks_.empty()) {
     // Every sample of the bucket has left the window.
-    if (bucket >= first_bucket_) ring_.Clear(SlotOf(g, bucket));
+    if (bucket >= first_bucket_) ring_.Clear(g.SlotOf(bucket));
     ClearStacks();
   }
 }
@@ -324,7 +324,7 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
   size_t stacked = kNoSlot;
   if (stack_bucket_ != kNoBucket && !stacks_.empty() && stack_bucket_ >= first_bucket_ &&
       stack_bucket_ < first_bucket_ + static_cast<int64_t>(g.slots)) {
-    stacked = SlotOf(g, stack_bucket_);
+    stacked = g.SlotOf(stack_bucket_);
   }
   if (scanned_newest_ == kNoBucket) {
     // In bucket order from the first, each slot with data but the newest folded in.
@@ -332,7 +332,7 @@ void LongWindow::Fill(const LongWindowGeometry& g, const SketchMapping& mapping,
     MinMax before;
     MinMax newest;
     int64_t newest_bucket = kNoBucket;
-    const size_t first = SlotOf(g, first_bucket_);
+    const size_t first = g.SlotOf(first_bucket_);
     for (size_t i = 0, slot = first; i < g.slots; ++i, slot = slot + 1 == g.slots ? 0 : slot + 1) {
       if (slot == stacked) continue;
       const MinMax mm = ring_.Get(slot);
@@ -398,7 +398,7 @@ void LongWindow::MoveFirstBucket(const LongWindowGeometry& g, int64_t new_first)
   if (new_first - first_bucket_ >= static_cast<int64_t>(g.slots)) {
     ring_.ClearAll(g.slots);
   } else {
-    for (int64_t b = first_bucket_; b < new_first; ++b) ring_.Clear(SlotOf(g, b));
+    for (int64_t b = first_bucket_; b < new_first; ++b) ring_.Clear(g.SlotOf(b));
   }
   first_bucket_ = new_first;
   if (stack_bucket_ != kNoBucket && stack_bucket_ < first_bucket_) ClearStacks();
@@ -415,7 +415,7 @@ void LongWindow::CountExpiredInStackBucket(const LongWindowGeometry& g,
 void LongWindow::DropEmptiedStacks(const LongWindowGeometry& g) {
   if (stack_bucket_ == kNoBucket) return;
   if (stacks_.empty()) {
-    if (stack_bucket_ >= first_bucket_) ring_.Clear(SlotOf(g, stack_bucket_));
+    if (stack_bucket_ >= first_bucket_) ring_.Clear(g.SlotOf(stack_bucket_));
     ClearStacks();
   }
 }

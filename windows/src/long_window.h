@@ -191,9 +191,8 @@ class LongWindow {
   using MinMax = MinMaxRing::MinMax;
   static constexpr int64_t kNoBucket = std::numeric_limits<int64_t>::min();
 
-  static size_t SlotOf(const LongWindowGeometry& g, int64_t bucket) { return g.SlotOf(bucket); }
   MinMax BucketBounds(const LongWindowGeometry& g, int64_t bucket) const {
-    return ring_.Get(SlotOf(g, bucket));
+    return ring_.Get(g.SlotOf(bucket));
   }
   void MoveFirstBucket(const LongWindowGeometry& g, int64_t new_first);
   void DropEmptiedStacks(const LongWindowGeometry& g);
