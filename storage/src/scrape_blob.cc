@@ -212,6 +212,7 @@ absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
     }
   }
   const bool chained = (flags & kChained) != 0;
+  const bool same_ids = (flags & kSameIds) != 0;  // implies chained (checked above)
   if (chained) {
     uint64_t distance = 0;
     if (!GetVarint(&bytes, &distance)) return absl::DataLossError("scrape blob: truncated");
@@ -227,7 +228,7 @@ absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
   }
   uint64_t n = 0;
   // Each value takes a byte at least (two with its id).
-  const uint64_t min_bytes_per_value = (flags & kSameIds) != 0 ? 1 : 2;
+  const uint64_t min_bytes_per_value = same_ids ? 1 : 2;
   if (!GetVarint(&bytes, &n) || n > kMaxValues || n > bytes.size() / min_bytes_per_value) {
     return absl::DataLossError("scrape blob: bad value count");
   }
@@ -238,7 +239,7 @@ absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
       return s;
     }
   } else {
-    if ((flags & kSameIds) != 0) {
+    if (same_ids) {
       if (n != reference->values_.size()) {
         return absl::DataLossError("scrape blob: count differs from its reference's");
       }
@@ -247,7 +248,6 @@ absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
       values->clear();
       return s;
     }
-    const bool same_ids = (flags & kSameIds) != 0;
     size_t cursor = 0;
     for (uint64_t i = 0; i < n; ++i) {
       SeriesValue& v = (*values)[i];
