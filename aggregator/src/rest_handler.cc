@@ -244,16 +244,14 @@ ListQuery PodQuery() {
 // a few percent less on these JSON documents.
 constexpr int kGzipLevel = 1;
 
-// The gzip body in `cache`, made from `render()` by the first caller (others wait); empty
-// when the rendered body is under the compression threshold.
+// Makes the gzip body in `cache` from `render()`, once (the first caller renders, others
+// wait); `cache` stays empty when the rendered body is under the compression threshold.
 template <typename Render>
-const std::string& GzipOnce(std::once_flag& once, std::string& cache, size_t min_bytes,
-                            Render render) {
+void GzipOnce(std::once_flag& once, std::string& cache, size_t min_bytes, Render render) {
   std::call_once(once, [&] {
     const std::string body = render();
     if (body.size() >= min_bytes) cache = GzipCompress(body, kGzipLevel);
   });
-  return cache;
 }
 
 RestResponse GzipJsonResponse(std::string body) {
@@ -295,30 +293,35 @@ std::shared_ptr<RestHandler::SnapshotCache> RestHandler::CacheOf(
   return cache;
 }
 
-const std::vector<std::string>& RestHandler::NodeItems(SnapshotCache& cache, Timestamp now) const {
-  std::call_once(cache.node_items_once, [&] {
-    cache.node_items.reserve(cache.cut->nodes.size());
+std::shared_ptr<const std::vector<std::string>> RestHandler::NodeItems(
+    const std::shared_ptr<SnapshotCache>& cache, Timestamp now) const {
+  std::call_once(cache->node_items_once, [&] {
+    cache->node_items.reserve(cache->cut->nodes.size());
     const RenderContext ctx{GroupVersion::kV1alpha1, now, 0};
-    for (const std::shared_ptr<const NodeView>& node : cache.cut->nodes) {
-      cache.node_items.push_back(RenderNodeListItem(*node, ctx));
+    for (const std::shared_ptr<const NodeView>& node : cache->cut->nodes) {
+      cache->node_items.push_back(RenderNodeListItem(*node, ctx));
     }
   });
-  return cache.node_items;
+  return {cache, &cache->node_items};
 }
 
-const std::string& RestHandler::WholeNodeListGzip(SnapshotCache& cache, Timestamp now) const {
-  return GzipOnce(cache.nodes_gzip_once, cache.nodes_gzip, compression_.min_bytes, [&] {
-    const std::span<const std::shared_ptr<const NodeView>> nodes(cache.cut->nodes);
-    return RenderNodeList(nodes, NodeItems(cache, now),
+std::shared_ptr<const std::string> RestHandler::WholeNodeListGzip(
+    const std::shared_ptr<SnapshotCache>& cache, Timestamp now) const {
+  GzipOnce(cache->nodes_gzip_once, cache->nodes_gzip, compression_.min_bytes, [&] {
+    const std::span<const std::shared_ptr<const NodeView>> nodes(cache->cut->nodes);
+    return RenderNodeList(nodes, *NodeItems(cache, now),
                           Select(ListQuery{}, GroupVersion::kV1alpha1, nodes),
                           RenderContext{GroupVersion::kV1alpha1, now, 0});
   });
+  return {cache, &cache->nodes_gzip};
 }
 
-const std::string& RestHandler::WholePodListGzip(SnapshotCache& cache, Timestamp now) const {
-  return GzipOnce(cache.pods_gzip_once, cache.pods_gzip, compression_.min_bytes, [&] {
-    return RenderPods(*cache.cut, PodQuery(), RenderContext{GroupVersion::kV1alpha1, now, 0});
+std::shared_ptr<const std::string> RestHandler::WholePodListGzip(
+    const std::shared_ptr<SnapshotCache>& cache, Timestamp now) const {
+  GzipOnce(cache->pods_gzip_once, cache->pods_gzip, compression_.min_bytes, [&] {
+    return RenderPods(*cache->cut, PodQuery(), RenderContext{GroupVersion::kV1alpha1, now, 0});
   });
+  return {cache, &cache->pods_gzip};
 }
 
 RestHandler::Prepared RestHandler::Prepare() const {
@@ -339,9 +342,9 @@ RestHandler::Prepared RestHandler::Prepare() const {
   if (!prepared.node_items && !prepared.nodes_gzip && !prepared.pods_gzip) return prepared;
   // Kept first, so requests arriving meanwhile wait for these parts instead of making them.
   const std::shared_ptr<SnapshotCache> cache = CacheOf(std::move(cut));
-  if (prepared.node_items) NodeItems(*cache, now);
-  if (prepared.nodes_gzip) WholeNodeListGzip(*cache, now);
-  if (prepared.pods_gzip) WholePodListGzip(*cache, now);
+  if (prepared.node_items) NodeItems(cache, now);
+  if (prepared.nodes_gzip) WholeNodeListGzip(cache, now);
+  if (prepared.pods_gzip) WholePodListGzip(cache, now);
   return prepared;
 }
 
@@ -601,11 +604,11 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
         node_items_asked_.store(ctx.now, std::memory_order_relaxed);
         if (whole_list_gzip) {
           nodes_gzip_asked_.store(ctx.now, std::memory_order_relaxed);
-          const std::string& packed = WholeNodeListGzip(*cache, ctx.now);
-          if (!packed.empty()) response = GzipJsonResponse(packed);
+          const std::shared_ptr<const std::string> packed = WholeNodeListGzip(cache, ctx.now);
+          if (!packed->empty()) response = GzipJsonResponse(*packed);
         }
         if (response.content_encoding.empty()) {
-          body = RenderNodeList(nodes, NodeItems(*cache, ctx.now), Select(*query, api, nodes), ctx);
+          body = RenderNodeList(nodes, *NodeItems(cache, ctx.now), Select(*query, api, nodes), ctx);
         }
       } else if (*encoding == Encoding::kProtobuf) {
         body = RenderNodeListProtobuf(nodes, *query, ctx);
@@ -622,8 +625,8 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
       const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
       if (whole_list_gzip) {
         pods_gzip_asked_.store(ctx.now, std::memory_order_relaxed);
-        const std::string& packed = WholePodListGzip(*CacheOf(cut), ctx.now);
-        if (!packed.empty()) response = GzipJsonResponse(packed);
+        const std::shared_ptr<const std::string> packed = WholePodListGzip(CacheOf(cut), ctx.now);
+        if (!packed->empty()) response = GzipJsonResponse(*packed);
       }
       if (response.content_encoding.empty()) {
         body = RenderPods(*cut, *query, ctx, *encoding);

@@ -206,10 +206,15 @@ class RestHandler {
   // The cache of `cut`: the kept one when it is cut's, else a new one, kept when cut is
   // still the source's newest snapshot (a request that read an older one does not evict it).
   std::shared_ptr<SnapshotCache> CacheOf(std::shared_ptr<const MetricsSnapshot> cut) const;
-  // The parts of a cache, made on first use.
-  const std::vector<std::string>& NodeItems(SnapshotCache& cache, Timestamp now) const;
-  const std::string& WholeNodeListGzip(SnapshotCache& cache, Timestamp now) const;
-  const std::string& WholePodListGzip(SnapshotCache& cache, Timestamp now) const;
+  // The parts of a cache, made on first use. Each shares the cache's ownership, so that it
+  // stays valid after a publication replaces the kept cache and a request held the only
+  // other owner.
+  std::shared_ptr<const std::vector<std::string>> NodeItems(
+      const std::shared_ptr<SnapshotCache>& cache, Timestamp now) const;
+  std::shared_ptr<const std::string> WholeNodeListGzip(const std::shared_ptr<SnapshotCache>& cache,
+                                                       Timestamp now) const;
+  std::shared_ptr<const std::string> WholePodListGzip(const std::shared_ptr<SnapshotCache>& cache,
+                                                      Timestamp now) const;
 
   const MetricsSource& source_;
   const Clock& clock_;
