@@ -93,6 +93,7 @@ constexpr FsFigures kNodeFs = {100 * kGiB, 21 * kGiB + 123 * 4096, 6553600, 4123
 // A cache of formatted times: a snapshot has one sample time and a few start times.
 class TimeStrings {
  public:
+  // Valid until the next call (which may add to or clear the cache).
   const std::string& Get(Timestamp t) {
     for (const auto& [k, v] : cache_) {
       if (k == t) return v;
@@ -114,7 +115,8 @@ std::string RenderSummary(const NodeSnapshot& snap, bool only_cpu_and_memory) {
   TimeStrings times;
   const std::string now = FormatRfc3339(snap.time);
   const NodeInfo& node = *snap.node;
-  const std::string& node_start = times.Get(node.start_time);
+  // A copy: the Get() calls below may grow or clear the cache the reference would point into.
+  const std::string node_start = times.Get(node.start_time);
 
   w.BeginObject();
   w.Key("node").BeginObject();

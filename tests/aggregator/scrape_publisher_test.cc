@@ -24,12 +24,14 @@
 #include "kubestat/aggregator/aggregator_state.h"
 #include "kubestat/core/log.h"
 #include "kubestat/scrapers/scheduler.h"
+#include "support/captured_log.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {
 
+using ::kubestat::testing::CapturedLog;
 using ::kubestat::testing::PollUntil;
 using ::testing::HasSubstr;
 
@@ -54,30 +56,6 @@ class StampedKubelets final : public scrapers::NodeScraper {
   std::mutex mu_;
   testing::SyntheticCluster cluster_{2, 3, 2, 17};
   std::map<std::string, Timestamp> stamps_;
-};
-
-// The log lines written while it lives.
-class CapturedLog {
- public:
-  CapturedLog() {
-    SetLogSink([this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(mu_);
-      lines_.emplace_back(line);
-    });
-  }
-  ~CapturedLog() { SetLogSink({}); }
-  // The first line holding `text`, or "".
-  std::string Find(std::string_view text) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& line : lines_) {
-      if (line.find(text) != std::string::npos) return line;
-    }
-    return "";
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> lines_;
 };
 
 class ScrapePublisherTest : public ::testing::Test {

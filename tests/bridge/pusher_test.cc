@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include "kubestat/http/client.h"
 #include "kubestat/metrics_api/parse.h"
 #include "kubestat/metrics_api/write_batch.h"
+#include "support/captured_log.h"
 #include "support/metrics_objects.h"
 #include "support/poll.h"
 
@@ -152,9 +154,10 @@ TEST_F(PusherTest, PutModeWritesEachObjectAtItsPath) {
 }
 
 TEST_F(PusherTest, RetryAfterOf429IsHonoured) {
-  std::atomic<int> calls{0};
-  server_.SetAnswer([&calls](const RecordedRequest&) -> std::optional<http::Response> {
-    if (calls++ > 0) return std::nullopt;
+  // Shared with the answer, which the fake server may still call after the test body.
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  server_.SetAnswer([calls](const RecordedRequest&) -> std::optional<http::Response> {
+    if ((*calls)++ > 0) return std::nullopt;
     http::Response response = Answer(429, ApiError::TooManyRequests("slow down", 7).ToJson());
     response.headers.emplace_back("Retry-After", "7");
     return response;
@@ -176,9 +179,10 @@ TEST_F(PusherTest, RetryAfterOf429IsHonoured) {
 }
 
 TEST_F(PusherTest, FailuresWithoutRetryAfterBackOffWithFullJitter) {
-  std::atomic<int> calls{0};
-  server_.SetAnswer([&calls](const RecordedRequest&) -> std::optional<http::Response> {
-    if (calls++ < 2) return Answer(503, ApiError::ServiceUnavailable("starting").ToJson());
+  // Shared with the answer, which the fake server may still call after the test body.
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  server_.SetAnswer([calls](const RecordedRequest&) -> std::optional<http::Response> {
+    if ((*calls)++ < 2) return Answer(503, ApiError::ServiceUnavailable("starting").ToJson());
     return std::nullopt;
   });
   queue_.Put(MakeNode("node-1", {}, BaseTime(), 1000));
@@ -221,12 +225,7 @@ TEST_F(PusherTest, UnreachableServerIsRetried) {
 }
 
 TEST_F(PusherTest, RefusalsAreNotRetriedAndAreCountedByCode) {
-  std::vector<std::string> logged;
-  std::mutex log_mu;
-  SetLogSink([&](std::string_view line) {
-    std::lock_guard<std::mutex> lock(log_mu);
-    logged.emplace_back(line);
-  });
+  ::kubestat::testing::CapturedLog log;
   server_.SetAnswer([](const RecordedRequest& r) -> std::optional<http::Response> {
     if (r.path.ends_with("/bad")) {
       return Answer(422, ApiError::Invalid("metrics", "PodMetrics", "bad",
@@ -254,10 +253,9 @@ TEST_F(PusherTest, RefusalsAreNotRetriedAndAreCountedByCode) {
   EXPECT_TRUE(pusher_->Stats().retries.empty());
   EXPECT_EQ(server_.RequestCount(), 4u);
   EXPECT_EQ(queue_.depth() + queue_.in_flight(), 0u);
-  SetLogSink(nullptr);
   int bad_lines = 0;
   bool forbidden_logged = false;
-  for (const std::string& line : logged) {
+  for (const std::string& line : log.Lines()) {
     if (line.find("pod shop/bad") != std::string::npos) {
       ++bad_lines;
       EXPECT_THAT(line, HasSubstr("HTTP 422"));

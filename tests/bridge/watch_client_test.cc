@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -148,9 +149,10 @@ TEST_F(WatchClientTest, EndedStreamIsWatchedAgainAndResyncedAgain) {
 }
 
 TEST_F(WatchClientTest, FailedResyncListIsRetried) {
-  std::atomic<int> lists{0};
-  apiserver_.SetAnswer([&lists](const RecordedRequest&) -> std::optional<http::Response> {
-    if (lists++ > 0) return std::nullopt;
+  // Shared with the answer, which the fake server may still call after the test body.
+  auto lists = std::make_shared<std::atomic<int>>(0);
+  apiserver_.SetAnswer([lists](const RecordedRequest&) -> std::optional<http::Response> {
+    if ((*lists)++ > 0) return std::nullopt;
     http::Response response;
     response.code = 503;
     response.body = ApiError::ServiceUnavailable("etcd is down").ToJson();
