@@ -2,6 +2,22 @@
 
 add_compile_options(-Wall -Wextra -Werror)
 
+# References and views that outlive their owner: gcc's -Wdangling-pointer (on with -Wall) and
+# -Wdangling-reference (gcc 13 on); clang's -Wdangling family, which also fires where a
+# function's parameter is marked ABSL_ATTRIBUTE_LIFETIME_BOUND and its owner is a temporary.
+# Named here so that they stay errors whatever a later flag turns off;
+# tests/layout/dangling_warning_test.sh checks that the build refuses such code.
+include(CheckCXXCompilerFlag)
+set(KUBESTAT_DANGLING_WARNINGS "")
+foreach(flag -Wdangling-reference -Wdangling -Wdangling-gsl -Wreturn-stack-address)
+  string(MAKE_C_IDENTIFIER "KUBESTAT_CXX_HAS${flag}" has_flag)
+  check_cxx_compiler_flag(${flag} ${has_flag})
+  if(${has_flag})
+    list(APPEND KUBESTAT_DANGLING_WARNINGS ${flag})
+    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${flag}>)
+  endif()
+endforeach()
+
 if(KUBESTAT_ASAN AND KUBESTAT_TSAN)
   message(FATAL_ERROR "KUBESTAT_ASAN and KUBESTAT_TSAN cannot be combined")
 endif()

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "kubestat/aggregator/window_types.h"
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/objects.h"
@@ -89,7 +90,7 @@ struct MetricsSnapshot {
   // The index range [first, last) of `pods` in `namespace_name` (all pods when empty).
   std::pair<size_t, size_t> NamespaceRange(std::string_view namespace_name) const;
   // The pods of `pods` that node `node` reported, in (namespace, name) order.
-  std::vector<PodViewRef> PodsOfNode(std::string_view node) const;
+  std::vector<PodViewRef> PodsOfNode(std::string_view node) const ABSL_ATTRIBUTE_LIFETIME_BOUND;
   // The index in `pods` of the pod with this key; std::nullopt when absent.
   std::optional<size_t> FindPod(std::string_view namespace_name, std::string_view name) const;
 };

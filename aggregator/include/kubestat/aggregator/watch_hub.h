@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/aggregator/metrics_source.h"
@@ -76,10 +77,12 @@ template <typename View, typename Proto>
 class Watched {
  public:
   explicit Watched(std::shared_ptr<const View> view) : view_(std::move(view)) {}
-  const View& view() const { return *view_; }
-  const std::shared_ptr<const View>& shared_view() const { return view_; }
+  const View& view() const ABSL_ATTRIBUTE_LIFETIME_BOUND { return *view_; }
+  const std::shared_ptr<const View>& shared_view() const ABSL_ATTRIBUTE_LIFETIME_BOUND {
+    return view_;
+  }
   // The proto form with every window, serialized; built once.
-  const std::string& wire() const;
+  const std::string& wire() const ABSL_ATTRIBUTE_LIFETIME_BOUND;
   // The proto form with every window, built anew at each call.
   Proto proto() const;
 

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/metrics_api/objects.h"
 #include "kubestat/metrics_api/write_batch.h"
@@ -87,7 +88,7 @@ struct PushItem {
   uint64_t sequence = 0;
 
   // The object's metrics/v1alpha1 JSON (puts; empty for deletes).
-  std::string_view object_json() const {
+  std::string_view object_json() const ABSL_ATTRIBUTE_LIFETIME_BOUND {
     return std::string_view(rendered).substr(object_at, object_bytes);
   }
 };

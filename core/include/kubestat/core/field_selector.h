@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -116,7 +117,8 @@ class FieldSelector {
 
   // The value of the first `field=value` term on `field`, if any (fields.RequiresExactMatch),
   // e.g. to list only the pods of one node for `spec.nodeName=node-1`.
-  std::optional<std::string_view> RequiresExactMatch(std::string_view field) const;
+  std::optional<std::string_view> RequiresExactMatch(std::string_view field) const
+      ABSL_ATTRIBUTE_LIFETIME_BOUND;
 
   // OK when every term's field is in `supported`; otherwise InvalidArgument
   // "field label not supported: <field>" for the first term (in canonical order) that is not.

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -138,7 +139,8 @@ class LabelSelector {
 
   // If the first requirement on `key` is `key=v`, `key==v` or `key in (v)`, returns v (so a
   // caller can use an index); otherwise std::nullopt.
-  std::optional<std::string_view> RequiresExactMatch(std::string_view key) const;
+  std::optional<std::string_view> RequiresExactMatch(std::string_view key) const
+      ABSL_ATTRIBUTE_LIFETIME_BOUND;
 
   // Canonical text: requirements joined by ",".
   std::string String() const;

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
+
 namespace kubestat {
 
 // T needs empty() and operator==.
@@ -26,10 +28,10 @@ class SharedValue {
   // NOLINTNEXTLINE(google-explicit-constructor): assigned from a T like one
   SharedValue(T value)
       : value_(value.empty() ? nullptr : std::make_shared<const T>(std::move(value))) {}
-  const T& get() const { return value_ ? *value_ : Empty(); }
+  const T& get() const ABSL_ATTRIBUTE_LIFETIME_BOUND { return value_ ? *value_ : Empty(); }
   // NOLINTNEXTLINE(google-explicit-constructor): read where a T is
-  operator const T&() const { return get(); }
-  const T* operator->() const { return &get(); }
+  operator const T&() const ABSL_ATTRIBUTE_LIFETIME_BOUND { return get(); }
+  const T* operator->() const ABSL_ATTRIBUTE_LIFETIME_BOUND { return &get(); }
   bool empty() const { return value_ == nullptr; }
   // Whether both hold the one block (true for two empty values): equal without comparing.
   bool SharesWith(const SharedValue& other) const { return value_ == other.value_; }
@@ -64,7 +66,9 @@ class SharedLabels : public SharedValue<std::map<std::string, std::string>> {
   size_t size() const { return get().size(); }
   const_iterator find(const std::string& key) const { return get().find(key); }
   size_t count(const std::string& key) const { return get().count(key); }
-  const std::string& at(const std::string& key) const { return get().at(key); }
+  const std::string& at(const std::string& key) const ABSL_ATTRIBUTE_LIFETIME_BOUND {
+    return get().at(key);
+  }
   // These labels with `key` set to `value` (a new block; this one is unchanged).
   SharedLabels With(const std::string& key, std::string value) const {
     Map labels = get();
@@ -89,7 +93,7 @@ class SharedVector : public SharedValue<std::vector<E>> {
   const_iterator begin() const { return this->get().begin(); }
   const_iterator end() const { return this->get().end(); }
   size_t size() const { return this->get().size(); }
-  const E& operator[](size_t i) const { return this->get()[i]; }
+  const E& operator[](size_t i) const ABSL_ATTRIBUTE_LIFETIME_BOUND { return this->get()[i]; }
 };
 
 }  // namespace kubestat

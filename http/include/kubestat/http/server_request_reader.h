@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "kubestat/core/status.h"
 
 namespace kubestat::http {
@@ -109,11 +110,14 @@ class RequestReader {
   bool expects_continue() const;
 
   // Valid after kComplete.
-  std::string_view method() const { return method_; }
-  std::string_view target() const { return target_; }
+  std::string_view method() const ABSL_ATTRIBUTE_LIFETIME_BOUND { return method_; }
+  std::string_view target() const ABSL_ATTRIBUTE_LIFETIME_BOUND { return target_; }
   int version() const { return version_; }  // 10 or 11
-  const std::vector<std::pair<std::string, std::string>>& headers() const { return headers_; }
-  std::string_view body() const { return body_; }
+  const std::vector<std::pair<std::string, std::string>>& headers() const
+      ABSL_ATTRIBUTE_LIFETIME_BOUND {
+    return headers_;
+  }
+  std::string_view body() const ABSL_ATTRIBUTE_LIFETIME_BOUND { return body_; }
   // HTTP/1.1 without `Connection: close`, or HTTP/1.0 with `Connection: keep-alive`.
   bool keep_alive() const { return keep_alive_; }
 

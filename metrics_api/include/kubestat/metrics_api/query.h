@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/status/statusor.h"
 #include "kubestat/core/field_selector.h"
 #include "kubestat/core/label_selector.h"
@@ -150,7 +151,10 @@ template <typename T>
 class SharedRef {
  public:
   SharedRef() = default;
-  explicit SharedRef(const std::shared_ptr<const T>& owner) : owner_(&owner) {}
+  explicit SharedRef(const std::shared_ptr<const T>& owner ABSL_ATTRIBUTE_LIFETIME_BOUND)
+      : owner_(&owner) {}
+  // A temporary owner (a converted or just made shared_ptr) would be gone at once.
+  explicit SharedRef(std::shared_ptr<const T>&& owner) = delete;
   const T& operator*() const { return **owner_; }
   const T* operator->() const { return owner_->get(); }
   const T* get() const { return owner_->get(); }
@@ -168,7 +172,7 @@ namespace internal {
 inline const NodeMetrics& Deref(const NodeMetrics& o) { return o; }
 inline const PodMetrics& Deref(const PodMetrics& o) { return o; }
 template <typename T>
-const T& Deref(const std::shared_ptr<const T>& o) {
+const T& Deref(const std::shared_ptr<const T>& o ABSL_ATTRIBUTE_LIFETIME_BOUND) {
   return *o;
 }
 template <typename T>
