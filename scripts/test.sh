@@ -2,19 +2,22 @@
 # Installs what is missing, builds kubestat and runs every test:
 #   1. the plain build (gcc, RelWithDebInfo): unit and integration tests;
 #   2. the same tests built with clang under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. every libFuzzer target for a short run (KUBESTAT_FUZZ_SECONDS each, default 20).
+#   3. the tests labelled "concurrency" built with clang under ThreadSanitizer;
+#   4. every libFuzzer target for a short run (KUBESTAT_FUZZ_SECONDS each, default 20).
 # Benchmarks are built but not run (ctest -L bench runs them).
-# Usage: scripts/test.sh [--no-asan] [--no-fuzz]
+# Usage: scripts/test.sh [--no-asan] [--no-tsan] [--no-fuzz]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 asan=1
+tsan=1
 fuzz=1
 for arg in "$@"; do
   case "$arg" in
     --no-asan) asan=0 ;;
+    --no-tsan) tsan=0 ;;
     --no-fuzz) fuzz=0 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -48,9 +51,20 @@ if ((asan)); then
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     run_ctest build-asan/ctest.log --test-dir build-asan -LE bench --output-on-failure -j "$jobs" \
     --timeout 900
-  if ((fuzz)); then
-    scripts/fuzz.sh build-asan "${KUBESTAT_FUZZ_SECONDS:-20}"
-  fi
+fi
+
+if ((tsan)); then
+  echo "== ThreadSanitizer build (clang): the concurrency tests"
+  CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
+  cmake --build build-tsan -j "$jobs" --target kubestat_concurrency_tests
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
+    run_ctest build-tsan/ctest.log --test-dir build-tsan -L concurrency --output-on-failure \
+    -j "$jobs" --timeout 900
+fi
+
+if ((asan && fuzz)); then
+  scripts/fuzz.sh build-asan "${KUBESTAT_FUZZ_SECONDS:-20}"
 fi
 
 echo "tests: $passed passed, 0 failed"
