@@ -1,6 +1,4 @@
 # Recommendations: CPU, bytes read and RSS of computing every recommendation of 1,000 nodes x
 # 30 pods from 8 days of hourly usage histograms; disk per node-week.
-if(TARGET kubestat_aggregator AND TARGET kubestat_storage)
-  kubestat_benchmark(recommend_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/recommend_bench.cc
-    LIBS kubestat::aggregator kubestat::storage kubestat::windows kubestat_test_support)
-endif()
+kubestat_benchmark(recommend_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/recommend_bench.cc
+  LIBS kubestat::aggregator kubestat::storage kubestat::windows kubestat_test_support)

@@ -1,5 +1,3 @@
 # The HTTP server's request parser: every byte a network peer sends before the handler runs.
-if(TARGET kubestat_http)
-  kubestat_fuzzer(http_request_fuzz SOURCES ${CMAKE_CURRENT_LIST_DIR}/http_request_fuzz.cc
-    LIBS kubestat::http)
-endif()
+kubestat_fuzzer(http_request_fuzz SOURCES ${CMAKE_CURRENT_LIST_DIR}/http_request_fuzz.cc
+  LIBS kubestat::http)

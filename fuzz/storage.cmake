@@ -1,5 +1,3 @@
 # Scrape blobs read back from the store (bytes on disk may be corrupt).
-if(TARGET kubestat_storage)
-  kubestat_fuzzer(scrape_blob_fuzz
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/scrape_blob_fuzz.cc LIBS kubestat::storage)
-endif()
+kubestat_fuzzer(scrape_blob_fuzz
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/scrape_blob_fuzz.cc LIBS kubestat::storage)
