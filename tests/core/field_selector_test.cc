@@ -3,49 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <map>
-#include <new>
 #include <random>
 #include <string>
 #include <vector>
 
-// Counts heap allocations made by this thread while `g_counting` is set, to prove that
-// matching allocates nothing. The replacement operator new/delete pair malloc with free, which
-// GCC cannot tell apart from a mismatched pair once they are inlined.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-namespace {
-thread_local bool g_counting = false;
-thread_local int g_allocations = 0;
-}  // namespace
-
-// Every replaceable non-aligned form is replaced, so that allocation and release always pair
-// malloc with free (the sanitizers check that pairing).
-namespace {
-void* CountedAlloc(std::size_t size) noexcept {
-  if (g_counting) ++g_allocations;
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* CountedAllocOrThrow(std::size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-void* operator new(std::size_t size) { return CountedAllocOrThrow(size); }
-void* operator new[](std::size_t size) { return CountedAllocOrThrow(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return CountedAlloc(size);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#include "support/allocation_counter.h"
 
 namespace kubestat {
 namespace {
@@ -216,12 +179,14 @@ TEST(FieldSelectorTest, MatchingDoesNotAllocate) {
   FieldSelector s = MustParse("metadata.name=web-1,metadata.namespace!=kube-system,spec.nodeName=");
   const Fields fields = {{"metadata.name", "web-1"}, {"metadata.namespace", "shop"}};
   bool matched = false;
-  g_allocations = 0;
-  g_counting = true;
-  for (int i = 0; i < 100; ++i) matched = s.Matches(fields);
-  g_counting = false;
+  int allocations = 0;
+  {
+    const ::kubestat::testing::CountedAllocations counted;
+    for (int i = 0; i < 100; ++i) matched = s.Matches(fields);
+    allocations = counted.count();
+  }
   EXPECT_TRUE(matched);
-  EXPECT_EQ(g_allocations, 0);
+  EXPECT_EQ(allocations, 0);
 }
 
 }  // namespace
