@@ -58,9 +58,12 @@ if ((tsan)); then
   CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
   cmake --build build-tsan -j "$jobs" --target kubestat_concurrency_tests
+  # Left out here: a test whose point is a gRPC write finishing within a round (a slow watcher
+  # cut off while a fast one keeps up), which ThreadSanitizer's several-fold slowdown can
+  # break for the fast one too; the plain and ASan runs above have it.
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
     run_ctest build-tsan/ctest.log --test-dir build-tsan -L concurrency --output-on-failure \
-    -j "$jobs" --timeout 900
+    -E '^GrpcWatchTest\.SlowWatcherIsCutOffWithoutHoldingUpTheFastOne$' -j "$jobs" --timeout 900
 fi
 
 if ((asan && fuzz)); then
