@@ -17,7 +17,7 @@ for arg in "$@"; do
     --no-asan) asan=0 ;;
     --no-tsan) tsan=0 ;;
     --no-fuzz) fuzz=0 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
