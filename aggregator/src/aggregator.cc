@@ -251,7 +251,7 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   AggregatorHealthOptions health_options;
   health_options.kube_api_unready_after = options.kube_api_unready_after;
   health_options.scrape_unready_rounds = static_cast<int>(options.scrape_unready_rounds);
-  p->health = std::make_unique<AggregatorHealth>(health_options, *p->discovery);
+  p->health = std::make_unique<AggregatorHealth>(health_options, *p->discovery, p->store.get());
   p->publisher->SetHealth(p->health.get());
   if (!p->publisher->dump_ok()) {
     return absl::InvalidArgumentError("--scrape-dump: cannot open " + options.scrape_dump);

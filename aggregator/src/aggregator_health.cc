@@ -8,8 +8,9 @@
 namespace kubestat::aggregator {
 
 AggregatorHealth::AggregatorHealth(AggregatorHealthOptions options,
-                                   const scrapers::Discovery& discovery)
-    : options_(options), discovery_(discovery) {}
+                                   const scrapers::Discovery& discovery,
+                                   const storage::Store* store)
+    : options_(options), discovery_(discovery), store_(store) {}
 
 bool AggregatorHealth::IsStoreFailure(const absl::Status& status) {
   return !status.ok() && status.code() != absl::StatusCode::kInvalidArgument &&
@@ -72,6 +73,14 @@ void AggregatorHealth::AddChecks(http::HealthChecks& checks) {
   checks.Add(http::HealthEndpoint::kReadyz, "kube-api",
              [this](Timestamp now) { return KubeApi(now); });
   checks.Add(http::HealthEndpoint::kReadyz, "scrapes", [this](Timestamp) { return Scrapes(); });
+  if (store_ != nullptr) {
+    checks.AddCondition(http::HealthEndpoint::kReadyz, "store-durability",
+                        [this](Timestamp) -> std::optional<std::string> {
+                          std::string reason = store_->DegradedReason();
+                          if (reason.empty()) return std::nullopt;
+                          return reason;
+                        });
+  }
 }
 
 }  // namespace kubestat::aggregator

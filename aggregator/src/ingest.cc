@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "ingest_sample_cache.h"
 #include "kubestat/aggregator/series_registry.h"
+#include "kubestat/core/log.h"
 #include "kubestat/core/thread.h"
 #include "kubestat/core/time.h"
 #include "kubestat/windows/usage_histogram.h"
@@ -136,15 +137,15 @@ struct StoredRollup {
   size_t size = 0;
 };
 
+}  // namespace
+
 // What one rebuild thread reuses from node to node.
-struct RebuildScratch {
+struct Ingestor::RestoreScratch {
   IngestSampleCache cache;
   std::string rollup_bytes;
   std::vector<StoredRollup> rollups;  // by series id, then bucket start
   std::vector<BucketRollup> parsed;   // of the series being restored
 };
-
-}  // namespace
 
 // The shape of a node's last scrape, so that the next one with the same objects in the
 // same order (the common case: a kubelet reports the same pods scrape after scrape) is
@@ -217,6 +218,9 @@ struct NodeState {
   std::set<PodName> deleted_pods;        // deleted by DeletePod, ignored until they disappear
   std::unique_ptr<ScrapeLayout> layout;  // of the last scrape, when it can be reused
   storage::ScrapeChain chain;            // the node's newest stored blob
+  // The store's LossGeneration() its windows agree with: when the store dropped writes it
+  // kept in memory, the windows are restored again from what it holds.
+  uint64_t loss_generation = 0;
 };
 
 struct Ingestor::Shard {
@@ -238,6 +242,7 @@ struct Ingestor::Counters {
   std::atomic<uint64_t> layout_reuses{0};
   std::atomic<uint64_t> rebuilt_series{0};
   std::atomic<uint64_t> rebuild_errors{0};
+  std::atomic<uint64_t> restores_after_loss{0};
   std::atomic<int64_t> rebuild_nanos{0};
   std::mutex unrestored_mu;  // guards unrestored
   std::vector<std::string> unrestored;
@@ -431,6 +436,11 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
     if (node_it == shard.nodes.end()) {
       node_it = shard.nodes.emplace(scrape.node_name, NodeState{}).first;
       node_it->second.id = store_->AllocateNodeId();
+      node_it->second.loss_generation = store_->LossGeneration();
+    }
+    if (const uint64_t generation = store_->LossGeneration();
+        node_it->second.loss_generation != generation) {
+      node_it = RestoreAfterLoss(shard, node_it, generation);
     }
     NodeState& node = node_it->second;
     if (node.has_scrape && at <= node.last_scrape) {
@@ -761,55 +771,55 @@ absl::StatusOr<bool> Ingestor::DeleteNode(std::string_view name) {
   return true;
 }
 
-absl::Status Ingestor::Rebuild() {
-  const Timestamp started = clock_->MonotonicNow();
-  absl::StatusOr<storage::Dictionary> dict = store_->LoadDictionary();
-  if (!dict.ok()) {
+Ingestor::NodeMap::iterator Ingestor::RestoreAfterLoss(Shard& shard, NodeMap::iterator node_it,
+                                                       uint64_t generation) {
+  const std::string name = node_it->first;
+  NodeState& node = node_it->second;
+  const NodeId id = node.id;
+  const bool persisted = node.persisted;
+  std::vector<std::pair<SeriesId, SeriesKey>> series;
+  series.reserve(node.series.size());
+  for (const auto& [key, state] : node.series) {
+    series.emplace_back(state.id, key);
+    shard.engine->DeleteSeries(key);
+  }
+  std::set<PodName> deleted_pods = std::move(node.deleted_pods);
+  shard.nodes.erase(node_it);
+  RestoreScratch scratch{
+      IngestSampleCache(store_, 0, nullptr, options_.engine.rollup_width), {}, {}, {}};
+  if (absl::Status s = RestoreNode(id, name, series, scratch, /*take_lock=*/false); !s.ok()) {
     counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
-    return dict.status();
+    KLOG(ERROR) << "restoring node " << name << " after the store dropped writes: " << s;
   }
-  struct NodeWork {
-    NodeId id = 0;
-    std::string name;
-    std::vector<std::pair<SeriesId, SeriesKey>> series;
-  };
-  std::map<NodeId, NodeWork> work;
-  for (const storage::NodeEntry& n : dict->nodes) work[n.id] = NodeWork{n.id, n.name, {}};
-  for (const storage::SeriesEntry& e : dict->series) {
-    auto node = work.find(e.node);
-    absl::StatusOr<SeriesKey> key = DecodeSeriesKey(e.key);
-    if (node == work.end() || !key.ok() || key->node != node->second.name) {
-      counters_->Unrestored(key.ok() ? absl::StrCat(key->ToString(), " (its node entry is missing)")
-                                     : absl::StrCat("series ", e.id, " of node ", e.node,
-                                                    " (its dictionary entry is unreadable)"));
-      continue;
-    }
-    node->second.series.emplace_back(e.id, std::move(*key));
+  counters_->restores_after_loss.fetch_add(1, std::memory_order_relaxed);
+  auto [it, inserted] = shard.nodes.try_emplace(name);
+  if (inserted) {
+    // Nothing of it is left in the store: it starts anew under its id.
+    it->second.id = id;
+    it->second.persisted = persisted;
   }
-  // The threads take nodes one at a time from one list that goes round the shards, so
-  // they stay balanced to a node and two nodes taken at the same time are nearly always of
-  // different shards (a node's restore holds its shard's lock).
-  std::vector<std::vector<NodeWork*>> per_shard(shards_.size());
-  std::hash<std::string_view> hash;
-  for (auto& [id, node] : work) per_shard[hash(node.name) % shards_.size()].push_back(&node);
-  std::vector<NodeWork*> queue;
-  queue.reserve(work.size());
-  for (size_t round = 0; queue.size() < work.size(); ++round) {
-    for (const std::vector<NodeWork*>& nodes : per_shard) {
-      if (round < nodes.size()) queue.push_back(nodes[round]);
-    }
-  }
-  std::atomic<size_t> next_node{0};
+  it->second.loss_generation = generation;
+  it->second.deleted_pods = std::move(deleted_pods);
+  return it;
+}
+
+absl::Status Ingestor::RestoreNode(NodeId id, const std::string& name,
+                                   const std::vector<std::pair<SeriesId, SeriesKey>>& series_list,
+                                   RestoreScratch& scratch, bool take_lock) {
   Duration longest = Duration(0);
   for (Duration w : options_.engine.windows) longest = std::max(longest, w);
   const Duration retention = store_->options().retention;
-
-  std::mutex error_mu;
-  absl::Status first_error;
-  auto rebuild_node = [&](NodeWork& w, RebuildScratch& scratch) -> absl::Status {
+  struct {
+    NodeId id;
+    const std::string& name;
+    const std::vector<std::pair<SeriesId, SeriesKey>>& series;
+  } w{id, name, series_list};
+  {
     NodeState state;
     state.id = w.id;
     state.persisted = true;
+    // Read first: a drop after the reads would be seen at the node's next scrape.
+    const uint64_t generation = store_->LossGeneration();
     std::unordered_map<SeriesId, const SeriesKey*> wanted;
     for (const auto& [id, key] : w.series) wanted.emplace(id, &key);
     std::unordered_map<SeriesId, Timestamp> newest;
@@ -860,7 +870,8 @@ absl::Status Ingestor::Rebuild() {
     };
     IngestSampleCache& cache = scratch.cache;
     cache.Reset(w.id, lookup);
-    std::lock_guard lock(shard.mu);
+    std::unique_lock lock(shard.mu, std::defer_lock);
+    if (take_lock) lock.lock();
     for (const auto& [id, key] : w.series) {
       auto found = newest.find(id);
       if (found == newest.end()) {
@@ -911,20 +922,65 @@ absl::Status Ingestor::Rebuild() {
     if (!retire.empty()) {
       if (absl::Status ws = store_->Write(retire); !ws.ok()) return ws;
     }
+    state.loss_generation = generation;
     if (last && !state.series.empty()) shard.nodes.insert_or_assign(w.name, std::move(state));
     return absl::OkStatus();
+  }
+}
+
+absl::Status Ingestor::Rebuild() {
+  const Timestamp started = clock_->MonotonicNow();
+  absl::StatusOr<storage::Dictionary> dict = store_->LoadDictionary();
+  if (!dict.ok()) {
+    counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+    return dict.status();
+  }
+  struct NodeWork {
+    NodeId id = 0;
+    std::string name;
+    std::vector<std::pair<SeriesId, SeriesKey>> series;
   };
+  std::map<NodeId, NodeWork> work;
+  for (const storage::NodeEntry& n : dict->nodes) work[n.id] = NodeWork{n.id, n.name, {}};
+  for (const storage::SeriesEntry& e : dict->series) {
+    auto node = work.find(e.node);
+    absl::StatusOr<SeriesKey> key = DecodeSeriesKey(e.key);
+    if (node == work.end() || !key.ok() || key->node != node->second.name) {
+      counters_->Unrestored(key.ok() ? absl::StrCat(key->ToString(), " (its node entry is missing)")
+                                     : absl::StrCat("series ", e.id, " of node ", e.node,
+                                                    " (its dictionary entry is unreadable)"));
+      continue;
+    }
+    node->second.series.emplace_back(e.id, std::move(*key));
+  }
+  // The threads take nodes one at a time from one list that goes round the shards, so
+  // they stay balanced to a node and two nodes taken at the same time are nearly always of
+  // different shards (a node's restore holds its shard's lock).
+  std::vector<std::vector<NodeWork*>> per_shard(shards_.size());
+  std::hash<std::string_view> hash;
+  for (auto& [id, node] : work) per_shard[hash(node.name) % shards_.size()].push_back(&node);
+  std::vector<NodeWork*> queue;
+  queue.reserve(work.size());
+  for (size_t round = 0; queue.size() < work.size(); ++round) {
+    for (const std::vector<NodeWork*>& nodes : per_shard) {
+      if (round < nodes.size()) queue.push_back(nodes[round]);
+    }
+  }
+  std::atomic<size_t> next_node{0};
+  std::mutex error_mu;
+  absl::Status first_error;
   std::vector<std::thread> threads;
   const size_t thread_count = std::min(options_.rebuild_threads, std::max<size_t>(queue.size(), 1));
   for (size_t t = 0; t < thread_count; ++t) {
     threads.emplace_back([&] {
       NameThisThread("rebuild");
       // Buffers of one thread, reused from node to node.
-      RebuildScratch scratch{
+      RestoreScratch scratch{
           IngestSampleCache(store_, 0, nullptr, options_.engine.rollup_width), {}, {}, {}};
       for (size_t i = next_node.fetch_add(1); i < queue.size(); i = next_node.fetch_add(1)) {
         NodeWork* w = queue[i];
-        if (absl::Status s = rebuild_node(*w, scratch); !s.ok()) {
+        if (absl::Status s = RestoreNode(w->id, w->name, w->series, scratch, /*take_lock=*/true);
+            !s.ok()) {
           counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
           std::lock_guard lock(error_mu);
           if (first_error.ok()) {
@@ -1164,6 +1220,7 @@ IngestStats Ingestor::Stats() const {
   s.layout_reuses = counters_->layout_reuses.load();
   s.rebuilt_series = counters_->rebuilt_series.load();
   s.rebuild_errors = counters_->rebuild_errors.load();
+  s.restores_after_loss = counters_->restores_after_loss.load();
   s.rebuild_seconds = static_cast<double>(counters_->rebuild_nanos.load()) / 1e9;
   return s;
 }

@@ -120,8 +120,14 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
                 "the process");
   flags.AddString("storage-min-free", &storage_min_free,
                   "store writes pause while the volume has less free space than this quantity "
-                  "(256Mi, 1Gi) and resume when there is room; queries are answered from memory "
-                  "meanwhile; 0: never paused");
+                  "(256Mi, 1Gi), at most a tenth of the volume, and resume when there is room; "
+                  "meanwhile they wait in memory (--storage-backlog) and the windows go on; "
+                  "0: never paused");
+  flags.AddString("storage-backlog", &storage_backlog,
+                  "memory for the store writes that wait while the disk cannot take them (a "
+                  "quantity: 256Mi, 1Gi); beyond it the oldest waiting scrapes are dropped and "
+                  "counted, and the windows are rebuilt from what the store holds; 0: a write "
+                  "that cannot be made is a failed scrape");
   flags.AddInt64("storage-cache-mib", &storage_cache_mib, "RocksDB block cache, MiB");
   flags.AddStringList("windows", &windows,
                       "statistical windows kept for every series (durations, e.g. 10s,1m,1h,1d)");
@@ -203,6 +209,12 @@ absl::Status AggregatorOptions::Validate() const {
   } else if (q->Sign() < 0 || !q->Value().ok()) {
     return absl::InvalidArgumentError(
         "--storage-min-free: must be a byte count from 0 up (256Mi, 1Gi, 0)");
+  }
+  if (absl::StatusOr<Quantity> q = Quantity::Parse(storage_backlog); !q.ok()) {
+    return Prefixed("--storage-backlog", q.status());
+  } else if (q->Sign() < 0 || !q->Value().ok()) {
+    return absl::InvalidArgumentError(
+        "--storage-backlog: must be a byte count from 0 up (256Mi, 1Gi, 0)");
   }
   if (recommendation_cache_mib < 0) {
     return absl::InvalidArgumentError("--recommendation-cache-mib: must be at least 0");
@@ -293,6 +305,9 @@ storage::StoreOptions AggregatorOptions::StorageOptions() const {
   options.sync = storage_fsync;
   if (absl::StatusOr<Quantity> q = Quantity::Parse(storage_min_free); q.ok() && q->Value().ok()) {
     options.min_free_bytes = static_cast<uint64_t>(std::max<int64_t>(0, *q->Value()));
+  }
+  if (absl::StatusOr<Quantity> q = Quantity::Parse(storage_backlog); q.ok() && q->Value().ok()) {
+    options.backlog_bytes = static_cast<uint64_t>(std::max<int64_t>(0, *q->Value()));
   }
   options.block_cache_bytes = static_cast<size_t>(storage_cache_mib) << 20;
   return options;

@@ -67,6 +67,25 @@ class StoreSelfMetrics::Impl {
                                    "RocksDB background errors (flush, compaction, WAL sync)")),
         recoveries_(Counter(registry, "kubestat_store_recoveries_total",
                             "RocksDB recoveries from a background error")),
+        deferred_batches_(Counter(registry, "kubestat_store_deferred_batches_total",
+                                  "Write batches kept in memory because the disk could not "
+                                  "take them at once (written later unless lost)")),
+        reopens_(Counter(registry, "kubestat_store_reopens_total",
+                         "RocksDB reopened after a write it failed (a full disk)")),
+        backlog_written_(Counter(registry, "kubestat_store_backlog_written_batches_total",
+                                 "Write batches kept in memory that were written later")),
+        lost_batches_(Counter(registry, "kubestat_store_lost_batches_total",
+                              "Write batches kept in memory that were dropped, never written, "
+                              "because the backlog outgrew --storage-backlog")),
+        lost_scrapes_(Counter(registry, "kubestat_store_lost_scrapes_total",
+                              "Node scrapes in the dropped batches: history the store lacks")),
+        backlog_batches_(Gauge(registry, "kubestat_store_backlog_batches",
+                               "Write batches waiting in memory for the disk")),
+        backlog_bytes_(Gauge(registry, "kubestat_store_backlog_bytes",
+                             "Memory held by the writes waiting for the disk")),
+        durable_(Gauge(registry, "kubestat_store_durable",
+                       "1 while every accepted scrape is on disk (in RocksDB's log), 0 while "
+                       "writes wait in memory")),
         wal_bytes_dropped_(Gauge(registry, "kubestat_store_wal_dropped_bytes",
                                  "Write-ahead log bytes RocksDB dropped when it replayed the log "
                                  "at open (writes lost in a crash)")),
@@ -101,6 +120,9 @@ class StoreSelfMetrics::Impl {
                                  "(each named in the log)")),
         rebuilt_series_(
             Gauge(registry, "kubestat_rebuilt_series", "Series restored from the store at start")),
+        restores_after_loss_(Counter(registry, "kubestat_node_restores_after_store_loss_total",
+                                     "Nodes whose windows were restored again from the store "
+                                     "after it dropped writes it kept in memory")),
         snapshot_seconds_(Gauge(registry, "kubestat_query_snapshot_refresh_seconds",
                                 "Time the last publish of the query snapshot took (assembling "
                                 "the nodes read after their scrapes; at start, reading all)")),
@@ -178,6 +200,14 @@ class StoreSelfMetrics::Impl {
     Advance(low_space_pauses_, store.low_space_pauses, last_store_.low_space_pauses);
     Advance(background_errors_, store.background_errors, last_store_.background_errors);
     Advance(recoveries_, store.recoveries, last_store_.recoveries);
+    Advance(deferred_batches_, store.batches_deferred, last_store_.batches_deferred);
+    Advance(backlog_written_, store.backlog_written, last_store_.backlog_written);
+    Advance(reopens_, store.reopens, last_store_.reopens);
+    Advance(lost_batches_, store.batches_lost, last_store_.batches_lost);
+    Advance(lost_scrapes_, store.scrapes_lost, last_store_.scrapes_lost);
+    backlog_batches_.Set(static_cast<double>(store.backlog_batches));
+    backlog_bytes_.Set(static_cast<double>(store.backlog_bytes));
+    durable_.Set(store.backlog_batches == 0 ? 1 : 0);
     wal_bytes_dropped_.Set(static_cast<double>(store.wal_bytes_dropped));
     if (store.write_nanos > last_store_.write_nanos) {
       write_seconds_.Increment(static_cast<double>(store.write_nanos - last_store_.write_nanos) /
@@ -201,6 +231,7 @@ class StoreSelfMetrics::Impl {
     rebuild_seconds_.Set(ingest.rebuild_seconds);
     unrestored_series_.Set(static_cast<double>(ingest.rebuild_errors));
     rebuilt_series_.Set(static_cast<double>(ingest.rebuilt_series));
+    Advance(restores_after_loss_, ingest.restores_after_loss, last_.restores_after_loss);
   }
 
  private:
@@ -224,6 +255,14 @@ class StoreSelfMetrics::Impl {
   prometheus::Counter& low_space_pauses_;
   prometheus::Counter& background_errors_;
   prometheus::Counter& recoveries_;
+  prometheus::Counter& deferred_batches_;
+  prometheus::Counter& reopens_;
+  prometheus::Counter& backlog_written_;
+  prometheus::Counter& lost_batches_;
+  prometheus::Counter& lost_scrapes_;
+  prometheus::Gauge& backlog_batches_;
+  prometheus::Gauge& backlog_bytes_;
+  prometheus::Gauge& durable_;
   prometheus::Gauge& wal_bytes_dropped_;
   prometheus::Gauge& size_bytes_;
   prometheus::Gauge& max_write_seconds_;
@@ -238,6 +277,7 @@ class StoreSelfMetrics::Impl {
   prometheus::Gauge& rebuild_seconds_;
   prometheus::Gauge& unrestored_series_;
   prometheus::Gauge& rebuilt_series_;
+  prometheus::Counter& restores_after_loss_;
   prometheus::Gauge& snapshot_seconds_;
   prometheus::Family<prometheus::Gauge>& snapshot_objects_;
   prometheus::Gauge& snapshot_nodes_;

@@ -65,6 +65,12 @@ void HealthChecks::Add(HealthEndpoint endpoint, std::string name, HealthCheckFn 
   list.push_back(Entry{std::move(name), std::move(check)});
 }
 
+void HealthChecks::AddCondition(HealthEndpoint endpoint, std::string name, HealthCheckFn check) {
+  std::vector<Entry>& list = endpoint == HealthEndpoint::kLivez ? livez_ : readyz_;
+  for ([[maybe_unused]] const Entry& entry : list) assert(entry.name != name);
+  list.push_back(Entry{std::move(name), std::move(check), /*condition=*/true});
+}
+
 void HealthChecks::AttachMetrics(prometheus::Registry& registry) {
   failures_ = &prometheus::BuildCounter()
                    .Name("kubestat_health_check_failures_total")
@@ -80,6 +86,7 @@ void HealthChecks::AttachMetrics(prometheus::Registry& registry) {
                   .Register(registry);
   for (HealthEndpoint endpoint : {HealthEndpoint::kLivez, HealthEndpoint::kReadyz}) {
     for (const Entry& entry : endpoint == HealthEndpoint::kLivez ? livez_ : readyz_) {
+      if (entry.condition) continue;
       const std::map<std::string, std::string> labels = {
           {"endpoint", std::string(HealthEndpointName(endpoint))}, {"check", entry.name}};
       failures_->Add(labels);
@@ -94,7 +101,11 @@ std::vector<HealthCheckResult> HealthChecks::Evaluate(HealthEndpoint endpoint) c
   std::vector<HealthCheckResult> results;
   results.reserve(list.size());
   for (const Entry& entry : list) {
-    results.push_back(HealthCheckResult{entry.name, entry.check(now)});
+    if (entry.condition) {
+      results.push_back(HealthCheckResult{entry.name, std::nullopt, entry.check(now)});
+      continue;
+    }
+    results.push_back(HealthCheckResult{entry.name, entry.check(now), std::nullopt});
     Notice(endpoint, results.back(), now);
   }
   return results;
@@ -144,6 +155,8 @@ HealthAnswer HealthChecks::Answer(HealthEndpoint endpoint, std::string_view quer
       failed = true;
       absl::StrAppend(&listing, "[-]", result.name, " failed: ",
                       parsed.verbose ? *result.failure : std::string("reason withheld"), "\n");
+    } else if (result.note && parsed.verbose) {
+      absl::StrAppend(&listing, "[+]", result.name, " ok: ", *result.note, "\n");
     } else {
       absl::StrAppend(&listing, "[+]", result.name, " ok\n");
     }

@@ -1,14 +1,18 @@
 #include "kubestat/storage/store.h"
 
+#include <fcntl.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdarg>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <shared_mutex>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -17,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "keys.h"
 #include "kubestat/core/log.h"
+#include "kubestat/core/time.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
@@ -24,6 +29,7 @@
 #include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
+#include "rocksdb/utilities/write_batch_with_index.h"
 #include "rocksdb/write_batch.h"
 
 namespace kubestat::storage {
@@ -107,31 +113,204 @@ struct Store::Counters {
   std::atomic<uint64_t> background_errors{0};
   std::atomic<uint64_t> recoveries{0};
   std::atomic<uint64_t> wal_bytes_dropped{0};
+  std::atomic<uint64_t> batches_deferred{0};
+  std::atomic<uint64_t> reopens{0};
+  std::atomic<uint64_t> backlog_written{0};
+  std::atomic<uint64_t> batches_lost{0};
+  std::atomic<uint64_t> scrapes_lost{0};
+  std::atomic<int64_t> lost_from{0};  // nanoseconds; 0: none
+  std::atomic<int64_t> lost_through{0};
   std::atomic<bool> low_space{false};     // writes paused for lack of free space
   std::atomic<bool> needs_resume{false};  // a background error RocksDB did not recover from
 };
 
-// RocksDB's info log (the LOG file, as RocksDB writes it), read on the way for the records
-// the write-ahead log replay drops at open ("…: dropping 1234 bytes; Corruption: …"): those
-// are acknowledged writes lost, which the store reports itself.
-class WalDropWatcher final : public rocksdb::LoggerWrapper {
+// The writes RocksDB could not take yet, oldest first, and an index of them that reads
+// merge with the database's (overwrite_key: the newest value of a key is the one seen).
+struct Store::Backlog {
+  // Shared by every use of the database handle (reads, writes straight to RocksDB),
+  // exclusive to change the backlog or to replace the handle (a reopen).
+  mutable std::shared_mutex mu;
+  // A write to RocksDB failed: its write-ahead log writer may hold the error, and RocksDB
+  // must not be given another write before the database is reopened (a new log).
+  std::atomic<bool> reopen{false};
+  // The reserve was removed for an open and is not back yet: writes wait until there is
+  // room for it again, so that the next open has it too.
+  std::atomic<bool> reserve_missing{false};
+  // Taken by writes while the volume is nearly full (kSerialWritesBelow).
+  std::mutex near_full_writes;
+  // Holds batches; read without the lock as a hint, settled under it.
+  std::atomic<bool> active{false};
+  rocksdb::WriteBatchWithIndex index{rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true};
+  std::deque<rocksdb::WriteBatch> batches;
+  uint64_t batch_bytes = 0;    // of `batches`
+  uint64_t index_entries = 0;  // records put into `index` since it was last cleared
+  // After a drain that RocksDB refused, the next is tried no sooner than this.
+  std::chrono::steady_clock::time_point next_drain{};
+  std::atomic<uint64_t> loss_generation{0};
+  std::string why;  // what stopped the writes, for DegradedReason
+  std::chrono::system_clock::time_point since{};
+};
+
+// Reads of the database and, while there is a backlog, of its writes as if they were
+// written. Holds the backlog's lock shared for its life, so the backlog and its index do not
+// change under the iterators it made; one per public read (never two on one thread).
+class Store::Reader {
  public:
-  WalDropWatcher(std::shared_ptr<rocksdb::Logger> file, std::string dir)
-      : rocksdb::LoggerWrapper(file.get()), file_(std::move(file)), dir_(std::move(dir)) {}
+  explicit Reader(const Store& store)
+      : store_(store), lock_(store.backlog_->mu), merged_(store.backlog_->active.load()) {}
+  // Without a database handle (a reopen that failed), the backlog alone.
+  std::unique_ptr<rocksdb::Iterator> NewIterator() const {
+    rocksdb::Iterator* base =
+        store_.db_ ? store_.db_->NewIterator(rocksdb::ReadOptions()) : rocksdb::NewEmptyIterator();
+    if (!merged_) return std::unique_ptr<rocksdb::Iterator>(base);
+    return std::unique_ptr<rocksdb::Iterator>(store_.backlog_->index.NewIteratorWithBase(base));
+  }
+  rocksdb::Status Get(const std::string& key, std::string* value) const {
+    if (!store_.db_) {
+      if (!merged_) return rocksdb::Status::NotFound();
+      return store_.backlog_->index.GetFromBatch(rocksdb::DBOptions(), key, value);
+    }
+    if (!merged_) return store_.db_->Get(rocksdb::ReadOptions(), key, value);
+    return store_.backlog_->index.GetFromBatchAndDB(store_.db_.get(), rocksdb::ReadOptions(), key,
+                                                    value);
+  }
+  rocksdb::DB* db() const { return store_.db_.get(); }
+
+ private:
+  const Store& store_;
+  std::shared_lock<std::shared_mutex> lock_;
+  bool merged_;
+};
+
+namespace {
+
+// Puts a batch's records into the backlog's index.
+class IndexInto final : public rocksdb::WriteBatch::Handler {
+ public:
+  IndexInto(rocksdb::WriteBatchWithIndex* index, uint64_t* entries)
+      : index_(index), entries_(entries) {}
+  void Put(const rocksdb::Slice& key, const rocksdb::Slice& value) override {
+    (void)index_->Put(key, value);
+    ++*entries_;
+  }
+  void Delete(const rocksdb::Slice& key) override {
+    (void)index_->Delete(key);
+    ++*entries_;
+  }
+
+ private:
+  rocksdb::WriteBatchWithIndex* index_;
+  uint64_t* entries_;
+};
+
+// Sorts a dropped batch's records: the dictionary's are kept (a later scrape may refer to
+// its series), the scrapes are counted with their times, the rest (rollups, histories) go.
+class SortDropped final : public rocksdb::WriteBatch::Handler {
+ public:
+  explicit SortDropped(rocksdb::WriteBatch* kept) : kept_(kept) {}
+  void Put(const rocksdb::Slice& key, const rocksdb::Slice& value) override {
+    if (key.empty()) return;
+    const char tag = key[0];
+    if (tag == keys::kNodeTag || tag == keys::kSeriesTag || tag == keys::kRetiredTag) {
+      (void)kept_->Put(key, value);
+      return;
+    }
+    lost_any = true;
+    if (tag == keys::kBlobTag && key.size() == keys::kBlobKeySize) {
+      const int64_t t = keys::BlobTime(ToView(key));
+      ++scrapes;
+      oldest = std::min(oldest, t);
+      newest = std::max(newest, t);
+    }
+  }
+  void Delete(const rocksdb::Slice& key) override { (void)kept_->Delete(key); }
+
+  bool lost_any = false;  // of the batch being sorted; reset by the caller
+  uint64_t scrapes = 0;
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  int64_t newest = std::numeric_limits<int64_t>::min();
+
+ private:
+  rocksdb::WriteBatch* kept_;
+};
+
+// The reserve: a file of 1 MiB (a sixteenth of a volume under 16 MiB) that the store keeps
+// in its directory while there is room, and removes when an open of RocksDB needs room that
+// a full volume no longer has (a start, or a reopen after a failed write): an open writes a
+// new MANIFEST and OPTIONS file.
+constexpr uint64_t kReserveBytes = 1 << 20;
+uint64_t ReserveBytes(uint64_t volume) { return std::min(kReserveBytes, volume / 16); }
+constexpr std::string_view kReserveName = "kubestat-reserve";
+
+// Removes the reserve of `dir`, if any; whether there was one.
+bool ReleaseReserve(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::remove(std::filesystem::path(dir) / kReserveName, ec);
+}
+
+// Creates the reserve of `dir` when it is missing and the volume (`volume` bytes) has
+// `free` bytes, well more than the reserve.
+// Whether the reserve is there now.
+bool KeepReserve(const std::string& dir, uint64_t free, uint64_t volume) {
+  const std::filesystem::path path = std::filesystem::path(dir) / kReserveName;
+  const uint64_t size = ReserveBytes(volume);
+  std::error_code ec;
+  if (size == 0 || std::filesystem::exists(path, ec)) return true;
+  if (free < 3 * size) return false;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const bool allocated = ::posix_fallocate(fd, 0, static_cast<off_t>(size)) == 0;
+  ::close(fd);
+  if (!allocated) std::filesystem::remove(path, ec);
+  return allocated;
+}
+
+// Below this much free space, writes reach RocksDB one at a time (Store::Write).
+constexpr uint64_t kSerialWritesBelow = uint64_t{64} << 20;
+// What an index entry costs beside the record's bytes (its skip-list node and entry).
+constexpr uint64_t kIndexEntryBytes = 64;
+// A drain writes at most this much per Write call, so no call waits long behind it.
+constexpr uint64_t kDrainBytesPerWrite = 8 << 20;
+// After RocksDB refused a drain, the next try waits this long.
+constexpr auto kDrainRetry = std::chrono::seconds(1);
+
+}  // namespace
+
+// RocksDB's info log, into kubestat's: warnings and errors are logged with a "rocksdb:"
+// prefix, the rest is dropped, and no LOG file is written into the store's directory. A LOG
+// file on the store's volume fails like any other file when the volume is full, and
+// RocksDB's file writer aborts the process (an assertion) on the next line it appends after
+// one that failed. Read on the way for the records the write-ahead log replay drops at open
+// ("…: dropping 1234 bytes; Corruption: …"): those are acknowledged writes lost, which the
+// store reports itself.
+class RocksDbLog final : public rocksdb::Logger {
+ public:
+  // `report_drops`: log dropped log records as lost writes (not at a reopen, where they are
+  // the failed write, which the backlog holds).
+  RocksDbLog(std::string dir, bool report_drops)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL),
+        dir_(std::move(dir)),
+        report_drops_(report_drops) {}
 
   void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
-    va_list copy;
-    va_copy(copy, ap);
-    char line[1024];
-    const int n = std::vsnprintf(line, sizeof(line), format, copy);
-    va_end(copy);
-    if (n > 0) Watch(std::string_view(line, std::min<size_t>(n, sizeof(line) - 1)));
-    rocksdb::LoggerWrapper::Logv(level, format, ap);
+    if (level < rocksdb::InfoLogLevel::WARN_LEVEL && !watching_.load()) return;
+    char buffer[1024];
+    const int n = std::vsnprintf(buffer, sizeof(buffer), format, ap);
+    if (n <= 0) return;
+    const std::string_view line(buffer, std::min<size_t>(n, sizeof(buffer) - 1));
+    if (watching_.load()) Watch(line);
+    if (level >= rocksdb::InfoLogLevel::ERROR_LEVEL) {
+      KLOG(ERROR) << "rocksdb: " << line;
+    } else if (level >= rocksdb::InfoLogLevel::WARN_LEVEL) {
+      KLOG(WARNING) << "rocksdb: " << line;
+    }
   }
   void Logv(const char* format, va_list ap) override {
     Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
   }
 
+  // Counts the bytes the log replay drops until StopWatching (the end of the open).
+  void StopWatching() { watching_.store(false); }
   uint64_t dropped_bytes() const { return dropped_bytes_.load(); }
 
  private:
@@ -146,14 +325,16 @@ class WalDropWatcher final : public rocksdb::LoggerWrapper {
       return;
     }
     dropped_bytes_.fetch_add(bytes);
+    if (!report_drops_) return;
     KLOG(ERROR) << "store: the write-ahead log of " << dir_ << " lost " << bytes
                 << " bytes at recovery (acknowledged writes of the last moments before a crash "
                    "are gone): "
                 << line;
   }
 
-  const std::shared_ptr<rocksdb::Logger> file_;  // the target, kept alive
   const std::string dir_;
+  const bool report_drops_;
+  std::atomic<bool> watching_{true};
   std::atomic<uint64_t> dropped_bytes_{0};
 };
 
@@ -323,8 +504,13 @@ void ScrapeBatch::Clear() {
 
 // --- Store ---
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
-  if (absl::Status s = options.Validate(); !s.ok()) return s;
+namespace {
+
+// Opens the RocksDB database of `options` (Store::Open's, and a reopen's after a failed
+// write); `wal_dropped` gets the write-ahead log bytes its replay dropped.
+absl::StatusOr<std::unique_ptr<rocksdb::DB>> OpenDatabase(
+    const StoreOptions& options, const std::shared_ptr<rocksdb::EventListener>& listener,
+    bool reopen, uint64_t* wal_dropped) {
   rocksdb::Options db_options;
   db_options.create_if_missing = options.create_if_missing;
   db_options.paranoid_checks = true;
@@ -339,15 +525,14 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   // Recovery replays the WAL into the memtable without writing an SST first, so a store
   // reopened on a nearly full volume opens rather than failing for want of room.
   db_options.avoid_flush_during_recovery = true;
-  auto counters = std::make_shared<Counters>();
-  db_options.listeners.push_back(std::make_shared<Listener>(options.dir, counters));
-  std::shared_ptr<WalDropWatcher> wal_watcher;
-  if (std::shared_ptr<rocksdb::Logger> file;
-      std::filesystem::is_directory(options.dir) &&
-      rocksdb::CreateLoggerFromOptions(options.dir, db_options, &file).ok()) {
-    wal_watcher = std::make_shared<WalDropWatcher>(std::move(file), options.dir);
-    db_options.info_log = wal_watcher;
-  }
+  // No file is preallocated: RocksDB's default reserves 1.1 write buffers for every log and
+  // 4 MiB for the MANIFEST, which on a small volume leave no room while the files hold a
+  // few kilobytes. Files then take what they hold.
+  db_options.allow_fallocate = false;
+  db_options.manifest_preallocation_size = 64 << 10;
+  db_options.listeners.push_back(listener);
+  auto log = std::make_shared<RocksDbLog>(options.dir, /*report_drops=*/!reopen);
+  db_options.info_log = log;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   // Blobs of one node are adjacent (hour, node, time), and reads of a node walk them in
@@ -356,11 +541,39 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   table.block_size = 32 << 10;
   db_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
+  if (options.create_if_missing) {
+    std::error_code ec;  // RocksDB says why when it cannot use the directory
+    std::filesystem::create_directories(options.dir, ec);
+  }
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, &raw);
   if (!s.ok()) return OpenError(options.dir, s);
-  if (wal_watcher) counters->wal_bytes_dropped.store(wal_watcher->dropped_bytes());
-  std::unique_ptr<rocksdb::DB> db(raw);
+  log->StopWatching();
+  *wal_dropped = log->dropped_bytes();
+  return std::unique_ptr<rocksdb::DB>(raw);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  auto counters = std::make_shared<Counters>();
+  auto listener = std::make_shared<Listener>(options.dir, counters);
+  uint64_t wal_dropped = 0;
+  bool released_reserve = false;
+  absl::StatusOr<std::unique_ptr<rocksdb::DB>> opened =
+      OpenDatabase(options, listener, /*reopen=*/false, &wal_dropped);
+  if (!opened.ok() && absl::StrContains(opened.status().message(), "No space left") &&
+      ReleaseReserve(options.dir)) {
+    KLOG(WARNING) << "store: the volume of " << options.dir
+                  << " is full: its reserve is removed so that RocksDB can open";
+    released_reserve = true;
+    opened = OpenDatabase(options, listener, /*reopen=*/false, &wal_dropped);
+  }
+  if (!opened.ok()) return opened.status();
+  counters->wal_bytes_dropped.store(wal_dropped);
+  std::unique_ptr<rocksdb::DB> db = *std::move(opened);
+  rocksdb::Status s;
 
   // The format marker: written into an empty database, checked in an existing one.
   std::string format;
@@ -386,6 +599,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
                                                       format.substr(0, 64), "\""));
   }
   std::unique_ptr<Store> store(new Store(std::move(options), std::move(db), std::move(counters)));
+  store->listener_ = std::move(listener);
+  if (!KeepReserve(store->options_.dir, store->FreeBytes(), store->VolumeBytes()) &&
+      released_reserve) {
+    store->backlog_->reserve_missing.store(true);
+  }
   if (absl::Status status = store->LoadIdCounters(); !status.ok()) {
     return absl::Status(status.code(), absl::StrCat("cannot open the RocksDB store in ",
                                                     store->options_.dir, ": ", status.message()));
@@ -395,10 +613,27 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
 
 Store::Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
              std::shared_ptr<Counters> counters)
-    : options_(std::move(options)), db_(std::move(db)), counters_(std::move(counters)) {}
+    : options_(std::move(options)),
+      db_(std::move(db)),
+      counters_(std::move(counters)),
+      backlog_(std::make_unique<Backlog>()) {}
 
 Store::~Store() {
-  if (db_) {
+  std::unique_lock lock(backlog_->mu);
+  {
+    if (backlog_->active.load()) {
+      backlog_->next_drain = {};
+      while (backlog_->active.load() &&
+             backlog_->next_drain == std::chrono::steady_clock::time_point{}) {
+        DrainLocked();
+      }
+      if (backlog_->active.load()) {
+        KLOG(ERROR) << "store: closing " << options_.dir << " with " << backlog_->batches.size()
+                    << " batches of writes that could not be written (" << backlog_->why
+                    << "): they are lost";
+      }
+    }
+    if (!db_) return;
     // Let background work finish before the handle goes.
     rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
     (void)db_->Close();
@@ -429,16 +664,30 @@ uint64_t Store::FreeBytes() const {
   return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
 }
 
-absl::Status Store::ReadyToWrite() {
+uint64_t Store::VolumeBytes() const {
+  struct statvfs fs {};
+  if (statvfs(options_.dir.c_str(), &fs) != 0) return 0;
+  return static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
+}
+
+absl::Status Store::ReadyToWrite(uint64_t free) {
+  if (backlog_->reserve_missing.load()) {
+    if (!KeepReserve(options_.dir, free, VolumeBytes())) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("store: writes paused: ", free, " bytes free in ", options_.dir,
+                       ", too few to keep the store's reserve for its next open"));
+    }
+    backlog_->reserve_missing.store(false);
+  }
   if (options_.min_free_bytes > 0) {
-    const uint64_t free = FreeBytes();
-    const bool low = free < options_.min_free_bytes;
+    const uint64_t min_free = std::min(options_.min_free_bytes, VolumeBytes() / 10);
+    const bool low = free < min_free;
     if (low != counters_->low_space.exchange(low)) {
       if (low) {
         counters_->low_space_pauses.fetch_add(1, std::memory_order_relaxed);
         KLOG(ERROR) << "store: " << free << " bytes free in " << options_.dir
-                    << ", below --storage-min-free (" << options_.min_free_bytes
-                    << "): writes paused, queries answered from memory";
+                    << ", below --storage-min-free (" << min_free
+                    << "): writes paused, kept in memory meanwhile";
       } else {
         KLOG(INFO) << "store: " << free << " bytes free in " << options_.dir << ": writes resumed";
       }
@@ -447,7 +696,7 @@ absl::Status Store::ReadyToWrite() {
       counters_->low_space_refusals.fetch_add(1, std::memory_order_relaxed);
       return absl::ResourceExhaustedError(
           absl::StrCat("store: writes paused: ", free, " bytes free in ", options_.dir,
-                       ", below --storage-min-free (", options_.min_free_bytes, ")"));
+                       ", below --storage-min-free (", min_free, ")"));
     }
   }
   if (counters_->needs_resume.load()) {
@@ -458,53 +707,268 @@ absl::Status Store::ReadyToWrite() {
         counters_->recoveries.fetch_add(1, std::memory_order_relaxed);
         KLOG(INFO) << "store: RocksDB resumed writes in " << options_.dir;
       }
-    } else if (r.IsBusy()) {
-      // RocksDB recovers from this one itself (a full disk: once there is room); the
-      // listener hears when it is done.
-      return absl::UnavailableError(
-          absl::StrCat("store: RocksDB is recovering from a background error in ", options_.dir));
     } else {
-      return absl::UnavailableError(
-          absl::StrCat("store: RocksDB cannot resume in ", options_.dir, ": ", r.ToString()));
+      // RocksDB's own recovery from a full disk waits for a whole write buffer of room,
+      // which a small volume never has; a reopen (a new log) needs only what it writes.
+      backlog_->reopen.store(true);
+      return absl::UnavailableError(absl::StrCat("store: RocksDB stopped writes in ", options_.dir,
+                                                 " after a background error: ", r.ToString()));
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status Store::Write(const ScrapeBatch& batch) {
-  if (absl::Status ready = ReadyToWrite(); !ready.ok()) {
-    counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
+  absl::Status ready;
+  {
+    std::shared_lock lock(backlog_->mu);
+    const uint64_t free = FreeBytes();
+    // Near a full disk, writes go to RocksDB one at a time: after a log append that failed,
+    // RocksDB's log writer holds the error, and a write group that appends to it before the
+    // error is noticed aborts the process (an assertion in RocksDB). One at a time, the
+    // next write sees the failure (`reopen`) and waits instead.
+    std::unique_lock serial(backlog_->near_full_writes, std::defer_lock);
+    if (free < kSerialWritesBelow) serial.lock();
+    if (backlog_->active.load() || backlog_->reopen.load() || !db_) {
+      ready = absl::UnavailableError("store: writes wait in memory");
+    } else {
+      ready = ReadyToWrite(free);
+    }
+    if (ready.ok()) {
+      rocksdb::WriteOptions w;
+      w.sync = options_.sync;
+      const auto start = std::chrono::steady_clock::now();
+      rocksdb::Status s;
+      {
+#ifdef KUBESTAT_STORE_SERIAL_WRITES
+        std::lock_guard serial(serial_writes);
+#endif
+        s = db_->Write(w, batch.batch_.get());
+      }
+      const auto nanos = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - start)
+                                                   .count());
+      if (s.ok()) {
+        batch.SettleChains(/*written=*/true);
+        counters_->batches.fetch_add(1, std::memory_order_relaxed);
+        counters_->bytes_written.fetch_add(batch.ByteSize(), std::memory_order_relaxed);
+        counters_->write_nanos.fetch_add(nanos, std::memory_order_relaxed);
+        uint64_t max = counters_->max_write_nanos.load(std::memory_order_relaxed);
+        while (nanos > max && !counters_->max_write_nanos.compare_exchange_weak(max, nanos)) {
+        }
+        return absl::OkStatus();
+      }
+      counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
+      backlog_->reopen.store(true);
+      ready = absl::UnavailableError(
+          absl::StrCat("store: writing a batch to ", options_.dir, ": ", s.ToString()));
+    } else if (options_.backlog_bytes == 0) {
+      counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (options_.backlog_bytes == 0) {
     batch.SettleChains(/*written=*/false);
+    if (backlog_->reopen.load()) {
+      std::unique_lock lock(backlog_->mu);
+      if (backlog_->reopen.load()) (void)ReopenLocked();
+    }
     return ready;
+  }
+  return Defer(batch, ready);
+}
+
+absl::Status Store::Defer(const ScrapeBatch& batch, const absl::Status& why) {
+  Backlog& b = *backlog_;
+  std::unique_lock lock(b.mu);
+  // A kept blob is a key blob's successor only if the key blob is stored, so a chain goes
+  // on from disk alone: the next blob is a key blob, and any kept batch can be dropped.
+  batch.SettleChains(/*written=*/false);
+  const uint64_t size = batch.ByteSize();
+  const uint64_t cost = 2 * size + kIndexEntryBytes * batch.batch_->Count();
+  if (BacklogBytesLocked() + cost > options_.backlog_bytes) ShedLocked(options_.backlog_bytes / 2);
+  b.batches.push_back(*batch.batch_);
+  b.batch_bytes += size;
+  IndexInto into(&b.index, &b.index_entries);
+  (void)b.batches.back().Iterate(&into);
+  counters_->batches_deferred.fetch_add(1, std::memory_order_relaxed);
+  if (!b.active.exchange(true)) {
+    b.why = std::string(why.message());
+    b.since = std::chrono::system_clock::now();
+    b.next_drain = std::chrono::steady_clock::now() + kDrainRetry;
+    KLOG(ERROR) << "store: writes to " << options_.dir << " are kept in memory (at most "
+                << options_.backlog_bytes
+                << " bytes) and written when RocksDB takes them again: " << b.why;
+  }
+  DrainLocked();
+  return absl::OkStatus();
+}
+
+void Store::DrainLocked() {
+  Backlog& b = *backlog_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < b.next_drain) return;
+  b.next_drain = {};
+  if (b.reopen.load()) {
+    if (absl::Status reopened = ReopenLocked(); !reopened.ok()) {
+      b.why = std::string(reopened.message());
+      b.next_drain = now + kDrainRetry;
+      return;
+    }
+  }
+  if (absl::Status ready = ReadyToWrite(FreeBytes()); !ready.ok()) {
+    b.why = std::string(ready.message());
+    b.next_drain = now + kDrainRetry;
+    return;
   }
   rocksdb::WriteOptions w;
   w.sync = options_.sync;
-  const auto start = std::chrono::steady_clock::now();
+  uint64_t drained = 0;
+  while (!b.batches.empty() && drained < kDrainBytesPerWrite) {
+    rocksdb::WriteBatch& front = b.batches.front();
+    rocksdb::Status s;
+    {
 #ifdef KUBESTAT_STORE_SERIAL_WRITES
-  std::lock_guard serial(serial_writes);
+      std::lock_guard serial(serial_writes);
 #endif
-  const rocksdb::Status s = db_->Write(w, batch.batch_.get());
-  const auto nanos = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count());
-  batch.SettleChains(/*written=*/s.ok());
-  if (!s.ok()) {
-    counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
-    return absl::UnavailableError(
-        absl::StrCat("store: writing a batch to ", options_.dir, ": ", s.ToString()));
+      s = db_->Write(w, &front);
+    }
+    if (!s.ok()) {
+      counters_->batch_errors.fetch_add(1, std::memory_order_relaxed);
+      b.reopen.store(true);
+      b.why = absl::StrCat("writing a batch to ", options_.dir, ": ", s.ToString());
+      b.next_drain = now + kDrainRetry;
+      return;
+    }
+    const uint64_t size = front.GetDataSize();
+    drained += size;
+    b.batch_bytes -= size;
+    counters_->batches.fetch_add(1, std::memory_order_relaxed);
+    counters_->bytes_written.fetch_add(size, std::memory_order_relaxed);
+    counters_->backlog_written.fetch_add(1, std::memory_order_relaxed);
+    b.batches.pop_front();
   }
-  counters_->batches.fetch_add(1, std::memory_order_relaxed);
-  counters_->bytes_written.fetch_add(batch.ByteSize(), std::memory_order_relaxed);
-  counters_->write_nanos.fetch_add(nanos, std::memory_order_relaxed);
-  uint64_t max = counters_->max_write_nanos.load(std::memory_order_relaxed);
-  while (nanos > max && !counters_->max_write_nanos.compare_exchange_weak(max, nanos)) {
+  if (!b.batches.empty()) return;
+  b.index.Clear();
+  b.index_entries = 0;
+  b.batch_bytes = 0;
+  b.active.store(false);
+  const auto kept_for = std::chrono::system_clock::now() - b.since;
+  KLOG(INFO) << "store: the writes kept in memory are in " << options_.dir << " (after "
+             << std::chrono::duration_cast<std::chrono::seconds>(kept_for).count()
+             << "s); writes go to disk again";
+  b.why.clear();
+}
+
+absl::Status Store::ReopenLocked() {
+  // Room for what an open writes (a new log, MANIFEST and OPTIONS file) and a little more:
+  // otherwise the open would fail for want of it and the handle would be gone meanwhile.
+  const uint64_t room_to_reopen = std::max<uint64_t>(ReserveBytes(VolumeBytes()), 64 << 10);
+  if (FreeBytes() < room_to_reopen && ReleaseReserve(options_.dir)) {
+    KLOG(WARNING) << "store: the volume of " << options_.dir
+                  << " is full: its reserve is removed so that RocksDB can reopen";
+    backlog_->reserve_missing.store(true);
   }
+  if (const uint64_t free = FreeBytes(); free < room_to_reopen) {
+    return absl::ResourceExhaustedError(absl::StrCat("store: ", free, " bytes free in ",
+                                                     options_.dir,
+                                                     ", too few to reopen RocksDB after a "
+                                                     "failed write"));
+  }
+  if (db_) {
+    rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
+    (void)db_->Close();
+    db_.reset();
+  }
+  uint64_t wal_dropped = 0;
+  absl::StatusOr<std::unique_ptr<rocksdb::DB>> opened =
+      OpenDatabase(options_, listener_, /*reopen=*/true, &wal_dropped);
+  if (!opened.ok()) {
+    KLOG(ERROR) << "store: reopening RocksDB after a failed write: " << opened.status().message();
+    return opened.status();
+  }
+  db_ = *std::move(opened);
+  backlog_->reopen.store(false);
+  counters_->needs_resume.store(false);
+  counters_->reopens.fetch_add(1, std::memory_order_relaxed);
+  // The log's torn tail is the failed write, which the backlog holds (or which was
+  // refused): not a loss.
+  KLOG(INFO) << "store: reopened RocksDB in " << options_.dir << " after a failed write"
+             << (wal_dropped > 0 ? absl::StrCat(" (the failed write's ", wal_dropped,
+                                                " bytes left out of the log)")
+                                 : std::string());
   return absl::OkStatus();
+}
+
+void Store::ShedLocked(uint64_t keep) {
+  Backlog& b = *backlog_;
+  rocksdb::WriteBatch kept;
+  SortDropped dropped(&kept);
+  // What the backlog will hold once the index is rebuilt from the batches that stay: their
+  // bytes twice (the batches and the index's copy) and the index entries.
+  uint64_t entries = 0;
+  for (const rocksdb::WriteBatch& batch : b.batches) entries += batch.Count();
+  const auto projected = [&] { return 2 * b.batch_bytes + kIndexEntryBytes * entries; };
+  uint64_t batches = 0;
+  while (!b.batches.empty() && projected() > keep) {
+    dropped.lost_any = false;
+    (void)b.batches.front().Iterate(&dropped);
+    if (dropped.lost_any) ++batches;
+    b.batch_bytes -= b.batches.front().GetDataSize();
+    entries -= b.batches.front().Count();
+    b.batches.pop_front();
+  }
+  if (batches == 0 && kept.Count() == 0) return;
+  b.index.Clear();
+  b.index_entries = 0;
+  if (kept.Count() > 0) {
+    b.batch_bytes += kept.GetDataSize();
+    b.batches.push_front(std::move(kept));
+  }
+  for (rocksdb::WriteBatch& batch : b.batches) {
+    IndexInto into(&b.index, &b.index_entries);
+    (void)batch.Iterate(&into);
+  }
+  if (batches == 0) return;
+  counters_->batches_lost.fetch_add(batches, std::memory_order_relaxed);
+  counters_->scrapes_lost.fetch_add(dropped.scrapes, std::memory_order_relaxed);
+  if (dropped.scrapes > 0) {
+    int64_t from = counters_->lost_from.load();
+    if (from == 0 || dropped.oldest < from) counters_->lost_from.store(dropped.oldest);
+    counters_->lost_through.store(std::max(counters_->lost_through.load(), dropped.newest));
+  }
+  b.loss_generation.fetch_add(1);
+  KLOG(ERROR) << "store: the writes kept in memory for " << options_.dir << " outgrew "
+              << options_.backlog_bytes << " bytes: dropped the oldest " << batches << " batches ("
+              << dropped.scrapes << " node scrapes, "
+              << (dropped.scrapes > 0
+                      ? absl::StrCat(FormatRfc3339(keys::AtNanos(dropped.oldest)), " to ",
+                                     FormatRfc3339(keys::AtNanos(dropped.newest)))
+                      : std::string("no scrape"))
+              << "); their series and nodes are kept";
+}
+
+uint64_t Store::BacklogBytesLocked() const {
+  const Backlog& b = *backlog_;
+  return b.batch_bytes + b.index.GetDataSize() + kIndexEntryBytes * b.index_entries;
+}
+
+uint64_t Store::LossGeneration() const { return backlog_->loss_generation.load(); }
+
+std::string Store::DegradedReason() const {
+  if (!backlog_->active.load()) return "";
+  std::shared_lock lock(backlog_->mu);
+  if (!backlog_->active.load()) return "";
+  const auto since = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now() - backlog_->since);
+  return absl::StrCat("writes to ", options_.dir, " have been kept in memory for ", since.count(),
+                      "s (", backlog_->batches.size(), " batches, ", BacklogBytesLocked(),
+                      " bytes of at most ", options_.backlog_bytes, "): ", backlog_->why);
 }
 
 absl::StatusOr<Dictionary> Store::LoadDictionary() const {
   Dictionary dict;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  const Reader reader(*this);
+  std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
   for (it->Seek(std::string(1, keys::kNodeTag));
        it->Valid() && it->key().size() > 0 && it->key()[0] == keys::kNodeTag; it->Next()) {
     if (it->key().size() != 5) {
@@ -536,12 +1000,13 @@ absl::StatusOr<Dictionary> Store::LoadDictionary() const {
   return dict;
 }
 
-absl::Status Store::ScanBlobs(NodeId node, int64_t lo, int64_t hi, const BlobVisitor& visit) const {
+absl::Status Store::ScanBlobs(const Reader& reader, NodeId node, int64_t lo, int64_t hi,
+                              const BlobVisitor& visit) const {
   if (lo >= hi) return absl::OkStatus();
   // Chained blobs decode from the key blob that starts their slot.
   const int64_t from = keys::ChainSlotStart(lo + 1);
   const int64_t last_hour = keys::HourOf(hi);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
   BlobChainState state, next;
   std::vector<SeriesValue> values;
   int64_t hour = keys::HourOf(from);
@@ -584,7 +1049,8 @@ absl::Status Store::ScanBlobs(NodeId node, int64_t lo, int64_t hi, const BlobVis
 
 absl::Status Store::ReadScrapes(NodeId node, Timestamp after, Timestamp through,
                                 const ScrapeVisitor& visit) const {
-  return ScanBlobs(node, keys::Nanos(after), keys::Nanos(through),
+  const Reader reader(*this);
+  return ScanBlobs(reader, node, keys::Nanos(after), keys::Nanos(through),
                    [&](int64_t t, std::span<const SeriesValue> values) {
                      visit(keys::AtNanos(t), values);
                      return true;
@@ -597,7 +1063,8 @@ absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestam
   const int64_t lo = keys::Nanos(after);  // exclusive
   if (lo >= hi) return absl::OkStatus();
   const int64_t first_hour = keys::HourOf(lo + 1);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  const Reader reader(*this);
+  std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
   // The scrapes of one slot, decoded forward from its key blob, then visited backward.
   std::vector<std::pair<int64_t, std::vector<SeriesValue>>> slot;
   size_t used = 0;
@@ -629,7 +1096,7 @@ absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestam
     // Decode the slot of `newest` up to it, then visit it newest first.
     const int64_t slot_start = keys::ChainSlotStart(newest);
     used = 0;
-    absl::Status s = ScanBlobs(node, std::max(slot_start, lo + 1) - 1, newest,
+    absl::Status s = ScanBlobs(reader, node, std::max(slot_start, lo + 1) - 1, newest,
                                [&](int64_t t, std::span<const SeriesValue> values) {
                                  if (used == slot.size()) slot.emplace_back();
                                  slot[used].first = t;
@@ -656,7 +1123,8 @@ absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestam
 absl::StatusOr<std::vector<SeriesValue>> Store::GetScrape(NodeId node, Timestamp time) const {
   const int64_t t = keys::Nanos(time);
   std::string value;
-  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), keys::BlobKey(node, t), &value);
+  const Reader reader(*this);
+  const rocksdb::Status s = reader.Get(keys::BlobKey(node, t), &value);
   if (s.IsNotFound()) {
     return absl::NotFoundError(absl::StrCat("store: no scrape of node ", node, " at ", t, "ns"));
   }
@@ -674,11 +1142,12 @@ absl::StatusOr<std::vector<SeriesValue>> Store::GetScrape(NodeId node, Timestamp
   }
   // A chained blob: decode its slot from the key blob up to it.
   bool found = false;
-  absl::Status d = ScanBlobs(node, t - 1, t, [&](int64_t at, std::span<const SeriesValue> v) {
-    found = at == t;
-    values.assign(v.begin(), v.end());
-    return false;
-  });
+  absl::Status d =
+      ScanBlobs(reader, node, t - 1, t, [&](int64_t at, std::span<const SeriesValue> v) {
+        found = at == t;
+        values.assign(v.begin(), v.end());
+        return false;
+      });
   if (!d.ok()) return d;
   if (!found) {
     return absl::NotFoundError(absl::StrCat("store: no scrape of node ", node, " at ", t, "ns"));
@@ -688,7 +1157,8 @@ absl::StatusOr<std::vector<SeriesValue>> Store::GetScrape(NodeId node, Timestamp
 
 absl::Status Store::ReadRollups(NodeId node, Timestamp after, Timestamp through,
                                 const RollupVisitor& visit) const {
-  return ReadBuckets(keys::kRollupTag, node, after, through, visit);
+  const Reader reader(*this);
+  return ReadBuckets(reader, keys::kRollupTag, node, after, through, visit);
 }
 
 absl::Status Store::ReadHistory(std::string_view owner_prefix, Timestamp after, Timestamp through,
@@ -697,7 +1167,8 @@ absl::Status Store::ReadHistory(std::string_view owner_prefix, Timestamp after, 
   if (keys::Nanos(after) >= hi) return absl::OkStatus();
   const int64_t lo = keys::Nanos(after) + 1;
   const int64_t last_hour = keys::HourOf(hi);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  const Reader reader(*this);
+  std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
   for (int64_t hour = keys::HourOf(lo); hour <= last_hour; ++hour) {
     std::string prefix = keys::PartitionStart(keys::kWorkloadHistoryTag, hour);
     prefix.append(owner_prefix);
@@ -727,13 +1198,13 @@ absl::Status Store::ReadHistory(std::string_view owner_prefix, Timestamp after, 
   return absl::OkStatus();
 }
 
-absl::Status Store::ReadBuckets(char tag, NodeId node, Timestamp after, Timestamp through,
-                                const RollupVisitor& visit) const {
+absl::Status Store::ReadBuckets(const Reader& reader, char tag, NodeId node, Timestamp after,
+                                Timestamp through, const RollupVisitor& visit) const {
   const int64_t hi = keys::Nanos(through);
   if (keys::Nanos(after) >= hi) return absl::OkStatus();
   const int64_t lo = keys::Nanos(after) + 1;
   const int64_t last_hour = keys::HourOf(hi);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
   int64_t hour = keys::HourOf(lo);
   bool first = true;
   while (hour <= last_hour) {
@@ -780,6 +1251,12 @@ absl::Status Store::ApplyRetention(Timestamp now) {
     return absl::UnavailableError(
         absl::StrCat("store: retention in ", options_.dir, ": ", what, ": ", s.ToString()));
   };
+  // Data removed under a backlog would come back when the backlog is written: retention
+  // waits until it is.
+  std::shared_lock lock(backlog_->mu);
+  if (backlog_->active.load() || !db_) {
+    return fail("writes wait in memory", rocksdb::Status::Busy());
+  }
   rocksdb::WriteOptions w;
   w.sync = options_.sync;
   // Forget the series retired before the cutoff: their data is all older.
@@ -832,6 +1309,8 @@ absl::Status Store::ApplyRetention(Timestamp now) {
 }
 
 absl::Status Store::Flush() {
+  std::shared_lock lock(backlog_->mu);
+  if (!db_) return absl::UnavailableError("store: flush: the database is not open");
   rocksdb::FlushOptions f;
   f.wait = true;
   if (rocksdb::Status s = db_->Flush(f); !s.ok()) {
@@ -851,6 +1330,8 @@ uint64_t Store::DiskBytes() const {
 
 uint64_t Store::MemoryBytes() const {
   uint64_t total = 0;
+  std::shared_lock lock(backlog_->mu);
+  if (!db_) return 0;
   for (const char* property : {"rocksdb.cur-size-all-mem-tables",
                                "rocksdb.estimate-table-readers-mem", "rocksdb.block-cache-usage"}) {
     uint64_t value = 0;
@@ -875,6 +1356,20 @@ StoreStats Store::Stats() const {
   s.background_errors = counters_->background_errors.load();
   s.recoveries = counters_->recoveries.load();
   s.wal_bytes_dropped = counters_->wal_bytes_dropped.load();
+  s.batches_deferred = counters_->batches_deferred.load();
+  s.reopens = counters_->reopens.load();
+  s.backlog_written = counters_->backlog_written.load();
+  s.batches_lost = counters_->batches_lost.load();
+  s.scrapes_lost = counters_->scrapes_lost.load();
+  if (counters_->scrapes_lost.load() > 0) {
+    s.lost_from = keys::AtNanos(counters_->lost_from.load());
+    s.lost_through = keys::AtNanos(counters_->lost_through.load());
+  }
+  if (backlog_->active.load()) {
+    std::shared_lock lock(backlog_->mu);
+    s.backlog_batches = backlog_->batches.size();
+    s.backlog_bytes = BacklogBytesLocked();
+  }
   return s;
 }
 

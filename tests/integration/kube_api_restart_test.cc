@@ -221,7 +221,7 @@ TEST(KubeApiRestartTest, ReadyzSaysWhyWhileTheSimulatorIsAwayAndPassesWhenItIsBa
   };
   const std::string passed =
       "[+]ping ok\n[+]startup ok\n[+]store-writes ok\n[+]kube-api ok\n"
-      "[+]scrapes ok\nreadyz check passed\n";
+      "[+]scrapes ok\n[+]store-durability ok\nreadyz check passed\n";
   ASSERT_TRUE(PollUntil(
       [&] { return get("/readyz?verbose").body == passed && metrics_k8s_io_nodes() == kNodes; },
       std::chrono::seconds(60)))

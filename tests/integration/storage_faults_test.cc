@@ -1,9 +1,10 @@
 // kubestat-sim and kubestat-aggregator as real processes, the store on a 4 MiB tmpfs that
-// something else fills: store writes pause before the volume is full (--storage-min-free),
-// /readyz says why while the windows keep being served from memory, the refused nodes are
-// failed nodes of their rounds, writes resume when the room comes back, and a restart on the
-// nearly full volume starts, serves and waits for room instead of aborting (skips where a
-// tmpfs cannot be mounted: not root, or no mount permission in this container). And a
+// something else fills: writes wait in memory while the metrics API stays ready and fresh
+// (read with kubectl through the simulator's aggregation proxy), /readyz?verbose says what
+// degraded, the writes are made when the room comes back, without a restart; with no free
+// space kept, RocksDB's own full disk never aborts the process, and a restart on the full
+// volume starts and serves (skips where a tmpfs cannot be mounted: not root, or no mount
+// permission in this container). And a
 // write-ahead log garbled after a kill -9: the restarted aggregator says how many bytes
 // RocksDB's replay dropped, in its log and in /metrics. And a store holding a series it cannot
 // restore: the aggregator names it and exits 1, unless --storage-salvage, with which it
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "kubestat/core/time.h"
 #include "kubestat/storage/store.h"
 #include "support/files.h"
 #include "support/net.h"
@@ -41,94 +43,167 @@ using testing::WaitForLog;
 
 constexpr int kNodes = 3;
 
-TEST(StorageFaultsTest, AFillingVolumePausesWritesWithReadyzSayingWhyAndNeverAborts) {
-  const TempDir scratch("kubestat-storage-faults-it");
-  const std::filesystem::path& dir = scratch.path();
-  SmallVolume volume(dir / "volume");
-  if (!volume.mounted()) {
-    GTEST_SKIP() << "cannot mount a 4 MiB tmpfs on " << (dir / "volume")
-                 << " (needs root and mount permission): " << volume.error();
+// The simulator and an aggregator on a store in a 4 MiB tmpfs, with the simulator's
+// aggregation proxy in front of the aggregator (for kubectl), for one disk-full scenario.
+class FullVolume {
+ public:
+  explicit FullVolume(const std::string& name)
+      : scratch_(name), volume_(scratch_.path() / "volume") {}
+
+  bool Start(const std::vector<std::string>& extra) {
+    const std::filesystem::path& dir = scratch_.path();
+    port_ = FreeLoopbackPort();
+    std::vector<std::string> sim = testing::SimFlags(dir, kNodes, 11, FreeLoopbackPort());
+    sim.push_back("--metrics-backend=http://127.0.0.1:" + std::to_string(port_));
+    simulator_.emplace(KUBESTAT_SIM_BINARY, sim, dir / "sim.log");
+    if (!WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60))) return false;
+    args_ = testing::SimAggregatorFlags(dir, port_, dir / "volume" / "store", "1s", "500ms", extra);
+    return StartAggregator();
+  }
+  bool StartAggregator() {
+    ++starts_;
+    aggregator_.emplace(KUBESTAT_AGGREGATOR_BINARY, args_, Log());
+    return PollUntil(
+        [&] { return Ready() && Get("/apis/metrics/v1alpha1/nodes/node-0000").code == 200; },
+        std::chrono::seconds(60));
+  }
+  std::filesystem::path Log() const {
+    return scratch_.path() / ("aggregator-" + std::to_string(starts_) + ".log");
+  }
+  std::string LogText() const { return ReadAll(Log().string()); }
+  testing::HttpReply Get(const std::string& path) const {
+    return testing::HttpGetReply(port_, path).value_or(testing::HttpReply{});
+  }
+  bool Ready() const { return Get("/readyz").code == 200; }
+  double Metric(const std::string& name) const {
+    return MetricValue(testing::HttpGet(port_, "/metrics").value_or(""), name);
+  }
+  bool Durable() const { return Metric("kubestat_store_durable") == 1; }
+  // node-0000's newest usage, as kubectl reads it through the simulator's aggregation proxy
+  // (metrics.k8s.io, the path `kubectl top` takes): its timestamp, "" when kubectl failed.
+  std::string NodeTimestampThroughKubectl() const {
+    const std::optional<std::string> kubectl = testing::FindOnPath("kubectl");
+    if (!kubectl) return "";
+    const testing::RunResult run =
+        testing::Run(*kubectl,
+                     {"--kubeconfig=" + (scratch_.path() / "kubeconfig").string(), "get", "--raw",
+                      "/apis/metrics.k8s.io/v1beta1/nodes/node-0000"},
+                     scratch_.path() / "kubectl.log", std::chrono::seconds(30));
+    const size_t at = run.output.find("\"timestamp\":\"");
+    if (run.exit_code != 0 || at == std::string::npos) return "";
+    return run.output.substr(at + 13, 20);  // 2026-12-02T01:18:03Z
+  }
+  // True once kubectl reads a node timestamp later than now: the API is fresh.
+  bool ServesFreshThroughKubectl() const {
+    const std::string now =
+        FormatRfc3339(std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
+    return PollUntil([&] { return NodeTimestampThroughKubectl() > now; }, std::chrono::seconds(20));
   }
 
-  const int apiserver_port = FreeLoopbackPort();
-  Process simulator(KUBESTAT_SIM_BINARY, testing::SimFlags(dir, kNodes, 11, apiserver_port),
-                    dir / "sim.log");
-  ASSERT_TRUE(WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60)))
-      << ReadAll((dir / "sim.log").string());
+  SmallVolume& volume() { return volume_; }
+  std::optional<Process>& aggregator() { return aggregator_; }
+  std::optional<Process>& simulator() { return simulator_; }
 
-  const int port = FreeLoopbackPort();
-  const std::vector<std::string> args =
-      testing::SimAggregatorFlags(dir, port, dir / "volume" / "store", "1s", "500ms",
-                                  {"--storage-min-free=1Mi", "--storage-cache-mib=1"});
-  const auto get = [port](const std::string& path) {
-    return testing::HttpGetReply(port, path).value_or(testing::HttpReply{});
-  };
-  const auto ready = [&] { return get("/readyz").code == 200; };
-  const auto store_refusing = [&] {
-    return get("/readyz?verbose")
-               .body.find("[-]store-writes failed: the store rejected the last") !=
-           std::string::npos;
-  };
+ private:
+  TempDir scratch_;
+  SmallVolume volume_;
+  int port_ = 0;
+  int starts_ = 0;
+  std::vector<std::string> args_;
+  std::optional<Process> simulator_;
+  std::optional<Process> aggregator_;
+};
 
-  std::optional<Process> aggregator;
-  aggregator.emplace(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator-1.log");
-  const auto log1 = [&dir] { return ReadAll((dir / "aggregator-1.log").string()); };
-  ASSERT_TRUE(PollUntil(
-      [&] { return ready() && get("/apis/metrics/v1alpha1/nodes/node-0000").code == 200; },
-      std::chrono::seconds(60)))
-      << get("/readyz?verbose").body << log1();
+TEST(StorageFaultsTest,
+     AFillingVolumeCostsDurabilityNeverTheMetricsApiAndWritesResumeByThemselves) {
+  FullVolume run("kubestat-storage-faults-it");
+  if (!run.volume().mounted()) {
+    GTEST_SKIP() << "cannot mount a 4 MiB tmpfs (needs root and mount permission): "
+                 << run.volume().error();
+  }
+  if (!testing::FindOnPath("kubectl")) GTEST_SKIP() << "kubectl is not installed; skipping";
+  // The default --storage-min-free (256Mi) is more than the whole volume: a tenth of it,
+  // 409 KiB, is what is kept free.
+  ASSERT_TRUE(run.Start({"--storage-cache-mib=1"})) << run.LogText();
+  EXPECT_TRUE(run.Durable());
 
-  // Something else fills the volume: under 1 MiB left.
-  volume.FillLeaving(512 * 1024);
-  ASSERT_TRUE(PollUntil(store_refusing, std::chrono::seconds(30)))
-      << get("/readyz?verbose").body << log1();
-  const testing::HttpReply refusing = get("/readyz?verbose");
-  EXPECT_EQ(refusing.code, 503);
-  EXPECT_NE(refusing.body.find("store: writes paused: "), std::string::npos) << refusing.body;
-  EXPECT_NE(refusing.body.find("below --storage-min-free (1048576)"), std::string::npos)
-      << refusing.body;
-  EXPECT_EQ(get("/livez").code, 200);  // a restart makes no room
-  // The windows are still served from memory.
-  EXPECT_EQ(get("/apis/metrics/v1alpha1/nodes/node-0000").code, 200);
-  ASSERT_TRUE(PollUntil([&] { return log1().find("failed (store=") != std::string::npos; },
-                        std::chrono::seconds(30)))
-      << log1();
-  EXPECT_NE(log1().find("writes paused, queries answered from memory"), std::string::npos);
-  EXPECT_NE(log1().find("readyz check store-writes failed: "), std::string::npos);
-  std::string metrics = testing::HttpGet(port, "/metrics").value_or("");
-  // At least one pause: RocksDB deleting files a compaction replaced can give room back for
-  // a moment, and a pause that resumes and comes again counts twice.
-  EXPECT_GE(MetricValue(metrics, "kubestat_store_low_space_pauses_total"), 1) << metrics;
-  EXPECT_GT(MetricValue(metrics, "kubestat_store_low_space_refusals_total"), 0) << metrics;
-  EXPECT_GE(MetricValue(metrics,
-                        "kubestat_health_check_failures_total{check=\"store-writes\","
-                        "endpoint=\"readyz\"}"),
-            1)
-      << metrics;
+  // Something else fills the volume: 200 KiB left.
+  run.volume().FillLeaving(200 * 1024);
+  ASSERT_TRUE(PollUntil([&] { return !run.Durable(); }, std::chrono::seconds(30))) << run.LogText();
+  // The metrics API answers, ready and fresh, through kubectl; /readyz says what degraded.
+  EXPECT_TRUE(run.Ready()) << run.Get("/readyz?verbose").body;
+  EXPECT_TRUE(run.ServesFreshThroughKubectl()) << run.LogText();
+  const testing::HttpReply verbose = run.Get("/readyz?verbose");
+  EXPECT_EQ(verbose.code, 200);
+  EXPECT_NE(verbose.body.find("[+]store-durability ok: writes to "), std::string::npos)
+      << verbose.body;
+  EXPECT_NE(verbose.body.find("below --storage-min-free (419430)"), std::string::npos)
+      << verbose.body;
+  EXPECT_GT(run.Metric("kubestat_store_backlog_batches"), 0);
+  EXPECT_GT(run.Metric("kubestat_store_deferred_batches_total"), 0);
+  EXPECT_EQ(run.Metric("kubestat_store_lost_scrapes_total"), 0);
+  EXPECT_EQ(run.Get("/livez").code, 200);
+  std::string log = run.LogText();
+  EXPECT_NE(log.find("writes paused, kept in memory meanwhile"), std::string::npos) << log;
+  EXPECT_NE(log.find("are kept in memory (at most 268435456 bytes)"), std::string::npos) << log;
 
-  // Room again: writes resume and the aggregator is ready.
-  volume.Empty();
-  ASSERT_TRUE(PollUntil(ready, std::chrono::seconds(30))) << get("/readyz?verbose").body << log1();
-  EXPECT_NE(log1().find(": writes resumed"), std::string::npos) << log1();
-  EXPECT_NE(log1().find("readyz check store-writes passes again"), std::string::npos);
+  // Room again: what waited is written, without a restart.
+  run.volume().Empty();
+  ASSERT_TRUE(PollUntil([&] { return run.Durable(); }, std::chrono::seconds(30))) << run.LogText();
+  EXPECT_EQ(run.Metric("kubestat_store_backlog_batches"), 0);
+  EXPECT_EQ(run.Metric("kubestat_store_backlog_written_batches_total"),
+            run.Metric("kubestat_store_deferred_batches_total"));
+  EXPECT_EQ(run.Get("/readyz?verbose").body.find("store-durability ok:"), std::string::npos);
+  EXPECT_NE(run.LogText().find("writes go to disk again"), std::string::npos);
+  EXPECT_TRUE(run.aggregator()->Running());
 
-  // Full again, then a restart on the nearly full volume: it starts, serves, says why it is
-  // not ready, and is ready once there is room; it exits cleanly every time.
-  volume.FillLeaving(512 * 1024);
-  ASSERT_TRUE(PollUntil(store_refusing, std::chrono::seconds(30))) << log1();
-  ASSERT_EQ(aggregator->Signal(SIGTERM, std::chrono::seconds(20)), 0) << log1();
-  aggregator.emplace(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator-2.log");
-  const auto log2 = [&dir] { return ReadAll((dir / "aggregator-2.log").string()); };
-  ASSERT_TRUE(PollUntil(store_refusing, std::chrono::seconds(60)))
-      << get("/readyz?verbose").body << log2();
-  EXPECT_NE(get("/readyz?verbose").body.find("[+]startup ok"), std::string::npos);
-  EXPECT_EQ(get("/apis/metrics/v1alpha1/nodes/node-0000").code, 200) << log2();
-  EXPECT_TRUE(aggregator->Running());
-  volume.Empty();
-  ASSERT_TRUE(PollUntil(ready, std::chrono::seconds(30))) << get("/readyz?verbose").body << log2();
-  EXPECT_EQ(aggregator->Signal(SIGTERM, std::chrono::seconds(20)), 0) << log2();
-  aggregator.reset();
-  EXPECT_EQ(simulator.Signal(SIGTERM, std::chrono::seconds(10)), 0);
+  // Full again, then a restart on the full volume: it starts, is ready and serves fresh
+  // data; once there is room, it writes again.
+  run.volume().FillLeaving(200 * 1024);
+  ASSERT_TRUE(PollUntil([&] { return !run.Durable(); }, std::chrono::seconds(30))) << run.LogText();
+  ASSERT_EQ(run.aggregator()->Signal(SIGTERM, std::chrono::seconds(20)), 0) << run.LogText();
+  ASSERT_TRUE(run.StartAggregator()) << run.Get("/readyz?verbose").body << run.LogText();
+  EXPECT_TRUE(run.ServesFreshThroughKubectl()) << run.LogText();
+  run.volume().Empty();
+  ASSERT_TRUE(PollUntil([&] { return run.Durable(); }, std::chrono::seconds(30))) << run.LogText();
+  EXPECT_EQ(run.aggregator()->Signal(SIGTERM, std::chrono::seconds(20)), 0) << run.LogText();
+  run.aggregator().reset();
+  EXPECT_EQ(run.simulator()->Signal(SIGTERM, std::chrono::seconds(10)), 0);
+}
+
+TEST(StorageFaultsTest, AFullDiskWithNoMinimumFreeNeverAbortsAndTheStoreReopensWithRoom) {
+  FullVolume run("kubestat-storage-enospc-it");
+  if (!run.volume().mounted()) {
+    GTEST_SKIP() << "cannot mount a 4 MiB tmpfs (needs root and mount permission): "
+                 << run.volume().error();
+  }
+  if (!testing::FindOnPath("kubectl")) GTEST_SKIP() << "kubectl is not installed; skipping";
+  ASSERT_TRUE(run.Start({"--storage-min-free=0", "--storage-cache-mib=1"})) << run.LogText();
+
+  // Nothing is kept free: RocksDB itself meets the full disk (its log, or a flush).
+  run.volume().FillLeaving(0);
+  ASSERT_TRUE(PollUntil([&] { return !run.Durable(); }, std::chrono::seconds(60))) << run.LogText();
+  EXPECT_TRUE(run.ServesFreshThroughKubectl()) << run.LogText();
+  EXPECT_TRUE(run.Ready()) << run.Get("/readyz?verbose").body;
+  EXPECT_TRUE(run.aggregator()->Running());
+  EXPECT_NE(run.LogText().find("No space left on device"), std::string::npos) << run.LogText();
+
+  run.volume().Empty();
+  ASSERT_TRUE(PollUntil([&] { return run.Durable(); }, std::chrono::seconds(30))) << run.LogText();
+  EXPECT_EQ(run.Metric("kubestat_store_lost_scrapes_total"), 0);
+  EXPECT_TRUE(run.aggregator()->Running());
+
+  // A restart while the disk is full: it starts and serves (no crash loop).
+  run.volume().FillLeaving(0);
+  ASSERT_EQ(run.aggregator()->Signal(SIGTERM, std::chrono::seconds(20)), 0) << run.LogText();
+  ASSERT_TRUE(run.StartAggregator()) << run.Get("/readyz?verbose").body << run.LogText();
+  EXPECT_TRUE(run.ServesFreshThroughKubectl()) << run.LogText();
+  EXPECT_TRUE(run.aggregator()->Running());
+  run.volume().Empty();
+  ASSERT_TRUE(PollUntil([&] { return run.Durable(); }, std::chrono::seconds(30))) << run.LogText();
+  EXPECT_EQ(run.aggregator()->Signal(SIGTERM, std::chrono::seconds(20)), 0) << run.LogText();
+  run.aggregator().reset();
+  EXPECT_EQ(run.simulator()->Signal(SIGTERM, std::chrono::seconds(10)), 0);
 }
 
 TEST(StorageFaultsTest, WriteAheadLogBytesDroppedAtRecoveryAreReportedWithTheirSize) {

@@ -7,7 +7,10 @@
 //                 kube_api_unreachable_limit (scrapers::KubeApiContact)
 //   scrapes       fails after failed_rounds_limit scrape rounds in a row with targets and no
 //                 node scraped; passes again at the first round that scrapes a node
-// None of these is a /livez check: a restart brings no peer back.
+// None of these is a /livez check: a restart brings no peer back. And a condition, which
+// never fails /readyz (the windows are served from memory whatever the disk does):
+//   store-durability  with ?verbose, why writes wait in memory instead of on disk
+//                     (storage::Store::DegradedReason), while they do
 //
 // Ownership: borrows the discovery, which must outlive it (and the HealthChecks it is added
 // to must not outlive it).
@@ -26,6 +29,7 @@
 #include "kubestat/http/health_checks.h"
 #include "kubestat/scrapers/discovery.h"
 #include "kubestat/scrapers/scheduler.h"
+#include "kubestat/storage/store.h"
 
 namespace kubestat::aggregator {
 
@@ -40,13 +44,16 @@ struct AggregatorHealthOptions {
 
 class AggregatorHealth {
  public:
-  AggregatorHealth(AggregatorHealthOptions options, const scrapers::Discovery& discovery);
+  // `store` may be null (no store-durability condition).
+  AggregatorHealth(AggregatorHealthOptions options, const scrapers::Discovery& discovery,
+                   const storage::Store* store = nullptr);
 
   // The outcome of ingesting one node's scrape (Ingestor::Ingest's status).
   void RecordIngest(const absl::Status& status);
   void RecordRound(const scrapers::RoundSummary& round);
 
-  // Adds store-writes, kube-api and scrapes to the readyz checks of `checks`.
+  // Adds store-writes, kube-api and scrapes to the readyz checks of `checks`, and the
+  // store-durability condition.
   void AddChecks(http::HealthChecks& checks);
 
   // Whether `status` (from Ingestor::Ingest) is the store refusing a write rather than the
@@ -60,6 +67,7 @@ class AggregatorHealth {
 
   const AggregatorHealthOptions options_;
   const scrapers::Discovery& discovery_;
+  const storage::Store* store_;
   mutable std::mutex mu_;
   std::string store_error_;           // the newest write's failure; "" when it was taken
   uint64_t store_failed_writes_ = 0;  // failed writes since the last one taken

@@ -96,6 +96,9 @@ struct IngestStats {
   uint64_t rebuilt_series = 0;  // series restored by Rebuild()
   uint64_t rebuild_errors = 0;  // series that could not be restored
   double rebuild_seconds = 0;   // duration of the last Rebuild()
+  // Nodes restored again from the store after it dropped writes kept in memory
+  // (storage::Store::LossGeneration).
+  uint64_t restores_after_loss = 0;
 };
 
 // A pod or node as the engine knows it.
@@ -148,6 +151,8 @@ struct StoredSeries {
   storage::SeriesId id = 0;
 };
 
+struct NodeState;  // one node's windows and chain, in ingest.cc
+
 class Ingestor {
  public:
   // `store` must outlive the ingestor. `clock` measures the rebuild duration. `workloads`
@@ -168,7 +173,10 @@ class Ingestor {
   // Ingests one scrape at `time`: the node's own cpu time when present, else its memory
   // time, else the newest time in the scrape. InvalidArgument when the scrape has no node
   // name or no time; FailedPrecondition when `time` is not after the node's previous
-  // scrape or before Rebuild(); the store's error when the write fails.
+  // scrape or before Rebuild(); the store's error when the write fails (a store with a
+  // backlog keeps a write it cannot make in memory instead: storage::Store::Write). After
+  // the store dropped writes it kept (storage::Store::LossGeneration advanced), the node's
+  // windows are first restored from what the store holds (IngestStats::restores_after_loss).
   [[nodiscard]] absl::Status Ingest(const scrapers::NodeScrape& scrape);
   // Same, at an explicit time (e.g. when the scrape was taken).
   [[nodiscard]] absl::Status IngestAt(const scrapers::NodeScrape& scrape, Timestamp time);
@@ -225,9 +233,20 @@ class Ingestor {
  private:
   struct Shard;
   struct Counters;
+  struct RestoreScratch;
+  using NodeMap = std::map<std::string, NodeState, std::less<>>;
   Ingestor(IngestOptions options, storage::Store* store, Clock* clock,
            const PodWorkloads* workloads);
   Shard& ShardOf(std::string_view node) const;
+  // Restores one node's series from the store (its newest scrape, rollups and the samples
+  // the windows need) into its shard, as Rebuild does for each node; takes the shard's lock
+  // unless the caller holds it.
+  absl::Status RestoreNode(storage::NodeId id, const std::string& name,
+                           const std::vector<std::pair<storage::SeriesId, SeriesKey>>& series,
+                           RestoreScratch& scratch, bool take_lock);
+  // The node's windows dropped and restored from what the store holds now, after the store
+  // dropped writes it kept in memory (the shard's lock held). Returns the node's new entry.
+  NodeMap::iterator RestoreAfterLoss(Shard& shard, NodeMap::iterator node, uint64_t generation);
   void MaybeApplyRetention(Timestamp time);
 
   IngestOptions options_;

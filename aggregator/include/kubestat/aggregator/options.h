@@ -115,9 +115,12 @@ struct AggregatorOptions {
   // fsync every write batch. Default: false
   bool storage_fsync = false;
   // Store writes pause while the volume has less free space than this (a quantity: 256Mi,
-  // 1Gi), and resume when there is room; queries are answered from memory meanwhile.
-  // "0": never paused. Default: 256Mi
+  // 1Gi), at most a tenth of the volume, and resume when there is room; they wait in memory
+  // meanwhile (storage_backlog). "0": never paused. Default: 256Mi
   std::string storage_min_free = "256Mi";
+  // Memory for the store writes that wait while the disk cannot take them (a quantity).
+  // "0": none, a write that cannot be made fails the node's scrape. Default: 256Mi
+  std::string storage_backlog = "256Mi";
   // Start on a damaged store, serving what could be restored: every series that could not
   // be is named in the log and counted. Without it a damaged store stops the process
   // (exit code 1) with the names. Default: false

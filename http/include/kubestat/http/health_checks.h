@@ -12,6 +12,9 @@
 //   failed" GET /readyz?verbose   503 "[+]ping ok\n[-]kube-api failed: <reason>\nreadyz check
 //   failed"
 // `?exclude=<name>` (repeatable) leaves a check out, as kube-apiserver's does.
+// A condition (AddCondition) is listed like a check but never fails its endpoint: it says
+// how the server is degraded while it still serves (with ?verbose only):
+//   GET /readyz?verbose   200 "[+]ping ok\n[+]store-durability ok: writes kept in memory ...\n..."
 //
 // Meanings (Kubernetes'): readyz fails while the server should get no traffic (it cannot
 // answer truthfully, or has nothing fresh to answer with); livez fails only where a restart
@@ -62,6 +65,7 @@ using HealthCheckFn = std::function<std::optional<std::string>(Timestamp now)>;
 struct HealthCheckResult {
   std::string name;
   std::optional<std::string> failure;
+  std::optional<std::string> note;  // a condition's: how the server is degraded
 };
 
 struct HealthAnswer {
@@ -77,6 +81,9 @@ class HealthChecks {
 
   // Appends a check to `endpoint`'s list (names are unique per endpoint: asserted).
   void Add(HealthEndpoint endpoint, std::string name, HealthCheckFn check);
+  // Appends a condition: `check` returns std::nullopt when all is well, else a note (one
+  // line, no secret) shown with ?verbose; the endpoint passes either way.
+  void AddCondition(HealthEndpoint endpoint, std::string name, HealthCheckFn check);
   // Counts into `registry` from now on (the families are made here).
   void AttachMetrics(prometheus::Registry& registry);
 
@@ -92,6 +99,7 @@ class HealthChecks {
   struct Entry {
     std::string name;
     HealthCheckFn check;
+    bool condition = false;
   };
   void Notice(HealthEndpoint endpoint, const HealthCheckResult& result, Timestamp now) const;
 

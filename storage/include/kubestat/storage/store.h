@@ -57,12 +57,19 @@
 // removed its data. The series key itself is opaque bytes to the store (the aggregator's
 // encoding of a SeriesKey).
 //
-// Faults: a volume about to fill pauses writes (StoreOptions::min_free_bytes) before RocksDB
-// meets a full disk; RocksDB's background errors (a flush, a compaction or a WAL sync that
-// failed) are caught by an event listener, logged, counted, and resumed from when RocksDB
-// allows (DB::Resume), so a fault never aborts the process. Write-ahead log records that
-// RocksDB's replay drops at open (a cut or corrupt log) are logged with their size and
-// counted (StoreStats::wal_bytes_dropped).
+// Faults: a store that cannot take a write costs durability, never the windows. While
+// RocksDB refuses writes (a volume below StoreOptions::min_free_bytes, a background error it
+// has not recovered from, a write that failed), Write keeps the batch in memory, in order
+// (the backlog, at most StoreOptions::backlog_bytes), and every read sees it as if it were
+// written; the backlog is written, oldest first, as soon as RocksDB takes writes again. A
+// backlog that would outgrow its budget drops its oldest scrapes and rollups (never the
+// dictionary entries), counts them (StoreStats::scrapes_lost) and advances
+// LossGeneration(), so that whoever keeps windows over the store rebuilds them from what it
+// now holds. RocksDB's background errors are caught by an event listener, logged, counted
+// and resumed from when RocksDB allows (DB::Resume); files are not preallocated, so a small
+// volume holds what is written and no more. Write-ahead log records that RocksDB's replay
+// drops at open (a cut or corrupt log) are logged with their size and counted
+// (StoreStats::wal_bytes_dropped).
 //
 // Durability: every ScrapeBatch is one RocksDB WriteBatch with the WAL on, so a batch is
 // applied entirely or not at all, and an acknowledged batch survives `kill -9`. With
@@ -73,7 +80,9 @@
 // decode is DataLoss naming its key. Read callbacks see only decoded, validated data.
 //
 // Thread-safety: every method may be called concurrently from any thread (RocksDB is
-// thread-safe; the store's own state is atomic). A ScrapeBatch is not thread-safe.
+// thread-safe; the store's own state is atomic or under its lock, which reads hold shared
+// and the backlog's changes exclusively). A read's visitor runs under that lock and must
+// not call the store. A ScrapeBatch is not thread-safe.
 #ifndef KUBESTAT_STORAGE_STORE_H_
 #define KUBESTAT_STORAGE_STORE_H_
 
@@ -95,6 +104,7 @@
 
 namespace rocksdb {
 class DB;
+class EventListener;
 class WriteBatch;
 }  // namespace rocksdb
 
@@ -118,10 +128,15 @@ struct StoreOptions {
   size_t write_buffer_bytes = size_t{32} << 20;
   // Create the database when the directory holds none. Default: true
   bool create_if_missing = true;
-  // Writes are refused (ResourceExhausted, nothing reaches RocksDB) while the directory's
-  // file system has fewer bytes free than this, so the volume never fills under RocksDB;
-  // they are taken again as soon as there is room. 0: never refused. Default: 0
+  // Writes do not go to RocksDB (they wait in the backlog) while the directory's file
+  // system has fewer bytes free than this or than a tenth of its size, whichever is less,
+  // so the volume never fills under RocksDB; they are written again as soon as there is
+  // room. 0: no such pause. Default: 0
   uint64_t min_free_bytes = 0;
+  // Memory for the writes that wait while RocksDB cannot take them (the backlog: the
+  // batches and their index), bytes. 0: no backlog, a write that cannot be made fails
+  // (ResourceExhausted or Unavailable). Default: 0
+  uint64_t backlog_bytes = 0;
 
   // InvalidArgument naming the field.
   [[nodiscard]] absl::Status Validate() const;
@@ -138,11 +153,20 @@ struct StoreStats {
   uint64_t retention_passes = 0;    // ApplyRetention calls that succeeded
   uint64_t retention_errors = 0;    // ApplyRetention calls that failed
   uint64_t series_forgotten = 0;    // dictionary entries removed by retention
-  uint64_t low_space_refusals = 0;  // batches refused while free space was below min_free_bytes
+  uint64_t low_space_refusals = 0;  // batches not written while free space was below min_free_bytes
   uint64_t low_space_pauses = 0;    // times writes were paused for lack of free space
   uint64_t background_errors = 0;   // RocksDB background errors (flush, compaction, WAL sync)
   uint64_t recoveries = 0;          // RocksDB recoveries from a background error that ended well
   uint64_t wal_bytes_dropped = 0;   // write-ahead log bytes RocksDB's replay dropped at open
+  uint64_t batches_deferred = 0;    // batches kept in the backlog instead of written at once
+  uint64_t reopens = 0;             // RocksDB reopened after a failed write
+  uint64_t backlog_batches = 0;     // batches in the backlog now
+  uint64_t backlog_bytes = 0;       // memory the backlog holds now
+  uint64_t backlog_written = 0;     // backlog batches written since
+  uint64_t batches_lost = 0;        // backlog batches dropped for want of room in memory
+  uint64_t scrapes_lost = 0;        // node scrapes in those batches
+  Timestamp lost_from{};            // the oldest and newest scrape lost (zero: none lost)
+  Timestamp lost_through{};
 };
 
 struct NodeEntry {
@@ -256,12 +280,21 @@ class Store {
   SeriesId AllocateSeriesId();
 
   // Applies the batch atomically (WAL on; fsync when options.sync). The batch is left
-  // unchanged, but the scrape chains it holds advance (or are reset when it fails).
-  // ResourceExhausted, without touching RocksDB, while free space is below options.min_free_bytes
-  // (the pause and the resumption are logged once each); Unavailable for a write RocksDB failed.
-  // After a RocksDB background error (logged and counted by the store's event listener) that
-  // RocksDB does not recover from itself, a write asks RocksDB to resume once there is room again.
+  // unchanged, but the scrape chains it holds advance (or are reset when it is not written
+  // at once). When RocksDB cannot take it (free space below options.min_free_bytes, a
+  // background error, a failed write) it joins the backlog, is read as if written and is
+  // written later: OK. Without a backlog (options.backlog_bytes 0): ResourceExhausted,
+  // without touching RocksDB, while free space is low; Unavailable for a write RocksDB
+  // failed. Each change between writing and keeping writes in memory is logged once. After
+  // a RocksDB background error that RocksDB does not recover from itself, a write asks
+  // RocksDB to resume once there is room again.
   [[nodiscard]] absl::Status Write(const ScrapeBatch& batch);
+
+  // Advanced each time the backlog dropped data (StoreStats::scrapes_lost): windows built
+  // from reads before then may count samples the store no longer holds.
+  uint64_t LossGeneration() const;
+  // Why writes are not durable now ("" when they go to RocksDB): for health and logs.
+  std::string DegradedReason() const;
 
   // Every node and live series.
   [[nodiscard]] absl::StatusOr<Dictionary> LoadDictionary() const;
@@ -310,28 +343,47 @@ class Store {
   // Bytes free to this process on the directory's file system (statvfs f_bavail); 0 when it
   // cannot be read.
   uint64_t FreeBytes() const;
+  // Bytes of the directory's file system (statvfs f_blocks); 0 when it cannot be read.
+  uint64_t VolumeBytes() const;
 
   StoreStats Stats() const;
 
  private:
   struct Counters;
   class Listener;
+  struct Backlog;
+  class Reader;
   Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db, std::shared_ptr<Counters> counters);
-  // OK when a write may go to RocksDB now: there is room, and a background error that
-  // stopped writes (if any) has been resumed from.
-  absl::Status ReadyToWrite();
+  // OK when a write may go to RocksDB now (`free_bytes` free on the volume): there is room,
+  // and a background error that stopped writes (if any) has been resumed from.
+  absl::Status ReadyToWrite(uint64_t free_bytes);
+  // Write, once RocksDB could not take the batch (`why`) or a backlog is waiting.
+  absl::Status Defer(const ScrapeBatch& batch, const absl::Status& why);
+  // Writes the oldest backlog batches while RocksDB takes them (the backlog's lock held).
+  void DrainLocked();
+  // Closes and opens RocksDB again after a failed write, when there is room to (the
+  // backlog's lock held exclusively).
+  absl::Status ReopenLocked();
+  // Drops the oldest backlog batches but their dictionary entries until the backlog holds
+  // at most `keep` bytes (the backlog's lock held).
+  void ShedLocked(uint64_t keep);
+  // The backlog's memory (its lock held).
+  uint64_t BacklogBytesLocked() const;
   absl::Status LoadIdCounters();
   using BlobVisitor = std::function<bool(int64_t time, std::span<const SeriesValue> values)>;
   // Decodes `node`'s blobs from the start of the chain slot holding lo + 1 and calls `visit`
   // for those with lo < time <= hi in time order, while it returns true.
-  absl::Status ScanBlobs(NodeId node, int64_t lo, int64_t hi, const BlobVisitor& visit) const;
+  absl::Status ScanBlobs(const Reader& reader, NodeId node, int64_t lo, int64_t hi,
+                         const BlobVisitor& visit) const;
   // ReadRollups: the records under `tag`.
-  absl::Status ReadBuckets(char tag, NodeId node, Timestamp after, Timestamp through,
-                           const RollupVisitor& visit) const;
+  absl::Status ReadBuckets(const Reader& reader, char tag, NodeId node, Timestamp after,
+                           Timestamp through, const RollupVisitor& visit) const;
 
   StoreOptions options_;
   std::unique_ptr<rocksdb::DB> db_;
   std::shared_ptr<Counters> counters_;  // shared with the event listener
+  std::unique_ptr<Backlog> backlog_;
+  std::shared_ptr<rocksdb::EventListener> listener_;  // the Listener, kept for a reopen
   std::atomic<uint32_t> next_node_id_{1};
   std::atomic<uint64_t> next_series_id_{1};
   std::atomic<int64_t> retained_from_hour_{INT64_MIN};

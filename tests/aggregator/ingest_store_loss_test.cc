@@ -1,0 +1,109 @@
+// The ingestor over a store whose disk is full (a 4 MiB tmpfs; skips where it cannot be
+// mounted): the writes wait in the store's memory, the windows go on, and when the store
+// drops waiting writes for want of memory, each node's windows are restored from what the
+// store still holds, so that they agree with it: an ingestor rebuilt from the store then
+// has exactly the live one's windows.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "aggregator/ingest_scrape_builder.h"
+#include "kubestat/aggregator/ingest.h"
+#include "kubestat/storage/store.h"
+#include "support/poll.h"
+#include "support/small_volume.h"
+#include "support/temp_dir.h"
+
+namespace kubestat::aggregator {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::seconds;
+
+const Timestamp kT0 = Timestamp(std::chrono::hours(24 * 20000));
+
+class IngestStoreLossTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!volume_.mounted()) {
+      GTEST_SKIP() << "cannot mount a 4 MiB tmpfs on " << volume_.path()
+                   << " (needs root and mount permission): " << volume_.error();
+    }
+    storage::StoreOptions options;
+    options.dir = (volume_.path() / "store").string();
+    options.block_cache_bytes = 1 << 20;
+    options.write_buffer_bytes = 1 << 20;
+    options.min_free_bytes = 1 << 20;  // a tenth of the volume: 409 KiB
+    options.backlog_bytes = 256 << 10;
+    auto store = storage::Store::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    ingestor_ = NewIngestor();
+  }
+
+  std::unique_ptr<Ingestor> NewIngestor() {
+    auto ingestor = Ingestor::Create(IngestOptions{}, store_.get(), &clock_);
+    EXPECT_TRUE(ingestor.ok()) << ingestor.status();
+    EXPECT_TRUE((*ingestor)->Rebuild().ok());
+    return std::move(*ingestor);
+  }
+
+  ::kubestat::testing::TempDir scratch_;
+  ::kubestat::testing::SmallVolume volume_{scratch_.path() / "volume"};
+  FakeClock clock_;
+  std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<Ingestor> ingestor_;
+};
+
+TEST_F(IngestStoreLossTest, AfterTheStoreDropsWaitingWritesTheWindowsAreThoseOfWhatItHolds) {
+  testing::SyntheticCluster cluster(2, 4, 2, 7);
+  const Duration step = seconds(10);
+  Timestamp t = kT0;
+  // Some history on disk first, then a volume too full to write to.
+  for (; t < kT0 + hours(1); t += step) {
+    for (size_t n = 0; n < cluster.nodes(); ++n) {
+      ASSERT_TRUE(ingestor_->IngestAt(cluster.Scrape(n, t), t).ok());
+    }
+  }
+  ASSERT_EQ(store_->Stats().batches_deferred, 0u);
+  volume_.FillLeaving(200 << 10);
+  // Every write waits in memory; the backlog overflows and drops its oldest scrapes, again
+  // and again, while every scrape is taken.
+  for (; t < kT0 + hours(2); t += step) {
+    for (size_t n = 0; n < cluster.nodes(); ++n) {
+      ASSERT_TRUE(ingestor_->IngestAt(cluster.Scrape(n, t), t).ok());
+    }
+  }
+  const storage::StoreStats degraded = store_->Stats();
+  EXPECT_GT(degraded.batches_deferred, 0u);
+  EXPECT_GT(degraded.scrapes_lost, 0u);
+  EXPECT_GT(store_->LossGeneration(), 0u);
+  EXPECT_GT(ingestor_->Stats().restores_after_loss, 0u);
+  EXPECT_EQ(ingestor_->Stats().engine_errors, 0u);
+
+  // Room again: the rounds write what waits (the store retries a refused write a second
+  // later), and every node has seen the last drop.
+  volume_.Empty();
+  ASSERT_TRUE(::kubestat::testing::PollUntil(
+      [&] {
+        for (size_t n = 0; n < cluster.nodes(); ++n) {
+          EXPECT_TRUE(ingestor_->IngestAt(cluster.Scrape(n, t), t).ok());
+        }
+        t += step;
+        return store_->Stats().backlog_batches == 0;
+      },
+      std::chrono::seconds(30)));
+
+  const std::vector<SeriesWindows> live = ingestor_->QueryAll();
+  ASSERT_FALSE(live.empty());
+  const std::vector<SeriesWindows> rebuilt = NewIngestor()->QueryAll();
+  ASSERT_EQ(rebuilt.size(), live.size());
+  for (size_t i = 0; i < live.size(); ++i) {
+    ASSERT_EQ(rebuilt[i], live[i]) << live[i].key.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace kubestat::aggregator
