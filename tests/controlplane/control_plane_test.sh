@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+# Checks the real Kubernetes control plane of controlplane/ (ctest kubestat_controlplane_test,
+# labels controlplane and integration).
+#
+# Builds it (or reuses build.sh's cache), starts it in a temporary directory with
+# controlplane/start.sh, and checks, with the kubectl of the same release:
+#   1. `kubectl version` reports the release for both client and server;
+#   2. a Deployment gets its ReplicaSet and pods from the controller-manager, and the scheduler
+#      binds the pods to a Node object created here (spec.nodeName; no kubelet runs them);
+#   3. the HPA controller syncs an autoscaling/v2 HPA (sets its conditions), the garbage
+#      collector deletes a dependent whose owner is gone, the namespace controller removes a
+#      deleted namespace;
+#   4. TokenRequest: `kubectl create token` for the namespace's default ServiceAccount (made by
+#      the serviceaccount controller) gives a token the API server authenticates as that
+#      account; the serviceaccount-token controller fills a service-account-token Secret;
+#   5. a LimitRange with Container cpu max 1 refuses a pod asking for 2 cpu, naming that
+#      constraint, and admits one asking for 500m;
+#   6. every overlay in manifests/overlays/* (rendered with `kubectl kustomize`), and
+#      gen-certs.sh's overlay made with the cluster's own front-proxy CA, is accepted by
+#      `kubectl apply --server-side`, after the CRDs of crds.txt (cert-manager's, the
+#      Prometheus Operator's); each refusal is printed with the API server's message;
+# then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
+# the test fails if any fails. It waits only by polling a condition with a deadline.
+#
+# Usage: tests/controlplane/control_plane_test.sh [--keep]
+#   --keep  leave the state directory (logs, kubeconfig) for a look, print its path
+# Environment: KUBESTAT_CACHE (build.sh's cache), TMPDIR, GOPROXY (the CRDs' modules),
+#   KUBESTAT_CONTROLPLANE_DEADLINE: seconds each condition is polled for (default: 120).
+# Exit status: 0 all checks passed; 1 a check failed; 77 (skip) when go is not installed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+keep=0
+for arg in "$@"; do
+  case "$arg" in
+    --keep) keep=1 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "control_plane_test.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+if ! command -v go >/dev/null; then
+  echo "SKIP: go is not installed (controlplane/build.sh and the CRDs of crds.txt need it)"
+  exit 77
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/kubestat-controlplane-test.XXXXXX")
+state=$work/state
+cleanup() {
+  local status=$?
+  if (( status != 0 )) && [[ -d "$state/logs" ]]; then
+    for log in "$state"/logs/*.log; do
+      echo "--- the end of $log"
+      tail -n 15 "$log"
+    done
+  fi
+  "$root/controlplane/start.sh" stop "$state" || true
+  if (( keep )); then echo "state kept in $state"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+deadline=${KUBESTAT_CONTROLPLANE_DEADLINE:-120}
+failures=()
+ok() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; failures+=("$1"); }
+
+# Polls "$@" until it succeeds, for at most $deadline seconds.
+poll() {
+  local end=$((SECONDS + deadline))
+  until "$@"; do
+    (( SECONDS < end )) || return 1
+    sleep 0.5
+  done
+}
+
+started=$SECONDS
+bin=$("$root/controlplane/build.sh")
+echo "control plane binaries in $bin ($((SECONDS - started))s)"
+started=$SECONDS
+"$root/controlplane/start.sh" --bin "$bin" "$state"
+echo "started in $((SECONDS - started))s"
+# shellcheck source=/dev/null
+source "$state/control-plane.env"
+export KUBECONFIG
+kubectl() { "$KUBESTAT_CP_KUBECTL" "$@"; }
+
+# --- 1. kubectl version ------------------------------------------------------------------------
+version_json=$(kubectl version -o json)
+versions=$(python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["clientVersion"]["gitVersion"], v["serverVersion"]["gitVersion"])' <<<"$version_json")
+if [[ "$versions" == "$KUBESTAT_CP_VERSION $KUBESTAT_CP_VERSION" ]]; then
+  ok "kubectl version: client and server $KUBESTAT_CP_VERSION"
+else
+  fail "kubectl version: client and server are '$versions', expected $KUBESTAT_CP_VERSION"
+fi
+
+ns=kubestat-cp-test
+kubectl create namespace "$ns" >/dev/null
+
+# --- 2. Deployment: controller-manager and scheduler ------------------------------------------
+# A Node object with room for pods; no kubelet heartbeats it, so its pods tolerate the
+# not-ready and unreachable taints the API server and the node lifecycle controller give it.
+kubectl apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Node
+metadata:
+  name: kubestat-cp-node-0
+  labels: {kubernetes.io/hostname: kubestat-cp-node-0, kubernetes.io/os: linux}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+EOF
+kubectl -n "$ns" apply -f - >/dev/null <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      tolerations:
+      - {key: node.kubernetes.io/not-ready, operator: Exists}
+      - {key: node.kubernetes.io/unreachable, operator: Exists}
+      containers:
+      - name: app
+        image: registry.invalid/kubestat/web:1
+        resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {cpu: 200m, memory: 128Mi}}
+EOF
+bound_pods() {
+  kubectl -n "$ns" get pods -l app=web \
+    -o jsonpath='{range .items[*]}{.metadata.ownerReferences[0].kind}/{.spec.nodeName}{"\n"}{end}' |
+    grep -c '^ReplicaSet/kubestat-cp-node-0$'
+}
+two_pods_bound() { [[ "$(bound_pods)" == 2 ]]; }
+if poll two_pods_bound; then
+  ok "deployment: 2 pods created by its ReplicaSet and bound to kubestat-cp-node-0"
+else
+  fail "deployment: pods not created and bound within ${deadline}s: $(kubectl -n "$ns" get deploy,rs,pods -o wide 2>&1)"
+fi
+
+# --- 3. HPA, garbage collector, namespace controllers -------------------------------------
+kubectl -n "$ns" apply -f - >/dev/null <<'EOF'
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 2
+  maxReplicas: 4
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
+EOF
+# No metrics API is registered here: the HPA controller reports it cannot read cpu.
+hpa_synced() {
+  [[ "$(kubectl -n "$ns" get hpa web -o jsonpath='{.status.conditions[?(@.type=="AbleToScale")].status}')" == True ]]
+}
+if poll hpa_synced; then
+  ok "hpa: synced by the controller ($(kubectl -n "$ns" get hpa web -o jsonpath='{.status.conditions[?(@.type=="ScalingActive")].reason}'))"
+else
+  fail "hpa: no conditions within ${deadline}s: $(kubectl -n "$ns" get hpa web -o yaml 2>&1)"
+fi
+
+kubectl -n "$ns" create configmap owner >/dev/null
+owner_uid=$(kubectl -n "$ns" get configmap owner -o jsonpath='{.metadata.uid}')
+kubectl -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dependent
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: owner, uid: $owner_uid}]
+EOF
+kubectl -n "$ns" delete configmap owner --wait=false >/dev/null
+gone() { ! kubectl get "$@" >/dev/null 2>&1; }
+if poll gone -n "$ns" configmap dependent; then
+  ok "garbage collector: the dependent of a deleted owner is deleted"
+else
+  fail "garbage collector: configmap dependent still there ${deadline}s after its owner's deletion"
+fi
+
+kubectl create namespace kubestat-cp-doomed >/dev/null
+kubectl -n kubestat-cp-doomed create configmap content >/dev/null
+kubectl delete namespace kubestat-cp-doomed --wait=false >/dev/null
+if poll gone namespace kubestat-cp-doomed; then
+  ok "namespace controller: a deleted namespace and its content are removed"
+else
+  fail "namespace controller: namespace kubestat-cp-doomed still there after ${deadline}s"
+fi
+
+# --- 4. service accounts and TokenRequest ------------------------------------------------------
+if poll kubectl -n "$ns" get serviceaccount default -o name >/dev/null 2>&1; then
+  token=$(kubectl -n "$ns" create token default --duration=10m)
+  whoami=$(kubectl --kubeconfig=/dev/null --server="$KUBESTAT_CP_SERVER" \
+    --certificate-authority="$KUBESTAT_CP_PKI/ca.crt" --token="$token" \
+    auth whoami -o jsonpath='{.status.userInfo.username}' 2>&1 || true)
+  if [[ "$whoami" == "system:serviceaccount:$ns:default" ]]; then
+    ok "tokenrequest: kubectl create token gives a token the API server takes as $whoami"
+  else
+    fail "tokenrequest: the token authenticates as '$whoami'"
+  fi
+else
+  fail "serviceaccount controller: no default ServiceAccount in $ns within ${deadline}s"
+fi
+kubectl -n "$ns" apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Secret
+metadata:
+  name: default-token
+  annotations: {kubernetes.io/service-account.name: default}
+type: kubernetes.io/service-account-token
+EOF
+secret_filled() { [[ -n "$(kubectl -n "$ns" get secret default-token -o jsonpath='{.data.token}')" ]]; }
+if poll secret_filled; then
+  ok "serviceaccount-token controller: the service-account-token Secret holds a token"
+else
+  fail "serviceaccount-token controller: secret default-token has no token after ${deadline}s"
+fi
+
+# --- 5. LimitRanger ----------------------------------------------------------------------------
+kubectl -n "$ns" apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: LimitRange
+metadata:
+  name: cpu-max-1
+spec:
+  limits:
+  - type: Container
+    max: {cpu: "1"}
+EOF
+pod_asking() {  # name, cpu
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+spec:
+  containers:
+  - name: app
+    image: registry.invalid/kubestat/web:1
+    resources: {requests: {cpu: "$2"}, limits: {cpu: "$2"}}
+EOF
+}
+if refusal=$(pod_asking greedy 2 | kubectl -n "$ns" create -f - 2>&1); then
+  fail "limitranger: a pod asking for 2 cpu was admitted under cpu max 1"
+elif [[ "$refusal" == *"maximum cpu usage per Container is 1, but limit is 2"* ]]; then
+  ok "limitranger: 2 cpu refused: ${refusal#Error from server (Forbidden): error when creating \"STDIN\": }"
+else
+  fail "limitranger: refused, but not naming the cpu max: $refusal"
+fi
+if admitted=$(pod_asking modest 500m | kubectl -n "$ns" create --dry-run=server -f - 2>&1); then
+  ok "limitranger: 500m admitted ($admitted)"
+else
+  fail "limitranger: a pod asking for 500m was refused: $admitted"
+fi
+
+# --- 6. the manifests --------------------------------------------------------------------------
+# Last: their APIServices have no backend here, and an unavailable aggregated API stalls the
+# namespace controller's deletions (incomplete discovery), which check 3 would then see.
+# The custom resources the overlays use (cert-manager's Certificate and Issuer, the Prometheus
+# Operator's ServiceMonitor) are checked against their projects' own CRDs, as installed
+# beforehand in a cluster that runs them: crds.txt names each CRD file in its Go module.
+crds_ok=1
+while read -r module file; do
+  [[ -z "$module" || "$module" == \#* ]] && continue
+  dir=$(cd "$work" && go mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  if [[ -z "$dir" || ! -f "$dir/$file" ]] ||
+     ! kubectl apply --server-side -f "$dir/$file" > "$work/crd.log" 2>&1; then
+    fail "manifests: CRD $module $file not installed: $(cat "$work/crd.log" 2>/dev/null)"
+    crds_ok=0
+  fi
+done < "$root/tests/controlplane/crds.txt"
+if (( crds_ok )); then
+  kubectl wait --for=condition=Established --timeout="${deadline}s" crd --all >/dev/null
+  ok "manifests: the CRDs of crds.txt installed and established"
+fi
+# One field manager for every overlay, so each apply takes over the base's objects as an
+# operator switching overlays would (no conflicts between managers).
+apply_rendered() {  # label, directory
+  local out
+  if ! kubectl kustomize "$2" > "$work/rendered.yaml" 2> "$work/kustomize.err"; then
+    fail "manifests: kubectl kustomize $1: $(<"$work/kustomize.err")"
+    return
+  fi
+  if out=$(kubectl apply --server-side --field-manager=kubestat-controlplane-test \
+             -f "$work/rendered.yaml" 2>&1); then
+    ok "manifests: $1 accepted ($(grep -c 'serverside-applied' <<<"$out") objects)"
+  else
+    fail "manifests: $1 refused by the API server:"$'\n'"$(grep -v 'serverside-applied$' <<<"$out" | sed 's/^/       /')"
+  fi
+}
+for overlay in "$root"/manifests/overlays/*/; do
+  overlay=${overlay%/}
+  apply_rendered "overlays/${overlay##*/}" "$overlay"
+done
+# manifests/README.md's way without cert-manager: the front-proxy CA from the cluster's own
+# extension-apiserver-authentication ConfigMap, gen-certs.sh over overlays/metrics-server.
+kubectl -n kube-system get configmap extension-apiserver-authentication \
+  -o jsonpath='{.data.requestheader-client-ca-file}' > "$work/front-proxy-ca.crt"
+if cmp -s "$work/front-proxy-ca.crt" "$KUBESTAT_CP_PKI/front-proxy-ca.crt" &&
+   "$root/manifests/gen-certs.sh" -b "$root/manifests/overlays/metrics-server" \
+     -f "$work/front-proxy-ca.crt" "$work/kubestat-certs" > "$work/gen-certs.log" 2>&1; then
+  apply_rendered "gen-certs.sh over overlays/metrics-server" "$work/kubestat-certs"
+else
+  fail "manifests: the ConfigMap's front-proxy CA or gen-certs.sh: $(cat "$work/gen-certs.log" 2>/dev/null)"
+fi
+
+# --- the end -----------------------------------------------------------------------------------
+if (( ${#failures[@]} > 0 )); then
+  echo "${#failures[@]} check(s) failed; logs in $state/logs (run with --keep to keep them)"
+  exit 1
+fi
+echo "all checks passed"
