@@ -803,129 +803,122 @@ Ingestor::NodeMap::iterator Ingestor::RestoreAfterLoss(Shard& shard, NodeMap::it
   return it;
 }
 
-absl::Status Ingestor::RestoreNode(NodeId id, const std::string& name,
-                                   const std::vector<std::pair<SeriesId, SeriesKey>>& series_list,
+absl::Status Ingestor::RestoreNode(NodeId node_id, const std::string& name,
+                                   const std::vector<std::pair<SeriesId, SeriesKey>>& stored,
                                    RestoreScratch& scratch, bool take_lock) {
   Duration longest = Duration(0);
   for (Duration w : options_.engine.windows) longest = std::max(longest, w);
   const Duration retention = store_->options().retention;
-  struct {
-    NodeId id;
-    const std::string& name;
-    const std::vector<std::pair<SeriesId, SeriesKey>>& series;
-  } w{id, name, series_list};
-  {
-    NodeState state;
-    state.id = w.id;
-    state.persisted = true;
-    // Read first: a drop after the reads would be seen at the node's next scrape.
-    const uint64_t generation = store_->LossGeneration();
-    std::unordered_map<SeriesId, const SeriesKey*> wanted;
-    for (const auto& [id, key] : w.series) wanted.emplace(id, &key);
-    std::unordered_map<SeriesId, Timestamp> newest;
-    std::optional<Timestamp> last;
-    absl::Status s =
-        store_->ReadScrapesBackward(w.id, Timestamp::max(), Timestamp::min(),
-                                    [&](Timestamp t, std::span<const storage::SeriesValue> values) {
-                                      if (!last) last = t;
-                                      if (t <= *last - retention) return false;
-                                      for (const storage::SeriesValue& v : values) {
-                                        if (wanted.contains(v.id)) newest.try_emplace(v.id, t);
-                                      }
-                                      return newest.size() < wanted.size();
-                                    });
+  NodeState state;
+  state.id = node_id;
+  state.persisted = true;
+  // Read first: a drop after the reads would be seen at the node's next scrape.
+  const uint64_t generation = store_->LossGeneration();
+  std::unordered_map<SeriesId, const SeriesKey*> wanted;
+  for (const auto& [id, key] : stored) wanted.emplace(id, &key);
+  std::unordered_map<SeriesId, Timestamp> newest;
+  std::optional<Timestamp> last;
+  absl::Status s =
+      store_->ReadScrapesBackward(node_id, Timestamp::max(), Timestamp::min(),
+                                  [&](Timestamp t, std::span<const storage::SeriesValue> values) {
+                                    if (!last) last = t;
+                                    if (t <= *last - retention) return false;
+                                    for (const storage::SeriesValue& v : values) {
+                                      if (wanted.contains(v.id)) newest.try_emplace(v.id, t);
+                                    }
+                                    return newest.size() < wanted.size();
+                                  });
+  if (!s.ok()) return s;
+  Shard& shard = ShardOf(name);
+  storage::ScrapeBatch retire;
+  // The rollups as stored bytes, parsed one series at a time right before its restore
+  // (while they are hot, into reused buffers): parsing them all first cost as much again
+  // in allocation, cache misses and freeing.
+  scratch.rollup_bytes.clear();
+  scratch.rollups.clear();
+  if (last && !newest.empty()) {
+    // Only buckets that start inside some series' longest window can be used.
+    Timestamp oldest_newest = *last;
+    for (const auto& [id, t] : newest) oldest_newest = std::min(oldest_newest, t);
+    s = store_->ReadRollups(
+        node_id, oldest_newest - longest, *last,
+        [&](SeriesId id, Timestamp, std::string_view bytes) {
+          if (!newest.contains(id)) return;
+          scratch.rollups.push_back({id, scratch.rollup_bytes.size(), bytes.size()});
+          scratch.rollup_bytes.append(bytes);
+        });
     if (!s.ok()) return s;
-    Shard& shard = ShardOf(w.name);
-    storage::ScrapeBatch retire;
-    // The rollups as stored bytes, parsed one series at a time right before its restore
-    // (while they are hot, into reused buffers): parsing them all first cost as much again
-    // in allocation, cache misses and freeing.
-    scratch.rollup_bytes.clear();
-    scratch.rollups.clear();
-    if (last && !newest.empty()) {
-      // Only buckets that start inside some series' longest window can be used.
-      Timestamp oldest_newest = *last;
-      for (const auto& [id, t] : newest) oldest_newest = std::min(oldest_newest, t);
-      s = store_->ReadRollups(
-          w.id, oldest_newest - longest, *last,
-          [&](SeriesId id, Timestamp, std::string_view bytes) {
-            if (!newest.contains(id)) return;
-            scratch.rollups.push_back({id, scratch.rollup_bytes.size(), bytes.size()});
-            scratch.rollup_bytes.append(bytes);
-          });
-      if (!s.ok()) return s;
-      std::stable_sort(scratch.rollups.begin(), scratch.rollups.end(),
-                       [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
-    }
-    // The series being restored asks for its samples with the key it was given, the map's
-    // own: that one is answered without a search.
-    const SeriesKey* restoring = nullptr;
-    SeriesId restoring_id = 0;
-    auto lookup = [&state, &restoring,
-                   &restoring_id](const SeriesKey& key) -> std::optional<SeriesId> {
-      if (&key == restoring) return restoring_id;
-      auto it = state.series.find(key);
-      if (it == state.series.end()) return std::nullopt;
-      return it->second.id;
-    };
-    IngestSampleCache& cache = scratch.cache;
-    cache.Reset(w.id, lookup);
-    std::unique_lock lock(shard.mu, std::defer_lock);
-    if (take_lock) lock.lock();
-    for (const auto& [id, key] : w.series) {
-      auto found = newest.find(id);
-      if (found == newest.end()) {
-        // No data left: the series aged out.
-        retire.RetireSeries(id, last.value_or(clock_->Now()));
-        continue;
-      }
-      state.series.emplace(key, SeriesState{id, found->second, {}});
-    }
-    std::vector<BucketRollup>& parsed = scratch.parsed;
-    for (const auto& [key, series] : state.series) {
-      parsed.clear();
-      // Every bucket closed by a later sample has its rollup (written in that sample's
-      // batch), so the hours without one hold none of the series' samples and are not read,
-      // unless a rollup could not be parsed.
-      WindowEngine::RollupCoverage coverage = WindowEngine::RollupCoverage::kComplete;
-      auto [first, end] = std::equal_range(
-          scratch.rollups.begin(), scratch.rollups.end(), StoredRollup{series.id, 0, 0},
-          [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
-      for (auto r = first; r != end; ++r) {
-        absl::StatusOr<BucketRollup> rollup =
-            ParseRollup(std::string_view(scratch.rollup_bytes).substr(r->offset, r->size));
-        if (rollup.ok()) {
-          parsed.push_back(std::move(*rollup));
-        } else {
-          // Without it the engine reads the bucket's samples instead.
-          coverage = WindowEngine::RollupCoverage::kPartial;
-          counters_->Unrestored(
-              absl::StrCat(key.ToString(), " (an hourly rollup: ", rollup.status().message(), ")"));
-        }
-      }
-      restoring = &key;
-      restoring_id = series.id;
-      const absl::Status rs =
-          shard.engine->RestoreSeries(key, series.newest, parsed, cache, coverage);
-      restoring = nullptr;
-      if (rs.ok()) {
-        counters_->rebuilt_series.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        counters_->Unrestored(absl::StrCat(key.ToString(), " (", rs.message(), ")"));
-      }
-      if (IsPodSeries(key)) state.pods.insert({key.pod_namespace, key.pod});
-    }
-    if (last) {
-      state.has_scrape = true;
-      state.last_scrape = *last;
-    }
-    if (!retire.empty()) {
-      if (absl::Status ws = store_->Write(retire); !ws.ok()) return ws;
-    }
-    state.loss_generation = generation;
-    if (last && !state.series.empty()) shard.nodes.insert_or_assign(w.name, std::move(state));
-    return absl::OkStatus();
+    std::stable_sort(scratch.rollups.begin(), scratch.rollups.end(),
+                     [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
   }
+  // The series being restored asks for its samples with the key it was given, the map's
+  // own: that one is answered without a search.
+  const SeriesKey* restoring = nullptr;
+  SeriesId restoring_id = 0;
+  auto lookup = [&state, &restoring,
+                 &restoring_id](const SeriesKey& key) -> std::optional<SeriesId> {
+    if (&key == restoring) return restoring_id;
+    auto it = state.series.find(key);
+    if (it == state.series.end()) return std::nullopt;
+    return it->second.id;
+  };
+  IngestSampleCache& cache = scratch.cache;
+  cache.Reset(node_id, lookup);
+  std::unique_lock lock(shard.mu, std::defer_lock);
+  if (take_lock) lock.lock();
+  for (const auto& [id, key] : stored) {
+    auto found = newest.find(id);
+    if (found == newest.end()) {
+      // No data left: the series aged out.
+      retire.RetireSeries(id, last.value_or(clock_->Now()));
+      continue;
+    }
+    state.series.emplace(key, SeriesState{id, found->second, {}});
+  }
+  std::vector<BucketRollup>& parsed = scratch.parsed;
+  for (const auto& [key, series] : state.series) {
+    parsed.clear();
+    // Every bucket closed by a later sample has its rollup (written in that sample's
+    // batch), so the hours without one hold none of the series' samples and are not read,
+    // unless a rollup could not be parsed.
+    WindowEngine::RollupCoverage coverage = WindowEngine::RollupCoverage::kComplete;
+    auto [first, end] = std::equal_range(
+        scratch.rollups.begin(), scratch.rollups.end(), StoredRollup{series.id, 0, 0},
+        [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
+    for (auto r = first; r != end; ++r) {
+      absl::StatusOr<BucketRollup> rollup =
+          ParseRollup(std::string_view(scratch.rollup_bytes).substr(r->offset, r->size));
+      if (rollup.ok()) {
+        parsed.push_back(std::move(*rollup));
+      } else {
+        // Without it the engine reads the bucket's samples instead.
+        coverage = WindowEngine::RollupCoverage::kPartial;
+        counters_->Unrestored(
+            absl::StrCat(key.ToString(), " (an hourly rollup: ", rollup.status().message(), ")"));
+      }
+    }
+    restoring = &key;
+    restoring_id = series.id;
+    const absl::Status rs =
+        shard.engine->RestoreSeries(key, series.newest, parsed, cache, coverage);
+    restoring = nullptr;
+    if (rs.ok()) {
+      counters_->rebuilt_series.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters_->Unrestored(absl::StrCat(key.ToString(), " (", rs.message(), ")"));
+    }
+    if (IsPodSeries(key)) state.pods.insert({key.pod_namespace, key.pod});
+  }
+  if (last) {
+    state.has_scrape = true;
+    state.last_scrape = *last;
+  }
+  if (!retire.empty()) {
+    if (absl::Status ws = store_->Write(retire); !ws.ok()) return ws;
+  }
+  state.loss_generation = generation;
+  if (last && !state.series.empty()) shard.nodes.insert_or_assign(name, std::move(state));
+  return absl::OkStatus();
 }
 
 absl::Status Ingestor::Rebuild() {

@@ -174,7 +174,6 @@ class Store::Reader {
     return store_.backlog_->index.GetFromBatchAndDB(store_.db_.get(), rocksdb::ReadOptions(), key,
                                                     value);
   }
-  rocksdb::DB* db() const { return store_.db_.get(); }
 
  private:
   const Store& store_;
@@ -249,8 +248,7 @@ bool ReleaseReserve(const std::string& dir) {
 }
 
 // Creates the reserve of `dir` when it is missing and the volume (`volume` bytes) has
-// `free` bytes, well more than the reserve.
-// Whether the reserve is there now.
+// `free` bytes, well more than the reserve; whether the reserve is there now.
 bool KeepReserve(const std::string& dir, uint64_t free, uint64_t volume) {
   const std::filesystem::path path = std::filesystem::path(dir) / kReserveName;
   const uint64_t size = ReserveBytes(volume);
@@ -620,24 +618,22 @@ Store::Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
 
 Store::~Store() {
   std::unique_lock lock(backlog_->mu);
-  {
-    if (backlog_->active.load()) {
-      backlog_->next_drain = {};
-      while (backlog_->active.load() &&
-             backlog_->next_drain == std::chrono::steady_clock::time_point{}) {
-        DrainLocked();
-      }
-      if (backlog_->active.load()) {
-        KLOG(ERROR) << "store: closing " << options_.dir << " with " << backlog_->batches.size()
-                    << " batches of writes that could not be written (" << backlog_->why
-                    << "): they are lost";
-      }
+  if (backlog_->active.load()) {
+    backlog_->next_drain = {};
+    while (backlog_->active.load() &&
+           backlog_->next_drain == std::chrono::steady_clock::time_point{}) {
+      DrainLocked();
     }
-    if (!db_) return;
-    // Let background work finish before the handle goes.
-    rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
-    (void)db_->Close();
+    if (backlog_->active.load()) {
+      KLOG(ERROR) << "store: closing " << options_.dir << " with " << backlog_->batches.size()
+                  << " batches of writes that could not be written (" << backlog_->why
+                  << "): they are lost";
+    }
   }
+  if (!db_) return;
+  // Let background work finish before the handle goes.
+  rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
+  (void)db_->Close();
 }
 
 absl::Status Store::LoadIdCounters() {

@@ -241,8 +241,8 @@ class Ingestor {
   // Restores one node's series from the store (its newest scrape, rollups and the samples
   // the windows need) into its shard, as Rebuild does for each node; takes the shard's lock
   // unless the caller holds it.
-  absl::Status RestoreNode(storage::NodeId id, const std::string& name,
-                           const std::vector<std::pair<storage::SeriesId, SeriesKey>>& series,
+  absl::Status RestoreNode(storage::NodeId node_id, const std::string& name,
+                           const std::vector<std::pair<storage::SeriesId, SeriesKey>>& stored,
                            RestoreScratch& scratch, bool take_lock);
   // The node's windows dropped and restored from what the store holds now, after the store
   // dropped writes it kept in memory (the shard's lock held). Returns the node's new entry.
