@@ -3,8 +3,10 @@
 #   1. the plain build (gcc, RelWithDebInfo): unit and integration tests;
 #   2. the same tests built with clang under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the tests labelled "concurrency" built with clang under ThreadSanitizer;
-#   4. every libFuzzer target for a short run (KUBESTAT_FUZZ_SECONDS each, default 20).
-# Benchmarks are built but not run (ctest -L bench runs them).
+#   4. every libFuzzer target for a short run (KUBESTAT_FUZZ_SECONDS each, default 20), as many
+#      at once as there are cores.
+# Benchmarks are built but not run (ctest -L bench runs them). Each stage prints its time as it
+# ends; the last lines list them all.
 # Usage: scripts/test.sh [--no-asan] [--no-tsan] [--no-fuzz]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,14 +19,23 @@ for arg in "$@"; do
     --no-asan) asan=0 ;;
     --no-tsan) tsan=0 ;;
     --no-fuzz) fuzz=0 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 
-scripts/install-deps.sh
 jobs=$(nproc)
 passed=0
+stage_started=$SECONDS
+stages=()
+
+# Ends the running stage: records its name and the time since the previous stage ended.
+stage_done() {
+  local took=$((SECONDS - stage_started))
+  stages+=("$(printf '  %-28s %3dm%02ds' "$1" $((took / 60)) $((took % 60)))")
+  echo "== $1: ${took}s"
+  stage_started=$SECONDS
+}
 
 # Runs ctest with the given arguments, keeps its output in LOG and adds its count of tests to
 # $passed (only reached when every test passed: set -e stops the script otherwise).
@@ -37,23 +48,34 @@ run_ctest() {
   passed=$((passed + ${total:-0}))
 }
 
+scripts/install-deps.sh
+stage_done "install"
+
 echo "== plain build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
+stage_done "plain build"
 # The real control plane's test (label controlplane) builds Kubernetes the first time: run
 # with `ctest -L controlplane`.
 run_ctest build/ctest.log --test-dir build -LE 'bench|controlplane' --output-on-failure -j "$jobs" \
   --timeout 600
+stage_done "plain tests"
 
 if ((asan)); then
-  echo "== ASan+UBSan build (clang), with the fuzz targets"
+  # -O1 (asserts kept: no NDEBUG): AddressSanitizer's own advice for tolerable speed; at -O0
+  # the instrumented libraries made this the longest stage. Test code is -O0 either way
+  # (KUBESTAT_TEST_CXX_FLAGS).
+  echo "== ASan+UBSan build (clang, -O1), with the fuzz targets"
   CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
     -DKUBESTAT_ASAN=ON -DKUBESTAT_FUZZ=ON -DKUBESTAT_BENCH=OFF >/dev/null
   cmake --build build-asan -j "$jobs"
+  stage_done "ASan build"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     run_ctest build-asan/ctest.log --test-dir build-asan -LE 'bench|controlplane' --output-on-failure -j "$jobs" \
     --timeout 900
+  stage_done "ASan tests"
 fi
 
 if ((tsan)); then
@@ -61,16 +83,23 @@ if ((tsan)); then
   CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
   cmake --build build-tsan -j "$jobs" --target kubestat_concurrency_tests
+  stage_done "TSan build"
   # Left out here: a test whose point is a gRPC write finishing within a round (a slow watcher
   # cut off while a fast one keeps up), which ThreadSanitizer's several-fold slowdown can
   # break for the fast one too; the plain and ASan runs above have it.
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
     run_ctest build-tsan/ctest.log --test-dir build-tsan -L concurrency --output-on-failure \
     -E '^GrpcWatchTest\.SlowWatcherIsCutOffWithoutHoldingUpTheFastOne$' -j "$jobs" --timeout 900
+  stage_done "TSan tests"
 fi
 
 if ((asan && fuzz)); then
-  scripts/fuzz.sh build-asan "${KUBESTAT_FUZZ_SECONDS:-20}"
+  KUBESTAT_FUZZ_JOBS=$jobs scripts/fuzz.sh build-asan "${KUBESTAT_FUZZ_SECONDS:-20}"
+  stage_done "fuzz"
 fi
 
+echo "stages:"
+printf '%s\n' "${stages[@]}"
+total=$SECONDS
+printf '  %-28s %3dm%02ds\n' "all" $((total / 60)) $((total % 60))
 echo "tests: $passed passed, 0 failed"
