@@ -100,6 +100,28 @@ struct Aggregator::Parts {
   std::mutex failure_mu;
   absl::Status startup_failure;  // guarded by failure_mu
 
+  // Logs what a salvage kept and lost, naming the nodes of each unreadable range.
+  void ReportSalvage(const storage::SalvageReport& report) {
+    absl::StatusOr<storage::Dictionary> dict = store->LoadDictionary();
+    std::map<storage::NodeId, std::string> names;
+    if (dict.ok()) {
+      for (const storage::NodeEntry& node : dict->nodes) names.emplace(node.id, node.name);
+    }
+    for (const storage::LostRange& lost : report.lost) {
+      std::string nodes;
+      for (storage::NodeId id : lost.nodes) {
+        auto name = names.find(id);
+        absl::StrAppend(&nodes, nodes.empty() ? "" : ", ",
+                        name == names.end() ? absl::StrCat("node ", id) : name->second);
+      }
+      KLOG(WARNING) << "store: lost in the salvage: " << lost.what
+                    << (nodes.empty() ? "" : absl::StrCat(" (", nodes, ")"));
+    }
+    KLOG(WARNING) << "store salvaged: " << report.kept_keys << " keys kept, " << report.lost.size()
+                  << " unreadable ranges left out; the damaged files are in "
+                  << report.quarantine_dir;
+  }
+
   // Records why the start failed and stops the process (main exits with it).
   void FailStartUp(absl::Status failure) {
     {
@@ -116,7 +138,30 @@ struct Aggregator::Parts {
     if (stopping.load()) return;
     discovery->Start();
     KLOG(INFO) << "rebuilding the windows from " << options.storage_dir;
-    if (absl::Status s = ingestor->Rebuild(); !s.ok()) {
+    absl::Status rebuilt = ingestor->Rebuild();
+    // Damage read while restoring a node (DataLoss) or some of its series.
+    const bool damaged =
+        absl::IsDataLoss(rebuilt) || (rebuilt.ok() && ingestor->Stats().rebuild_damaged_reads > 0);
+    if (damaged && !options.storage_strict) {
+      KLOG(ERROR) << "rebuild from " << options.storage_dir << " read damage: "
+                  << (rebuilt.ok() ? absl::StrCat(ingestor->Stats().rebuild_damaged_reads,
+                                                  " series' samples could not be read")
+                                   : std::string(rebuilt.message()))
+                  << "; salvaging the store (--storage-strict stops instead)";
+      absl::StatusOr<storage::SalvageReport> salvaged = store->Salvage();
+      if (!salvaged.ok() && rebuilt.ok()) {
+        // What could be restored is served; the damaged series stay out.
+        KLOG(ERROR) << "the salvage of " << options.storage_dir << " failed: " << salvaged.status()
+                    << "; serving what the rebuild restored";
+      } else if (!salvaged.ok()) {
+        rebuilt = absl::DataLossError(
+            absl::StrCat(rebuilt.message(), "; the salvage failed: ", salvaged.status().message()));
+      } else {
+        ReportSalvage(*salvaged);
+        rebuilt = ingestor->Rebuild();
+      }
+    }
+    if (absl::Status s = rebuilt; !s.ok()) {
       KLOG(ERROR) << "rebuild from " << options.storage_dir << " failed: " << s
                   << "; stopping (move the directory aside to start empty)";
       FailStartUp(absl::DataLossError(absl::StrCat(
@@ -133,16 +178,16 @@ struct Aggregator::Parts {
         KLOG(WARNING) << "not restored: " << stats.rebuild_errors - lost.size()
                       << " more, not named";
       }
-      if (!options.storage_salvage) {
+      if (options.storage_strict) {
         FailStartUp(absl::DataLossError(absl::StrCat(
             "the store in --storage-dir=", options.storage_dir,
             " is damaged: ", stats.rebuild_errors,
-            " series could not be restored (named above); start with --storage-salvage to "
+            " series could not be restored (named above); start without --storage-strict to "
             "serve what could be, or move the directory aside to start empty")));
         return;
       }
-      KLOG(WARNING) << "--storage-salvage: serving what could be restored; " << stats.rebuild_errors
-                    << " series could not be";
+      KLOG(WARNING) << "serving what could be restored; " << stats.rebuild_errors
+                    << " series could not be (--storage-strict stops instead)";
     }
     store_metrics->Update(stats, store->Stats(), store->DiskBytes(),
                           CountMemory(*ingestor, *store, *clock));
@@ -214,6 +259,20 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   // Storage and windows.
   absl::StatusOr<std::unique_ptr<storage::Store>> store =
       storage::Store::Open(options.StorageOptions());
+  if (absl::IsDataLoss(store.status()) && !options.storage_strict) {
+    // A database RocksDB cannot open (a damaged MANIFEST, a missing table file): kept for
+    // inspection, and an empty one serves meanwhile.
+    KLOG(ERROR) << "cannot open the store in --storage-dir=" << options.storage_dir << ": "
+                << store.status() << "; moving it aside (--storage-strict stops instead)";
+    absl::StatusOr<std::string> aside = storage::Store::MoveAside(options.StorageOptions());
+    if (aside.ok()) {
+      KLOG(WARNING) << "the damaged store is in " << *aside
+                    << " (delete it once inspected); starting with an empty store";
+      store = storage::Store::Open(options.StorageOptions());
+    } else {
+      KLOG(ERROR) << "cannot move the damaged store aside: " << aside.status();
+    }
+  }
   if (!store.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot open the store in --storage-dir=", options.storage_dir, ": ",

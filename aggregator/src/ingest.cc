@@ -242,6 +242,7 @@ struct Ingestor::Counters {
   std::atomic<uint64_t> layout_reuses{0};
   std::atomic<uint64_t> rebuilt_series{0};
   std::atomic<uint64_t> rebuild_errors{0};
+  std::atomic<uint64_t> rebuild_damaged_reads{0};
   std::atomic<uint64_t> restores_after_loss{0};
   std::atomic<int64_t> rebuild_nanos{0};
   std::mutex unrestored_mu;  // guards unrestored
@@ -905,6 +906,9 @@ absl::Status Ingestor::RestoreNode(NodeId node_id, const std::string& name,
     if (rs.ok()) {
       counters_->rebuilt_series.fetch_add(1, std::memory_order_relaxed);
     } else {
+      if (absl::IsDataLoss(rs)) {
+        counters_->rebuild_damaged_reads.fetch_add(1, std::memory_order_relaxed);
+      }
       counters_->Unrestored(absl::StrCat(key.ToString(), " (", rs.message(), ")"));
     }
     if (IsPodSeries(key)) state.pods.insert({key.pod_namespace, key.pod});
@@ -923,6 +927,23 @@ absl::Status Ingestor::RestoreNode(NodeId node_id, const std::string& name,
 
 absl::Status Ingestor::Rebuild() {
   const Timestamp started = clock_->MonotonicNow();
+  // A second rebuild (after the store was salvaged) starts over: what the first restored
+  // may since have been left out of the store.
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    if (shard->nodes.empty()) continue;
+    absl::StatusOr<std::unique_ptr<WindowEngine>> engine = WindowEngine::Create(options_.engine);
+    if (!engine.ok()) return engine.status();
+    shard->engine = *std::move(engine);
+    shard->nodes.clear();
+  }
+  counters_->rebuilt_series.store(0);
+  counters_->rebuild_errors.store(0);
+  counters_->rebuild_damaged_reads.store(0);
+  {
+    std::lock_guard<std::mutex> lock(counters_->unrestored_mu);
+    counters_->unrestored.clear();
+  }
   absl::StatusOr<storage::Dictionary> dict = store_->LoadDictionary();
   if (!dict.ok()) {
     counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
@@ -1213,6 +1234,7 @@ IngestStats Ingestor::Stats() const {
   s.layout_reuses = counters_->layout_reuses.load();
   s.rebuilt_series = counters_->rebuilt_series.load();
   s.rebuild_errors = counters_->rebuild_errors.load();
+  s.rebuild_damaged_reads = counters_->rebuild_damaged_reads.load();
   s.restores_after_loss = counters_->restores_after_loss.load();
   s.rebuild_seconds = static_cast<double>(counters_->rebuild_nanos.load()) / 1e9;
   return s;

@@ -72,6 +72,12 @@ class StoreSelfMetrics::Impl {
                                   "take them at once (written later unless lost)")),
         reopens_(Counter(registry, "kubestat_store_reopens_total",
                          "RocksDB reopened after a write it failed (a full disk)")),
+        salvages_(Counter(registry, "kubestat_store_salvages_total",
+                          "Times the store was rebuilt from what could be read after a read "
+                          "found damage (the damaged files kept in a quarantine folder)")),
+        salvage_lost_ranges_(Counter(registry, "kubestat_store_salvage_lost_ranges_total",
+                                     "Unreadable key ranges the salvages left out (named in "
+                                     "the log with their nodes and hours)")),
         backlog_written_(Counter(registry, "kubestat_store_backlog_written_batches_total",
                                  "Write batches kept in memory that were written later")),
         lost_batches_(Counter(registry, "kubestat_store_lost_batches_total",
@@ -203,6 +209,8 @@ class StoreSelfMetrics::Impl {
     Advance(deferred_batches_, store.batches_deferred, last_store_.batches_deferred);
     Advance(backlog_written_, store.backlog_written, last_store_.backlog_written);
     Advance(reopens_, store.reopens, last_store_.reopens);
+    Advance(salvages_, store.salvages, last_store_.salvages);
+    Advance(salvage_lost_ranges_, store.salvage_lost_ranges, last_store_.salvage_lost_ranges);
     Advance(lost_batches_, store.batches_lost, last_store_.batches_lost);
     Advance(lost_scrapes_, store.scrapes_lost, last_store_.scrapes_lost);
     backlog_batches_.Set(static_cast<double>(store.backlog_batches));
@@ -257,6 +265,8 @@ class StoreSelfMetrics::Impl {
   prometheus::Counter& recoveries_;
   prometheus::Counter& deferred_batches_;
   prometheus::Counter& reopens_;
+  prometheus::Counter& salvages_;
+  prometheus::Counter& salvage_lost_ranges_;
   prometheus::Counter& backlog_written_;
   prometheus::Counter& lost_batches_;
   prometheus::Counter& lost_scrapes_;

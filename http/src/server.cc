@@ -1,11 +1,16 @@
 #include "kubestat/http/server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <future>
 #include <thread>
@@ -282,6 +287,17 @@ class Server::Impl {
     if (ec) return fail("bind");
     listener->acceptor->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return fail("listen");
+    if (health_only) {
+      // The kernel completes a connection that sends nothing without handing it over, for
+      // up to the header timeout: such connections never take one of the listener's slots.
+      const auto wait = std::chrono::duration_cast<std::chrono::seconds>(
+          options().health_header_timeout + std::chrono::milliseconds(999));
+      const int seconds = static_cast<int>(wait.count());
+      if (setsockopt(listener->acceptor->native_handle(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds,
+                     sizeof(seconds)) != 0) {
+        KLOG(WARNING) << "HTTP health listener: TCP_DEFER_ACCEPT not set: " << strerror(errno);
+      }
+    }
     listener->port = listener->acceptor->local_endpoint(ec).port();
     if (ec) return fail("read the bound port");
     return listener;
@@ -314,7 +330,12 @@ class Server::Impl {
         }
         return Accept(listener);
       }
-      if (listener.open.load(std::memory_order_acquire) >= listener.cap) {
+      // The health listener makes room by closing its least advanced connection (one that
+      // holds a slot without asking for anything); the others turn the newcomer away.
+      if (listener.open.load(std::memory_order_acquire) >= listener.cap && listener.health_only &&
+          listener.EvictLeastProgress()) {
+        listener.metrics.evicted->Increment();
+      } else if (listener.open.load(std::memory_order_acquire) >= listener.cap) {
         listener.metrics.over_capacity->Increment();
         if (!tls_) {
           core_.metrics().RecordRejection(RejectionReason::kOverCapacity);

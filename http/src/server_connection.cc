@@ -5,9 +5,13 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/status.hpp>
+#include <cstddef>
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "kubestat/core/gzip.h"
@@ -178,7 +182,55 @@ Listener::Listener(asio::io_context& io, std::string name_in, bool health_only_i
       acceptor(std::make_unique<asio::ip::tcp::acceptor>(asio::make_strand(io))),
       backoff(std::make_unique<asio::steady_timer>(acceptor->get_executor())) {}
 
+bool Listener::EvictLeastProgress() {
+  std::shared_ptr<Connection> victim;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    // From the address holding the most slots first: a flood from one place then costs
+    // that place its own connections, not the kubelet's probes from another.
+    std::unordered_map<std::string_view, size_t> per_address;
+    for (const Connection* connection : live) ++per_address[connection->remote_address()];
+    Connection* chosen = nullptr;
+    auto rank = [&](const Connection* connection) {
+      return std::tuple(-static_cast<std::ptrdiff_t>(per_address[connection->remote_address()]),
+                        connection->progress(), connection->accepted_at());
+    };
+    for (Connection* connection : live) {
+      // A connection chosen by an earlier call is already on its way out.
+      if (connection->evicted || connection->progress() == Connection::Progress::kBusy) continue;
+      if (chosen == nullptr || rank(connection) < rank(chosen)) chosen = connection;
+    }
+    if (chosen == nullptr) return false;
+    chosen->evicted = true;
+    // Null while its destructor waits for this mutex to take it out of `live`: its slot is
+    // being freed already.
+    victim = chosen->weak_from_this().lock();
+  }
+  if (victim == nullptr) return true;
+  victim->Close();
+  return true;
+}
+
 // --- Connection ---
+
+namespace {
+
+// The SSL ex_data slot holding a connection's Connection* during its handshake (asio keeps
+// the app data slot for itself).
+int ConnectionSlot() {
+  static const int slot = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+
+}  // namespace
+
+void Connection::OnTlsState(const SSL* ssl, int where, int /*ret*/) {
+  if ((where & SSL_CB_ACCEPT_LOOP) == 0 || SSL_get_state(ssl) != TLS_ST_SW_SRVR_HELLO) return;
+  auto* connection = static_cast<Connection*>(SSL_get_ex_data(ssl, ConnectionSlot()));
+  if (connection != nullptr && connection->progress() == Progress::kNothing) {
+    connection->SetProgress(Progress::kHello);
+  }
+}
 
 Connection::Connection(ServerCore& core, Listener& listener, asio::ip::tcp::socket socket,
                        std::shared_ptr<const TlsServing> tls)
@@ -223,11 +275,14 @@ void Connection::Close() {
 void Connection::Begin() {
   if (core_.stopping()) return CloseNow();
   // The handshake and the first request's head share header_timeout from the accept.
-  ArmTimer(accepted_at_ + core_.options().limits.header_timeout);
+  ArmTimer(accepted_at_ + HeaderTimeout());
   if (tls_serving_ == nullptr) return StartRequest(/*first=*/true);
   phase_ = Phase::kHandshake;
   tls_ =
       std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, tls_serving_->context());
+  // Called only from inside OpenSSL calls on this strand, while the connection is alive.
+  SSL_set_ex_data(tls_->native_handle(), ConnectionSlot(), this);
+  SSL_set_info_callback(tls_->native_handle(), &Connection::OnTlsState);
   tls_->async_handshake(
       asio::ssl::stream_base::server,
       [self = shared_from_this()](const error_code& ec) { self->OnHandshake(ec); });
@@ -249,6 +304,8 @@ void Connection::StartRequest(bool first) {
   if (core_.stopping()) return CloseNow();
   reader_.Reset();
   phase_ = Phase::kIdle;
+  // After a handshake the first request keeps kHello until its first byte.
+  if (!first) SetProgress(Progress::kNothing);
   if (!first) {
     // Idle keep-alive connections hold no read memory.
     if (buffer_.size() == 0) buffer_.shrink_to_fit();
@@ -258,7 +315,8 @@ void Connection::StartRequest(bool first) {
     // A pipelined request already arrived.
     const SteadyTime now = std::chrono::steady_clock::now();
     phase_ = Phase::kHead;
-    ArmTimer(now + core_.options().limits.header_timeout);
+    SetProgress(Progress::kPartialHead);
+    ArmTimer(now + HeaderTimeout());
     body_deadline_ = now + core_.options().limits.read_timeout;
     return ParseBuffered();
   }
@@ -299,7 +357,8 @@ void Connection::OnRead(const error_code& ec, size_t n) {
   if (phase_ == Phase::kIdle) {
     const SteadyTime now = std::chrono::steady_clock::now();
     phase_ = Phase::kHead;
-    if (requests_served_ > 0) ArmTimer(now + core_.options().limits.header_timeout);
+    SetProgress(Progress::kPartialHead);
+    if (requests_served_ > 0) ArmTimer(now + HeaderTimeout());
     body_deadline_ = now + core_.options().limits.read_timeout;
   }
   ParseBuffered();
@@ -317,12 +376,14 @@ void Connection::ParseBuffered() {
     case RequestReader::State::kComplete:
       timer_.cancel();
       phase_ = Phase::kHandling;
+      SetProgress(Progress::kBusy);
       return Dispatch();
     case RequestReader::State::kNeedMore:
       break;
   }
   if (phase_ == Phase::kHead && !reader_.started()) {
     phase_ = Phase::kIdle;  // only the CRLF some clients send between requests
+    SetProgress(Progress::kNothing);
   } else if (phase_ == Phase::kHead && reader_.head_complete()) {
     phase_ = Phase::kBody;
     ArmTimer(body_deadline_);
@@ -649,6 +710,11 @@ void Connection::CloseNow() {
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
+}
+
+std::chrono::milliseconds Connection::HeaderTimeout() const {
+  return listener_.health_only ? core_.options().health_header_timeout
+                               : core_.options().limits.header_timeout;
 }
 
 void Connection::ArmTimer(SteadyTime deadline) {

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -100,9 +101,17 @@ struct Listener {
   std::atomic<size_t> open{0};
   int port = 0;
 
-  // Live connections, for Stop(); a connection adds and removes itself.
+  // Live connections, for Stop() and EvictLeastProgress(); a connection adds and removes
+  // itself.
   std::mutex mu;
   std::unordered_set<Connection*> live;
+
+  // Closes a live connection so that a newer one can have its slot (the health listener at
+  // its cap): from the peer address with the most connections, the one that has made the
+  // least progress (nothing of a request received before a partial head), the oldest
+  // first; never one already being closed for this, nor one whose request is being handled
+  // or answered. False when none could be chosen. Thread-safe.
+  bool EvictLeastProgress();
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -119,6 +128,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start();
   // Closes the socket on the strand (Stop()).
   void Close();
+
+  // How far the connection has come with its current request, readable from any thread
+  // (Listener::EvictLeastProgress): kNothing from the accept (or the end of a response)
+  // until a request's first byte; kHello once a TLS handshake has the client's whole
+  // ClientHello and is being answered, until the first request's first byte; kPartialHead
+  // until the head and body are in; kBusy while the request is handled and answered.
+  enum class Progress : uint8_t { kNothing, kHello, kPartialHead, kBusy };
+  Progress progress() const { return progress_.load(std::memory_order_acquire); }
+  std::chrono::steady_clock::time_point accepted_at() const { return accepted_at_; }
+  const std::string& remote_address() const { return remote_address_; }
+  // Chosen by Listener::EvictLeastProgress (under the listener's mutex, which guards it).
+  bool evicted = false;
 
  private:
   enum class Phase {
@@ -155,6 +176,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Drain();
   void CloseNow();
   void ArmTimer(SteadyTime deadline);
+  void SetProgress(Progress progress) { progress_.store(progress, std::memory_order_release); }
+  // OpenSSL's info callback of the connection's handshake: kHello once the ServerHello is
+  // being written (the whole ClientHello has arrived).
+  static void OnTlsState(const SSL* ssl, int where, int ret);
+  // header_timeout, or health_header_timeout on the health listener.
+  std::chrono::milliseconds HeaderTimeout() const;
   void OnTimer(const boost::system::error_code& ec);
 
   ServerCore& core_;
@@ -170,7 +197,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int remote_port_ = 0;
 
   Phase phase_ = Phase::kHandshake;
-  SteadyTime accepted_at_;
+  const SteadyTime accepted_at_;
+  std::atomic<Progress> progress_{Progress::kNothing};
+
   SteadyTime body_deadline_;
   bool timed_out_ = false;
   size_t requests_served_ = 0;

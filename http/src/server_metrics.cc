@@ -48,8 +48,8 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, std::string server_
                             .Register(registry)),
       connections_(prometheus::BuildCounter()
                        .Name("kubestat_http_connections_total")
-                       .Help("Connections accepted or turned away, by server, listener and "
-                             "result.")
+                       .Help("Connections accepted, turned away, or closed to make room "
+                             "for a newer one, by server, listener and result.")
                        .Register(registry)) {
   for (size_t i = 0; i < rejected_by_reason_.size(); ++i) {
     const auto reason = static_cast<RejectionReason>(i);
@@ -138,6 +138,7 @@ ListenerMetrics ServerMetrics::ForListener(const std::string& listener) {
   };
   m.accepted = result("accepted");
   m.over_capacity = result("over_capacity");
+  m.evicted = result("evicted");
   m.tls_handshake_failed = result("tls_handshake_failed");
   m.accept_failed = result("accept_failed");
   return m;

@@ -25,6 +25,7 @@ struct ListenerMetrics {
   prometheus::Gauge* open = nullptr;
   prometheus::Counter* accepted = nullptr;
   prometheus::Counter* over_capacity = nullptr;
+  prometheus::Counter* evicted = nullptr;  // health listener: made room for a newer one
   prometheus::Counter* tls_handshake_failed = nullptr;
   prometheus::Counter* accept_failed = nullptr;
 };

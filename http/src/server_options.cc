@@ -89,6 +89,9 @@ absl::Status ServerOptions::Validate() const {
     return Bad("health_port", StrCat("must be -1 or in [0, 65535], got ", health_port));
   }
   if (health_port > 0 && health_port == port) return Bad("health_port", "must differ from port");
+  if (health_port >= 0 && health_header_timeout <= std::chrono::milliseconds::zero()) {
+    return Bad("health_header_timeout", "must be positive");
+  }
   if (health_port >= 0 && health_max_connections < 1) {
     return Bad("health_max_connections", "must be at least 1");
   }

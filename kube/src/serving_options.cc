@@ -26,8 +26,9 @@ void SecureServingOptions::RegisterFlags(FlagSet& flags) {
   flags.AddInt64("port", &port,
                  "port of a plain-HTTP listener (same authentication and authorization); 0: none");
   flags.AddInt64("health-port", &health_port,
-                 "port of a listener serving only /healthz, /livez and /readyz (its own "
-                 "connection cap: point the probes there); 0: none");
+                 "port of a listener serving only /healthz, /livez and /readyz, with its "
+                 "own 32 connections (when full, a stalled one from the address holding the "
+                 "most is closed for the newcomer): point the probes there; 0: none");
   flags.AddInt64("max-connections", &max_connections,
                  "open connections allowed on the main listener; more are turned away");
   flags.AddString("tls-cert-file", &tls_cert_file,

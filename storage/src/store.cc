@@ -8,10 +8,13 @@
 #include <charconv>
 #include <cstdarg>
 #include <cstdio>
+#include <ctime>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <system_error>
 #include <utility>
@@ -118,6 +121,8 @@ struct Store::Counters {
   std::atomic<uint64_t> backlog_written{0};
   std::atomic<uint64_t> batches_lost{0};
   std::atomic<uint64_t> scrapes_lost{0};
+  std::atomic<uint64_t> salvages{0};
+  std::atomic<uint64_t> salvage_lost_ranges{0};
   std::atomic<int64_t> lost_from{0};  // nanoseconds; 0: none
   std::atomic<int64_t> lost_through{0};
   std::atomic<bool> low_space{false};     // writes paused for lack of free space
@@ -553,12 +558,196 @@ absl::StatusOr<std::unique_ptr<rocksdb::DB>> OpenDatabase(
 
 }  // namespace
 
+// --- Salvage ---
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kSalvageDir[] = "salvage";
+constexpr char kSalvageDone[] = "KUBESTAT-SALVAGE-COMPLETE";
+constexpr char kQuarantinePrefix[] = "quarantine-";
+// The lowest ids to hand out, when a salvage lost dictionary entries: u32 node, u64 series.
+constexpr std::string_view kIdFloorKey = "Mid-floor";
+// How far the id counters jump past the highest id left when dictionary entries were lost.
+constexpr uint32_t kNodeIdJump = 1u << 16;
+constexpr uint64_t kSeriesIdJump = uint64_t{1} << 32;
+// Bytes of copied keys per write into the new database.
+constexpr size_t kSalvageBatchBytes = 4 << 20;
+
+// Where `key` lies, in words.
+std::string DescribeKey(std::string_view key) {
+  if (key.empty()) return "the end of the keys";
+  const char tag = key[0];
+  if ((tag == keys::kBlobTag || tag == keys::kRollupTag || tag == keys::kHistoryTag) &&
+      key.size() >= 13) {
+    const int64_t hour = keys::GetI64(key.substr(1));
+    const char* what = tag == keys::kBlobTag     ? "scrapes"
+                       : tag == keys::kRollupTag ? "rollups"
+                                                 : "usage histograms";
+    return absl::StrCat(what, " of node ", keys::GetU32(key.substr(9)), ", hour ",
+                        FormatRfc3339(keys::AtNanos(hour * keys::kPartitionNanos)));
+  }
+  if (tag == keys::kWorkloadHistoryTag && key.size() >= 9) {
+    return absl::StrCat(
+        "workload usage histograms, hour ",
+        FormatRfc3339(keys::AtNanos(keys::GetI64(key.substr(1)) * keys::kPartitionNanos)));
+  }
+  switch (tag) {
+    case keys::kNodeTag:
+      return "the node dictionary";
+    case keys::kSeriesTag:
+      return "the series dictionary";
+    case keys::kRetiredTag:
+      return "the retired series";
+    case keys::kMetaTag:
+      return "the store's metadata";
+    default:
+      return absl::StrCat("keys under tag 0x", absl::Hex(static_cast<uint8_t>(tag)));
+  }
+}
+
+// The node id in a 'B', 'R' or 'H' key; nullopt for other keys.
+std::optional<NodeId> NodeOfKey(std::string_view key) {
+  if (key.size() < 13) return std::nullopt;
+  if (key[0] != keys::kBlobTag && key[0] != keys::kRollupTag && key[0] != keys::kHistoryTag) {
+    return std::nullopt;
+  }
+  return keys::GetU32(key.substr(9));
+}
+
+// Whether keys after `after` and before `before` ("": the end) may include dictionary
+// entries or the store's metadata.
+bool SpansDictionary(const std::string& after, const std::string& before) {
+  for (char tag : {keys::kNodeTag, keys::kSeriesTag, keys::kRetiredTag, keys::kMetaTag}) {
+    const std::string first(1, tag);
+    const std::string past(1, static_cast<char>(tag + 1));
+    if (after < past && (before.empty() || before > first)) return true;
+  }
+  return false;
+}
+
+// The keys to seek to past an unreadable region that follows `last` (the last key read, or
+// when none was, the smallest key of the database's files), nearest first: the key right
+// after it, then past each shorter prefix of it (later scrapes of the node, its next hour's,
+// the next node's, the next tag's), then each first byte.
+std::vector<std::string> SkipTargets(const std::string& last) {
+  std::vector<std::string> targets;
+  if (!last.empty()) targets.push_back(last + '\0');
+  for (size_t len = last.size(); len >= 1; --len) {
+    std::string t = last.substr(0, len);
+    while (!t.empty() && static_cast<uint8_t>(t.back()) == 0xff) t.pop_back();
+    if (t.empty()) continue;
+    t.back() = static_cast<char>(static_cast<uint8_t>(t.back()) + 1);
+    if (targets.back() != t) targets.push_back(std::move(t));
+  }
+  for (int b = 1; b < 256; ++b) {
+    std::string t(1, static_cast<char>(b));
+    if (last.empty() || t > last) targets.push_back(std::move(t));
+  }
+  return targets;
+}
+
+absl::Status FsError(const char* what, const fs::path& path, const std::error_code& ec) {
+  return absl::UnavailableError(
+      absl::StrCat("store: cannot ", what, " ", path.string(), ": ", ec.message()));
+}
+
+absl::Status SyncDirectory(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("store: cannot open ", dir.string()));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return absl::UnavailableError(absl::StrCat("store: cannot sync ", dir.string()));
+  return absl::OkStatus();
+}
+
+// "quarantine-20261202T051800Z" (a suffix when that exists already).
+fs::path NewQuarantineDir(const fs::path& dir) {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &utc);
+  fs::path path = dir / absl::StrCat(kQuarantinePrefix, stamp);
+  for (int i = 1; fs::exists(path); ++i) {
+    path = dir / absl::StrCat(kQuarantinePrefix, stamp, "-", i);
+  }
+  return path;
+}
+
+// Whether `name` in a store's directory belongs to the database (and moves with it), not
+// to the store's own housekeeping.
+bool IsDatabaseFile(const std::string& name) {
+  return name != kSalvageDir && name != kReserveName && !absl::StartsWith(name, kQuarantinePrefix);
+}
+
+// Moves the database files of `dir` into a new quarantine folder; its path.
+absl::StatusOr<fs::path> QuarantineDatabaseFiles(const fs::path& dir) {
+  const fs::path quarantine = NewQuarantineDir(dir);
+  std::error_code ec;
+  fs::create_directory(quarantine, ec);
+  if (ec) return FsError("create", quarantine, ec);
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!IsDatabaseFile(name)) continue;
+    fs::rename(entry.path(), quarantine / name, ec);
+    if (ec) return FsError("move aside", entry.path(), ec);
+  }
+  if (ec) return FsError("list", dir, ec);
+  if (absl::Status s = SyncDirectory(quarantine); !s.ok()) return s;
+  if (absl::Status s = SyncDirectory(dir); !s.ok()) return s;
+  return quarantine;
+}
+
+// The copy in <dir>/salvage is complete: the damaged files go to quarantine and the copy's
+// take their place. Also finishes one a crash cut short (the moves are idempotent).
+absl::StatusOr<fs::path> SwapInSalvage(const fs::path& dir) {
+  const fs::path salvage = dir / std::string(kSalvageDir);
+  absl::StatusOr<fs::path> quarantine = QuarantineDatabaseFiles(dir);
+  if (!quarantine.ok()) return quarantine.status();
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(salvage, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == kSalvageDone) continue;
+    fs::rename(entry.path(), dir / name, ec);
+    if (ec) return FsError("move into place", entry.path(), ec);
+  }
+  if (ec) return FsError("list", salvage, ec);
+  if (absl::Status s = SyncDirectory(dir); !s.ok()) return s;
+  fs::remove_all(salvage, ec);
+  if (ec) return FsError("remove", salvage, ec);
+  return quarantine;
+}
+
+// At open: a salvage that a crash cut short is finished (its copy was complete) or its
+// copy discarded (it was not).
+absl::Status SettleSalvage(const fs::path& dir) {
+  const fs::path salvage = dir / std::string(kSalvageDir);
+  std::error_code ec;
+  if (!fs::exists(salvage, ec)) return absl::OkStatus();
+  if (fs::exists(salvage / std::string(kSalvageDone), ec)) {
+    absl::StatusOr<fs::path> quarantine = SwapInSalvage(dir);
+    if (!quarantine.ok()) return quarantine.status();
+    KLOG(WARNING) << "store: finished a salvage of " << dir.string()
+                  << " that was cut short; the damaged files are in " << quarantine->string();
+    return absl::OkStatus();
+  }
+  fs::remove_all(salvage, ec);
+  if (ec) return FsError("remove an unfinished salvage", salvage, ec);
+  KLOG(WARNING) << "store: removed the unfinished copy of a salvage in " << salvage.string();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   auto counters = std::make_shared<Counters>();
   auto listener = std::make_shared<Listener>(options.dir, counters);
   uint64_t wal_dropped = 0;
   bool released_reserve = false;
+  if (absl::Status s = SettleSalvage(options.dir); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<rocksdb::DB>> opened =
       OpenDatabase(options, listener, /*reopen=*/false, &wal_dropped);
   if (!opened.ok() && absl::StrContains(opened.status().message(), "No space left") &&
@@ -648,6 +837,17 @@ absl::Status Store::LoadIdCounters() {
     next_series_id_ = keys::GetU64(ToView(it->key()).substr(1)) + 1;
   }
   if (!it->status().ok()) return ReadError("reading the dictionary", it->status());
+  it.reset();
+  // After a salvage that lost dictionary entries: ids below the floor are never handed out.
+  std::string floor;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), ToSlice(kIdFloorKey), &floor);
+  if (s.ok() && floor.size() == 12) {
+    next_node_id_.store(std::max(next_node_id_.load(), keys::GetU32(floor)));
+    next_series_id_.store(
+        std::max(next_series_id_.load(), keys::GetU64(std::string_view(floor).substr(4))));
+  } else if (!s.ok() && !s.IsNotFound()) {
+    return ReadError("reading the id floor", s);
+  }
   return absl::OkStatus();
 }
 
@@ -1357,6 +1557,8 @@ StoreStats Store::Stats() const {
   s.backlog_written = counters_->backlog_written.load();
   s.batches_lost = counters_->batches_lost.load();
   s.scrapes_lost = counters_->scrapes_lost.load();
+  s.salvages = counters_->salvages.load();
+  s.salvage_lost_ranges = counters_->salvage_lost_ranges.load();
   if (counters_->scrapes_lost.load() > 0) {
     s.lost_from = keys::AtNanos(counters_->lost_from.load());
     s.lost_through = keys::AtNanos(counters_->lost_through.load());
@@ -1367,6 +1569,158 @@ StoreStats Store::Stats() const {
     s.backlog_bytes = BacklogBytesLocked();
   }
   return s;
+}
+
+absl::StatusOr<std::string> Store::MoveAside(const StoreOptions& options) {
+  absl::StatusOr<fs::path> quarantine = QuarantineDatabaseFiles(options.dir);
+  if (!quarantine.ok()) return quarantine.status();
+  return quarantine->string();
+}
+
+absl::StatusOr<SalvageReport> Store::Salvage() {
+  std::unique_lock lock(backlog_->mu);
+  if (backlog_->active.load() || !backlog_->batches.empty()) {
+    return absl::FailedPreconditionError("store: cannot salvage while writes wait in memory");
+  }
+  const fs::path dir = options_.dir;
+  const fs::path salvage = dir / std::string(kSalvageDir);
+  std::error_code ec;
+  fs::remove_all(salvage, ec);
+  StoreOptions copy_options = options_;
+  copy_options.dir = salvage.string();
+  copy_options.create_if_missing = true;
+  uint64_t dropped = 0;
+  absl::StatusOr<std::unique_ptr<rocksdb::DB>> copy = OpenDatabase(
+      copy_options, std::make_shared<Listener>(copy_options.dir, std::make_shared<Counters>()),
+      /*reopen=*/true, &dropped);
+  if (!copy.ok()) return copy.status();
+  rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
+
+  SalvageReport report;
+  bool lost_dictionary = false;
+  auto abandon = [&](const rocksdb::Status& why, const char* doing) {
+    (*copy)->Close().PermitUncheckedError();
+    copy->reset();
+    fs::remove_all(salvage, ec);
+    const std::string what = absl::StrCat("salvaging the store (", doing, ")");
+    return ReadError(what.c_str(), why);
+  };
+  rocksdb::ReadOptions read;
+  read.fill_cache = false;
+  read.verify_checksums = true;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read));
+  rocksdb::WriteBatch batch;
+  rocksdb::WriteOptions write;
+  write.disableWAL = true;  // flushed and synced before it is used
+  // Where to step on from when the damage comes before any key could be read.
+  std::string smallest;
+  {
+    std::vector<rocksdb::LiveFileMetaData> files;
+    db_->GetLiveFilesMetaData(&files);
+    for (const rocksdb::LiveFileMetaData& file : files) {
+      if (smallest.empty() || file.smallestkey < smallest) smallest = file.smallestkey;
+    }
+  }
+  std::string last;
+  it->SeekToFirst();
+  while (true) {
+    if (it->Valid()) {
+      batch.Put(it->key(), it->value());
+      ++report.kept_keys;
+      report.kept_bytes += it->key().size() + it->value().size();
+      last = it->key().ToString();
+      if (batch.GetDataSize() >= kSalvageBatchBytes) {
+        if (rocksdb::Status s = (*copy)->Write(write, &batch); !s.ok()) {
+          return abandon(s, "writing the copy");
+        }
+        batch.Clear();
+      }
+      it->Next();
+      continue;
+    }
+    if (it->status().ok()) break;  // the end
+    LostRange range;
+    range.after = last;
+    const std::string error = it->status().ToString();
+    bool resumed = false;
+    for (const std::string& target : SkipTargets(last.empty() ? smallest : last)) {
+      it->Seek(target);
+      if (it->Valid()) {
+        resumed = true;
+        break;
+      }
+      if (it->status().ok()) break;  // nothing readable after the damage
+    }
+    range.before = resumed ? it->key().ToString() : std::string();
+    range.what = absl::StrCat(last.empty() ? "the first keys" : DescribeKey(last), " up to ",
+                              DescribeKey(range.before), " (", error, ")");
+    for (const std::string* end : {&range.after, &range.before}) {
+      if (std::optional<NodeId> node = NodeOfKey(*end)) {
+        if (range.nodes.empty() || range.nodes.back() != *node) range.nodes.push_back(*node);
+      }
+    }
+    // A range that reaches into the dictionary may have held ids still used by stored data.
+    lost_dictionary = lost_dictionary || SpansDictionary(last, range.before);
+    KLOG(WARNING) << "store: salvage: cannot read " << range.what;
+    report.lost.push_back(std::move(range));
+    if (!resumed) break;
+  }
+  it.reset();
+  // The format marker, whether or not it could be read.
+  batch.Put(ToSlice(kFormatKey), ToSlice(kFormatValue));
+  if (rocksdb::Status s = (*copy)->Write(write, &batch); !s.ok()) {
+    return abandon(s, "writing the copy");
+  }
+  if (rocksdb::Status s = (*copy)->Flush(rocksdb::FlushOptions()); !s.ok()) {
+    return abandon(s, "flushing the copy");
+  }
+  if (rocksdb::Status s = (*copy)->Close(); !s.ok()) return abandon(s, "closing the copy");
+  copy->reset();
+  {
+    std::ofstream done(salvage / std::string(kSalvageDone));
+    done << "complete\n";
+    if (!done.flush()) {
+      fs::remove_all(salvage, ec);
+      return absl::UnavailableError(
+          absl::StrCat("store: cannot mark the salvage of ", dir.string(), " complete"));
+    }
+  }
+  if (absl::Status s = SyncDirectory(salvage); !s.ok()) return s;
+
+  // From here the copy replaces the database.
+  (void)db_->Close();
+  db_.reset();
+  absl::StatusOr<fs::path> quarantine = SwapInSalvage(dir);
+  if (!quarantine.ok()) return quarantine.status();  // the next Open finishes it
+  report.quarantine_dir = quarantine->string();
+  absl::StatusOr<std::unique_ptr<rocksdb::DB>> opened =
+      OpenDatabase(options_, listener_, /*reopen=*/true, &dropped);
+  if (!opened.ok()) return opened.status();
+  db_ = *std::move(opened);
+  if (absl::Status s = LoadIdCounters(); !s.ok()) return s;
+  if (lost_dictionary) {
+    // Stored data may use ids whose dictionary entries were lost: they are never handed out
+    // again, also after a restart.
+    const uint32_t node_floor = next_node_id_.load() + kNodeIdJump;
+    const uint64_t series_floor = next_series_id_.load() + kSeriesIdJump;
+    std::string floor;
+    keys::PutU32(&floor, node_floor);
+    keys::PutU64(&floor, series_floor);
+    rocksdb::WriteOptions sync;
+    sync.sync = true;
+    if (rocksdb::Status s = db_->Put(sync, ToSlice(kIdFloorKey), ToSlice(floor)); !s.ok()) {
+      return ReadError("recording the id floor after a salvage", s);
+    }
+    next_node_id_.store(node_floor);
+    next_series_id_.store(series_floor);
+  }
+  counters_->salvages.fetch_add(1, std::memory_order_relaxed);
+  counters_->salvage_lost_ranges.fetch_add(report.lost.size(), std::memory_order_relaxed);
+  KLOG(WARNING) << "store: salvaged " << dir.string() << ": kept " << report.kept_keys << " keys ("
+                << report.kept_bytes << " bytes), " << report.lost.size()
+                << " unreadable ranges stepped over; the damaged files are in "
+                << report.quarantine_dir << " (delete them once inspected)";
+  return report;
 }
 
 }  // namespace kubestat::storage

@@ -32,14 +32,21 @@ struct RawResponse {
 class RawClient {
  public:
   // Connects to 127.0.0.1:port; `receive_buffer` > 0 sets SO_RCVBUF (a small one makes a
-  // reader that falls behind).
-  explicit RawClient(int port, int receive_buffer = 0) {
+  // reader that falls behind); `source` (a 127.0.0.0/8 address) is the address it connects
+  // from, so that one test can be several peers.
+  explicit RawClient(int port, int receive_buffer = 0, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     timeval timeout{static_cast<time_t>(kRawClientDeadline.count()), 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
     if (receive_buffer > 0) {
       ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+    }
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from));
     }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;

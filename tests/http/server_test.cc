@@ -75,6 +75,18 @@ struct Seen {
 
 class ServerTest : public ::testing::Test {
  protected:
+  // Starts a plain server with a health listener of 4 slots whose head timeout is long
+  // enough that no stalled connection times out while a test runs, however slowly; returns
+  // the health port.
+  int StartSmallHealthListener() {
+    ServerOptions options = PlainOptions();
+    options.health_port = 0;
+    options.health_max_connections = 4;
+    options.health_header_timeout = std::chrono::seconds(60);
+    StartServer(options);
+    return server_->health_port();
+  }
+
   // Starts a server with `options` and a handler that echoes the path and remembers the
   // request; "/big" answers a 200 KiB body, "/throw" throws.
   void StartServer(ServerOptions options) {
@@ -435,6 +447,71 @@ TEST_F(ServerTest, ConnectionsOverTheCapGet503WhileTheHealthListenerAnswers) {
   RawClient again(server_->port());
   ASSERT_TRUE(again.Send("GET /back HTTP/1.1\r\nHost: h\r\n\r\n"));
   EXPECT_EQ(again.Read().code, 200);
+}
+
+// A flood that fills the health listener with connections that never finish a request (or
+// never start one) cannot keep a probe out: each newcomer takes the slot of the connection
+// that has made the least progress, and connections sending nothing are not handed over by
+// the kernel at all.
+TEST_F(ServerTest, AHealthListenerFullOfStalledConnectionsStillAnswersEveryProbe) {
+  const int port = StartSmallHealthListener();
+  ASSERT_GT(port, 0);
+  std::vector<std::unique_ptr<RawClient>> silent;
+  for (int i = 0; i < 8; ++i) {
+    silent.push_back(std::make_unique<RawClient>(port));
+    ASSERT_TRUE(silent.back()->connected());
+  }
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 4; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(port));
+    ASSERT_TRUE(stalled.back()->Send("GET /livez HTTP/1.1\r\nHost: h\r\n"));
+    // One at a time, so that their order of arrival is known.
+    ASSERT_TRUE(PollUntil(
+        [&] {
+          return MetricValue(registry_, "kubestat_http_open_connections",
+                             {{"listener", "health"}}) == i + 1;
+        },
+        kDeadline));
+  }
+  for (int i = 0; i < 6; ++i) {
+    RawClient probe(port);
+    ASSERT_TRUE(probe.Send("GET /readyz HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
+    EXPECT_EQ(probe.Read().code, 200) << "probe " << i;
+  }
+  // The first probe found the listener full of stalled connections and closed the oldest;
+  // later ones may have found a slot free.
+  EXPECT_GE(MetricValue(registry_, "kubestat_http_connections_total",
+                        {{"listener", "health"}, {"result", "evicted"}}),
+            1);
+  EXPECT_EQ(MetricValue(registry_, "kubestat_http_connections_total",
+                        {{"listener", "health"}, {"result", "over_capacity"}}),
+            0);
+  EXPECT_TRUE(stalled.front()->WaitClosed());
+}
+
+// At the health listener's cap, the connection closed to make room is one of the address
+// that holds the most slots, even when another address's connection is older.
+TEST_F(ServerTest, TheHealthListenerMakesRoomAtTheBusiestAddressFirst) {
+  const int port = StartSmallHealthListener();
+  auto open_health = [&] {
+    return MetricValue(registry_, "kubestat_http_open_connections", {{"listener", "health"}});
+  };
+  RawClient quiet(port, 0, "127.0.0.3");
+  ASSERT_TRUE(quiet.Send("GET /livez HTTP/1.1\r\nHost: h\r\n"));
+  ASSERT_TRUE(PollUntil([&] { return open_health() == 1; }, kDeadline));
+  std::vector<std::unique_ptr<RawClient>> busy;
+  for (int i = 0; i < 3; ++i) {
+    busy.push_back(std::make_unique<RawClient>(port, 0, "127.0.0.2"));
+    ASSERT_TRUE(busy.back()->Send("GET /livez HTTP/1.1\r\nHost: h\r\n"));
+    ASSERT_TRUE(PollUntil([&] { return open_health() == i + 2; }, kDeadline));
+  }
+  RawClient probe(port, 0, "127.0.0.2");
+  ASSERT_TRUE(probe.Send("GET /readyz HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(probe.Read().code, 200);
+  EXPECT_TRUE(busy.front()->WaitClosed());
+  // The older connection of the quiet address kept its slot and finishes its request.
+  ASSERT_TRUE(quiet.Send("\r\n"));
+  EXPECT_EQ(quiet.Read().code, 200);
 }
 
 TEST_F(ServerTest, TheLastAllowedRequestOfAConnectionClosesIt) {

@@ -7,16 +7,21 @@
 // permission in this container). And a
 // write-ahead log garbled after a kill -9: the restarted aggregator says how many bytes
 // RocksDB's replay dropped, in its log and in /metrics. And a store holding a series it cannot
-// restore: the aggregator names it and exits 1, unless --storage-salvage, with which it
-// serves the rest and counts it.
+// restore: the aggregator names it, counts it and serves the rest, or exits 1 with
+// --storage-strict. And a table file with a damaged block: the store is salvaged at start and
+// every node served, or, with --storage-strict, the aggregator exits 1 naming the damage.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,26 +48,35 @@ using testing::WaitForLog;
 
 constexpr int kNodes = 3;
 
-// The simulator and an aggregator on a store in a 4 MiB tmpfs, with the simulator's
-// aggregation proxy in front of the aggregator (for kubectl), for one disk-full scenario.
+// The simulator and an aggregator on a store in a 4 MiB tmpfs (or another folder), with
+// the simulator's aggregation proxy in front of the aggregator (for kubectl), for one
+// storage fault.
 class FullVolume {
  public:
   explicit FullVolume(const std::string& name)
       : scratch_(name), volume_(scratch_.path() / "volume") {}
 
-  bool Start(const std::vector<std::string>& extra) {
+  // `store`: where the store lives; default: on the tmpfs.
+  bool Start(const std::vector<std::string>& extra, std::filesystem::path store = {}) {
     const std::filesystem::path& dir = scratch_.path();
+    if (store.empty()) store = dir / "volume" / "store";
     port_ = FreeLoopbackPort();
     std::vector<std::string> sim = testing::SimFlags(dir, kNodes, 11, FreeLoopbackPort());
     sim.push_back("--metrics-backend=http://127.0.0.1:" + std::to_string(port_));
     simulator_.emplace(KUBESTAT_SIM_BINARY, sim, dir / "sim.log");
     if (!WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60))) return false;
-    args_ = testing::SimAggregatorFlags(dir, port_, dir / "volume" / "store", "1s", "500ms", extra);
+    args_ = testing::SimAggregatorFlags(dir, port_, store, "1s", "500ms", extra);
     return StartAggregator();
   }
-  bool StartAggregator() {
+  // Starts the aggregator again with `more` flags; waits until it serves node-0000 unless
+  // `expect_ready` is false.
+  bool StartAggregator(const std::vector<std::string>& more = {}, bool expect_ready = true) {
     ++starts_;
-    aggregator_.emplace(KUBESTAT_AGGREGATOR_BINARY, args_, Log());
+    std::vector<std::string> args = args_;
+    args.insert(args.end(), more.begin(), more.end());
+    aggregator_.reset();
+    aggregator_.emplace(KUBESTAT_AGGREGATOR_BINARY, args, Log());
+    if (!expect_ready) return true;
     return PollUntil(
         [&] { return Ready() && Get("/apis/metrics/v1alpha1/nodes/node-0000").code == 200; },
         std::chrono::seconds(60));
@@ -101,6 +115,7 @@ class FullVolume {
   }
 
   SmallVolume& volume() { return volume_; }
+  const std::filesystem::path& Dir() const { return scratch_.path(); }
   std::optional<Process>& aggregator() { return aggregator_; }
   std::optional<Process>& simulator() { return simulator_; }
 
@@ -273,8 +288,8 @@ TEST(StorageFaultsTest, WriteAheadLogBytesDroppedAtRecoveryAreReportedWithTheirS
   EXPECT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << log2();
 }
 
-TEST(StorageFaultsTest, ADamagedStoreStopsWithEverySeriesNamedUnlessSalvaged) {
-  const TempDir scratch("kubestat-salvage-it");
+TEST(StorageFaultsTest, ADamagedDictionaryIsServedWithEverySeriesNamedAndStopsOnlyWhenStrict) {
+  const TempDir scratch("kubestat-unrestored-it");
   const std::filesystem::path& dir = scratch.path();
   const std::filesystem::path store = dir / "store";
   {
@@ -296,23 +311,22 @@ TEST(StorageFaultsTest, ADamagedStoreStopsWithEverySeriesNamedUnlessSalvaged) {
       << ReadAll((dir / "sim.log").string());
   const int port = FreeLoopbackPort();
 
-  Process refused(KUBESTAT_AGGREGATOR_BINARY,
-                  testing::SimAggregatorFlags(dir, port, store, "1s", "500ms"),
-                  dir / "aggregator-1.log");
-  EXPECT_EQ(refused.Wait(std::chrono::seconds(60)), 1);
+  Process strict(KUBESTAT_AGGREGATOR_BINARY,
+                 testing::SimAggregatorFlags(dir, port, store, "1s", "500ms", {"--storage-strict"}),
+                 dir / "aggregator-1.log");
+  EXPECT_EQ(strict.Wait(std::chrono::seconds(60)), 1);
   const std::string log1 = ReadAll((dir / "aggregator-1.log").string());
   EXPECT_NE(log1.find("not restored: series 1 of node 1 (its dictionary entry is unreadable)"),
             std::string::npos)
       << log1;
-  EXPECT_NE(log1.find("is damaged: 1 series could not be restored (named above); start with "
-                      "--storage-salvage"),
+  EXPECT_NE(log1.find("is damaged: 1 series could not be restored (named above); start without "
+                      "--storage-strict"),
             std::string::npos)
       << log1;
 
-  Process salvaged(
-      KUBESTAT_AGGREGATOR_BINARY,
-      testing::SimAggregatorFlags(dir, port, store, "1s", "500ms", {"--storage-salvage"}),
-      dir / "aggregator-2.log");
+  Process served(KUBESTAT_AGGREGATOR_BINARY,
+                 testing::SimAggregatorFlags(dir, port, store, "1s", "500ms"),
+                 dir / "aggregator-2.log");
   const auto log2 = [&dir] { return ReadAll((dir / "aggregator-2.log").string()); };
   ASSERT_TRUE(PollUntil(
       [&] {
@@ -327,7 +341,102 @@ TEST(StorageFaultsTest, ADamagedStoreStopsWithEverySeriesNamedUnlessSalvaged) {
   EXPECT_EQ(MetricValue(testing::HttpGet(port, "/metrics").value_or(""),
                         "kubestat_rebuild_unrestored_series"),
             1);
-  EXPECT_EQ(salvaged.Signal(SIGTERM, std::chrono::seconds(20)), 0) << log2();
+  EXPECT_EQ(served.Signal(SIGTERM, std::chrono::seconds(20)), 0) << log2();
+}
+
+// A table file with 4 KiB of random bytes where its first block was: the aggregator starts,
+// salvages the store (the unreadable range named in its log and counted, the damaged files
+// kept in a quarantine folder), rebuilds the nodes' history that lay beyond the damage and
+// serves every node fresh through kubectl; a restart then finds a clean store. With
+// --storage-strict it stops instead, naming the damage.
+TEST(StorageFaultsTest, ACorruptTableFileIsSalvagedAndEveryNodeServedWithoutARestart) {
+  if (!testing::FindOnPath("kubectl")) GTEST_SKIP() << "kubectl is not installed; skipping";
+  FullVolume run("kubestat-corrupt-table-it");  // on the scratch folder's own disk
+  const std::filesystem::path store = run.Dir() / "store";
+  ASSERT_TRUE(run.Start({}, store)) << run.LogText();
+  // A few rounds of history, then a stop.
+  ASSERT_TRUE(PollUntil([&] { return run.Metric("kubestat_scrape_rounds_total") >= 8; },
+                        std::chrono::seconds(60)))
+      << run.LogText();
+  ASSERT_EQ(run.aggregator()->Signal(SIGTERM, std::chrono::seconds(20)), 0) << run.LogText();
+  run.aggregator().reset();
+  {
+    // Scrapes of a node nobody knows, three hours back, so that the table's first blocks
+    // hold them (keys sort by hour) and the nodes' own history lies beyond: the rebuild,
+    // reading each node's hours newest first, reaches the damage in that hour. Then
+    // everything goes into a table file, whose first 4 KiB are overwritten.
+    storage::StoreOptions options;
+    options.dir = store.string();
+    absl::StatusOr<std::unique_ptr<storage::Store>> opened = storage::Store::Open(options);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    const Timestamp earlier = std::chrono::time_point_cast<Duration>(
+        std::chrono::system_clock::now() - std::chrono::hours(3));
+    std::mt19937_64 random(3);
+    for (int i = 0; i < 2000; ++i) {
+      std::vector<storage::SeriesValue> values;
+      for (storage::SeriesId id = 1; id <= 20; ++id) values.push_back({id, random() >> 24});
+      storage::ScrapeBatch filler;
+      filler.PutScrape(4000000000u, earlier + std::chrono::seconds(i), values);
+      ASSERT_TRUE((*opened)->Write(filler).ok());
+    }
+    ASSERT_TRUE((*opened)->Flush().ok());
+  }
+  std::filesystem::path table;
+  for (const auto& entry : std::filesystem::directory_iterator(store)) {
+    if (entry.path().extension() == ".sst" &&
+        (table.empty() || entry.file_size() > std::filesystem::file_size(table))) {
+      table = entry.path();
+    }
+  }
+  ASSERT_FALSE(table.empty());
+  {
+    std::mt19937 random(7);
+    std::string garbage(4096, '\0');
+    for (char& c : garbage) c = static_cast<char>(random());
+    std::fstream file(table, std::ios::in | std::ios::out | std::ios::binary);
+    file.write(garbage.data(), static_cast<std::streamsize>(std::min<uintmax_t>(
+                                   garbage.size(), std::filesystem::file_size(table) / 2)));
+  }
+
+  ASSERT_TRUE(run.StartAggregator({"--storage-strict"}, /*expect_ready=*/false));
+  EXPECT_EQ(run.aggregator()->Wait(std::chrono::seconds(60)), 1) << run.LogText();
+  EXPECT_NE(run.LogText().find("block checksum mismatch"), std::string::npos) << run.LogText();
+
+  ASSERT_TRUE(run.StartAggregator({})) << run.LogText();
+  EXPECT_TRUE(run.Ready());
+  EXPECT_TRUE(run.ServesFreshThroughKubectl()) << run.LogText();
+  for (int n = 0; n < kNodes; ++n) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "node-%04d", n);
+    EXPECT_TRUE(PollUntil(
+        [&] {
+          return run.Get(std::string("/apis/metrics.k8s.io/v1beta1/nodes/") + name).code == 200;
+        },
+        std::chrono::seconds(30)))
+        << name;
+  }
+  const std::string log = run.LogText();
+  EXPECT_NE(log.find("store: lost in the salvage: "), std::string::npos) << log;
+  // The nodes' own history lay beyond the damage: their series were rebuilt from it.
+  const size_t rebuilt = log.find("rebuilt ", log.find("store salvaged: "));
+  ASSERT_NE(rebuilt, std::string::npos) << log;
+  EXPECT_GT(std::atoi(log.c_str() + rebuilt + 8), 0) << log.substr(rebuilt, 80);
+  EXPECT_EQ(run.Metric("kubestat_store_salvages_total"), 1);
+  EXPECT_GE(run.Metric("kubestat_store_salvage_lost_ranges_total"), 1);
+  int quarantines = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(store)) {
+    if (entry.path().filename().string().starts_with("quarantine-")) {
+      ++quarantines;
+      EXPECT_TRUE(std::filesystem::exists(entry.path() / table.filename())) << entry.path();
+    }
+  }
+  EXPECT_EQ(quarantines, 1);
+
+  // The salvaged store is clean: the next start rebuilds without a salvage.
+  ASSERT_EQ(run.aggregator()->Signal(SIGTERM, std::chrono::seconds(20)), 0) << run.LogText();
+  ASSERT_TRUE(run.StartAggregator({})) << run.LogText();
+  EXPECT_EQ(run.LogText().find("salvag"), std::string::npos) << run.LogText();
+  EXPECT_EQ(run.Metric("kubestat_store_salvages_total"), 0);
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 // FailedPrecondition for the store, the component's own Status otherwise. Start() returns
 // at once: on a thread of its own the windows are rebuilt from the store (/readyz is 503
 // until then), discovery starts and waits for its first sync, and the scheduler starts. If
-// the rebuild fails, or some series could not be restored and options.storage_salvage is
-// off, the process is sent SIGTERM (the store is not one kubestat can use as it is) and
-// StartupFailure() says why.
+// the rebuild reads damage, the store is salvaged and rebuilt from again (unless
+// options.storage_strict); if that fails too, or with storage_strict on the first damage,
+// the process is sent SIGTERM and StartupFailure() says why.
 // Stop() stops everything in reverse order; the destructor Stop()s.
 //
 // Thread-safety: Create, Start and Stop from one thread (main's).

@@ -91,11 +91,12 @@ struct IngestStats {
   uint64_t series_created = 0;
   uint64_t series_retired = 0;
   uint64_t rollups_written = 0;
-  uint64_t counter_resets = 0;  // cpu counters that went backwards or restarted
-  uint64_t layout_reuses = 0;   // scrapes ingested through the previous scrape's shape
-  uint64_t rebuilt_series = 0;  // series restored by Rebuild()
-  uint64_t rebuild_errors = 0;  // series that could not be restored
-  double rebuild_seconds = 0;   // duration of the last Rebuild()
+  uint64_t counter_resets = 0;         // cpu counters that went backwards or restarted
+  uint64_t layout_reuses = 0;          // scrapes ingested through the previous scrape's shape
+  uint64_t rebuilt_series = 0;         // series restored by Rebuild()
+  uint64_t rebuild_errors = 0;         // series that could not be restored
+  uint64_t rebuild_damaged_reads = 0;  // of those, series whose stored samples read as damaged
+  double rebuild_seconds = 0;          // duration of the last Rebuild()
   // Nodes restored again from the store after it dropped writes kept in memory
   // (storage::Store::LossGeneration).
   uint64_t restores_after_loss = 0;

@@ -121,10 +121,13 @@ struct AggregatorOptions {
   // Memory for the store writes that wait while the disk cannot take them (a quantity).
   // "0": none, a write that cannot be made fails the node's scrape. Default: 256Mi
   std::string storage_backlog = "256Mi";
-  // Start on a damaged store, serving what could be restored: every series that could not
-  // be is named in the log and counted. Without it a damaged store stops the process
-  // (exit code 1) with the names. Default: false
-  bool storage_salvage = false;
+  // Stop the process (exit code 1, the damage named) on a store that is damaged, instead of
+  // what happens by default: a store whose reads fail with DataLoss at start is salvaged
+  // (storage::Store::Salvage: what can be read is kept and served, the unreadable ranges
+  // named in the log and counted, the damaged files kept in <dir>/quarantine-<time>/), one
+  // that cannot be opened at all is moved there and started empty, and series whose
+  // dictionary entries cannot be restored are named, counted and left out. Default: false
+  bool storage_strict = false;
   // RocksDB block cache, MiB. Default: 64
   int64_t storage_cache_mib = 64;
   // Statistical windows kept for every series. Default: 10s,1m,1h,1d

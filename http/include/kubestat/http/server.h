@@ -68,7 +68,7 @@
 //   kubestat_http_rejected_requests_total{server,reason}     answers by the server itself
 //   kubestat_http_open_connections{server,listener}          listener: "main", "health"
 //   kubestat_http_connections_total{server,listener,result}  result: accepted,
-//       over_capacity, tls_handshake_failed, accept_failed
+//       over_capacity, evicted (health listener), tls_handshake_failed, accept_failed
 //
 // Streamed responses (Response::stream). A handler that cannot give its whole body at once
 // (a watch, a proxied answer, a body produced over time) returns a Response whose `stream`

@@ -146,8 +146,19 @@ struct ServerOptions {
   // kubelet's liveness and readiness probes at it. Default: -1
   int health_port = -1;
   // Connection cap of the health listener (it has no queue: health requests run on the
-  // I/O thread). Default: 32
+  // I/O thread). At the cap a new connection is not turned away: an open one is closed to
+  // make room, from the peer address holding the most connections, the one that has made
+  // the least progress (none of a request received, then a partial head), the oldest first.
+  // Connections that hold a slot without asking for anything, from anywhere, then cannot
+  // keep the kubelet's probes out. A connection whose request is being answered is never
+  // closed for this; when every one is, the new connection is closed.
+  // Default: 32
   size_t health_max_connections = 32;
+  // The health listener's header_timeout: from the accept (the kernel hands over a
+  // connection only once its first bytes have arrived, TCP_DEFER_ACCEPT) to the end of the
+  // request head. A probe sends its request at once; the kubelet gives it 1 s by default.
+  // Default: 2s
+  std::chrono::milliseconds health_header_timeout = std::chrono::seconds(2);
   // Request paths that are health checks: on either listener they are handled on the I/O
   // thread, never behind the worker queue, so a busy or saturated handler pool does not
   // delay a probe; their handler must answer at once. Default: /healthz, /livez, /readyz

@@ -165,8 +165,30 @@ struct StoreStats {
   uint64_t backlog_written = 0;     // backlog batches written since
   uint64_t batches_lost = 0;        // backlog batches dropped for want of room in memory
   uint64_t scrapes_lost = 0;        // node scrapes in those batches
-  Timestamp lost_from{};            // the oldest and newest scrape lost (zero: none lost)
+  uint64_t salvages = 0;            // Salvage() calls that replaced the database
+  uint64_t salvage_lost_ranges = 0;  // unreadable ranges they stepped over
+  Timestamp lost_from{};             // the oldest and newest scrape lost (zero: none lost)
   Timestamp lost_through{};
+};
+
+// A part of the store Salvage() could not read: every key after `after` and before
+// `before` (exclusive; "" at either end: the start or the end of the keys). `what` says in
+// words where it lies ("scrapes of node 24, hour 2026-12-02T05:00:00Z" up to "…"), and
+// `nodes` the ids of the nodes at its two ends whose data it held.
+struct LostRange {
+  std::string after;
+  std::string before;
+  std::string what;
+  std::vector<NodeId> nodes;
+};
+
+// What Salvage() did: the keys it kept, the ranges it could not read, and where the
+// damaged database's files were moved (kept for inspection, safe to delete).
+struct SalvageReport {
+  uint64_t kept_keys = 0;
+  uint64_t kept_bytes = 0;
+  std::vector<LostRange> lost;
+  std::string quarantine_dir;
 };
 
 struct NodeEntry {
@@ -335,6 +357,22 @@ class Store {
 
   // Flushes memtables to SST files (tests and benchmarks measuring disk use).
   [[nodiscard]] absl::Status Flush();
+
+  // Rebuilds the database from the parts of it that can still be read, after a read
+  // failed with DataLoss (a table file with a bad block, say): every readable key is copied
+  // into a new database in <dir>/salvage; an unreadable region is stepped over by seeking
+  // ever further past the last key read (the next scrape of the node, its next hour, the
+  // next tag) and reported; then the damaged files move to <dir>/quarantine-<UTC time>/ and
+  // the new ones take their place, and the store goes on with them. Ids are never handed
+  // out again even where the dictionary was lost. Call it before the store is written to
+  // (the aggregator does, at start, when the rebuild reads damage); FailedPrecondition
+  // while writes wait in memory. A failure (say, no room for the copy) leaves the damaged
+  // database in use and <dir>/salvage removed. A salvage cut short by a crash is finished,
+  // or its copy discarded, by the next Open.
+  [[nodiscard]] absl::StatusOr<SalvageReport> Salvage();
+  // Moves every file of the database in options.dir to <dir>/quarantine-<UTC time>/ (the
+  // database cannot be opened at all); its path. The next Open starts an empty store.
+  [[nodiscard]] static absl::StatusOr<std::string> MoveAside(const StoreOptions& options);
   // Bytes of every file in the directory (SSTs, WAL, manifest).
   uint64_t DiskBytes() const;
   // Bytes of memory RocksDB holds for this store: memtables, the block cache's contents and
