@@ -100,7 +100,7 @@ struct Aggregator::Parts {
   std::mutex failure_mu;
   absl::Status startup_failure;  // guarded by failure_mu
 
-  // Logs what a salvage kept and lost, naming the nodes of each unreadable range.
+  // Logs each range a salvage lost, naming its nodes (the store logs what it kept).
   void ReportSalvage(const storage::SalvageReport& report) {
     absl::StatusOr<storage::Dictionary> dict = store->LoadDictionary();
     std::map<storage::NodeId, std::string> names;
@@ -117,9 +117,6 @@ struct Aggregator::Parts {
       KLOG(WARNING) << "store: lost in the salvage: " << lost.what
                     << (nodes.empty() ? "" : absl::StrCat(" (", nodes, ")"));
     }
-    KLOG(WARNING) << "store salvaged: " << report.kept_keys << " keys kept, " << report.lost.size()
-                  << " unreadable ranges left out; the damaged files are in "
-                  << report.quarantine_dir;
   }
 
   // Records why the start failed and stops the process (main exits with it).
@@ -140,13 +137,13 @@ struct Aggregator::Parts {
     KLOG(INFO) << "rebuilding the windows from " << options.storage_dir;
     absl::Status rebuilt = ingestor->Rebuild();
     // Damage read while restoring a node (DataLoss) or some of its series.
-    const bool damaged =
-        absl::IsDataLoss(rebuilt) || (rebuilt.ok() && ingestor->Stats().rebuild_damaged_reads > 0);
+    const uint64_t damaged_reads = ingestor->Stats().rebuild_damaged_reads;
+    const bool damaged = absl::IsDataLoss(rebuilt) || (rebuilt.ok() && damaged_reads > 0);
     if (damaged && !options.storage_strict) {
       KLOG(ERROR) << "rebuild from " << options.storage_dir << " read damage: "
-                  << (rebuilt.ok() ? absl::StrCat(ingestor->Stats().rebuild_damaged_reads,
-                                                  " series' samples could not be read")
-                                   : std::string(rebuilt.message()))
+                  << (rebuilt.ok()
+                          ? absl::StrCat(damaged_reads, " series' samples could not be read")
+                          : std::string(rebuilt.message()))
                   << "; salvaging the store (--storage-strict stops instead)";
       absl::StatusOr<storage::SalvageReport> salvaged = store->Salvage();
       if (!salvaged.ok() && rebuilt.ok()) {

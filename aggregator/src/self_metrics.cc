@@ -95,6 +95,17 @@ class StoreSelfMetrics::Impl {
         wal_bytes_dropped_(Gauge(registry, "kubestat_store_wal_dropped_bytes",
                                  "Write-ahead log bytes RocksDB dropped when it replayed the log "
                                  "at open (writes lost in a crash)")),
+        recovery_lost_scrapes_(
+            Gauge(registry, "kubestat_store_recovery_lost_scrapes",
+                  "Node scrapes acknowledged before the last stop that the store did not get "
+                  "back at start (a cut or corrupt write-ahead log; nodes and times in the log)")),
+        recovery_lost_samples_(
+            Gauge(registry, "kubestat_store_recovery_lost_samples", "Samples of those scrapes")),
+        recovery_lost_nodes_(
+            Gauge(registry, "kubestat_store_recovery_lost_nodes", "Nodes those scrapes were of")),
+        ack_marker_errors_(Counter(registry, "kubestat_store_ack_marker_errors_total",
+                                   "Rewrites of the store's marker of acknowledged scrapes that "
+                                   "failed (a loss in a crash meanwhile would go unseen)")),
         size_bytes_(Gauge(registry, "kubestat_store_size_bytes", "Bytes of the RocksDB directory")),
         max_write_seconds_(
             Gauge(registry, "kubestat_store_max_write_seconds", "Slowest write batch since start")),
@@ -217,6 +228,10 @@ class StoreSelfMetrics::Impl {
     backlog_bytes_.Set(static_cast<double>(store.backlog_bytes));
     durable_.Set(store.backlog_batches == 0 ? 1 : 0);
     wal_bytes_dropped_.Set(static_cast<double>(store.wal_bytes_dropped));
+    recovery_lost_scrapes_.Set(static_cast<double>(store.recovery_lost_scrapes));
+    recovery_lost_samples_.Set(static_cast<double>(store.recovery_lost_samples));
+    recovery_lost_nodes_.Set(static_cast<double>(store.recovery_lost_nodes));
+    Advance(ack_marker_errors_, store.ack_marker_errors, last_store_.ack_marker_errors);
     if (store.write_nanos > last_store_.write_nanos) {
       write_seconds_.Increment(static_cast<double>(store.write_nanos - last_store_.write_nanos) /
                                1e9);
@@ -274,6 +289,10 @@ class StoreSelfMetrics::Impl {
   prometheus::Gauge& backlog_bytes_;
   prometheus::Gauge& durable_;
   prometheus::Gauge& wal_bytes_dropped_;
+  prometheus::Gauge& recovery_lost_scrapes_;
+  prometheus::Gauge& recovery_lost_samples_;
+  prometheus::Gauge& recovery_lost_nodes_;
+  prometheus::Counter& ack_marker_errors_;
   prometheus::Gauge& size_bytes_;
   prometheus::Gauge& max_write_seconds_;
   prometheus::Gauge& series_;

@@ -332,10 +332,10 @@ class Server::Impl {
       }
       // The health listener makes room by closing its least advanced connection (one that
       // holds a slot without asking for anything); the others turn the newcomer away.
-      if (listener.open.load(std::memory_order_acquire) >= listener.cap && listener.health_only &&
-          listener.EvictLeastProgress()) {
+      const bool full = listener.open.load(std::memory_order_acquire) >= listener.cap;
+      if (full && listener.health_only && listener.EvictLeastProgress()) {
         listener.metrics.evicted->Increment();
-      } else if (listener.open.load(std::memory_order_acquire) >= listener.cap) {
+      } else if (full) {
         listener.metrics.over_capacity->Increment();
         if (!tls_) {
           core_.metrics().RecordRejection(RejectionReason::kOverCapacity);

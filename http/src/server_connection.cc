@@ -280,9 +280,12 @@ void Connection::Begin() {
   phase_ = Phase::kHandshake;
   tls_ =
       std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, tls_serving_->context());
-  // Called only from inside OpenSSL calls on this strand, while the connection is alive.
-  SSL_set_ex_data(tls_->native_handle(), ConnectionSlot(), this);
-  SSL_set_info_callback(tls_->native_handle(), &Connection::OnTlsState);
+  if (listener_.health_only) {
+    // Only EvictLeastProgress reads kHello. Called only from inside OpenSSL calls on this
+    // strand, while the connection is alive.
+    SSL_set_ex_data(tls_->native_handle(), ConnectionSlot(), this);
+    SSL_set_info_callback(tls_->native_handle(), &Connection::OnTlsState);
+  }
   tls_->async_handshake(
       asio::ssl::stream_base::server,
       [self = shared_from_this()](const error_code& ec) { self->OnHandshake(ec); });
@@ -304,9 +307,9 @@ void Connection::StartRequest(bool first) {
   if (core_.stopping()) return CloseNow();
   reader_.Reset();
   phase_ = Phase::kIdle;
-  // After a handshake the first request keeps kHello until its first byte.
-  if (!first) SetProgress(Progress::kNothing);
   if (!first) {
+    // After a handshake the first request keeps kHello until its first byte.
+    SetProgress(Progress::kNothing);
     // Idle keep-alive connections hold no read memory.
     if (buffer_.size() == 0) buffer_.shrink_to_fit();
     ArmTimer(std::chrono::steady_clock::now() + core_.options().limits.idle_timeout);

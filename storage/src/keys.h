@@ -71,6 +71,14 @@ inline std::string RetiredKey(SeriesId id) {
   return k;
 }
 
+// 'M' "ack" node: the node's count of acknowledged scrapes (ack_ledger.h).
+inline constexpr std::string_view kAckPrefix = "Mack";
+inline std::string AckKey(NodeId node) {
+  std::string k(kAckPrefix);
+  PutU32(&k, node);
+  return k;
+}
+
 // 'B' hour node time: 21 bytes.
 inline constexpr size_t kBlobKeySize = 1 + 8 + 4 + 8;
 inline std::string BlobPrefix(int64_t hour, NodeId node) {

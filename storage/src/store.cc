@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdarg>
 #include <cstdio>
@@ -22,6 +23,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ack_ledger.h"
 #include "keys.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/time.h"
@@ -116,6 +118,11 @@ struct Store::Counters {
   std::atomic<uint64_t> background_errors{0};
   std::atomic<uint64_t> recoveries{0};
   std::atomic<uint64_t> wal_bytes_dropped{0};
+  std::atomic<uint64_t> recovery_lost_scrapes{0};
+  std::atomic<uint64_t> recovery_lost_samples{0};
+  std::atomic<uint64_t> recovery_lost_nodes{0};
+  std::atomic<uint64_t> ack_marker_errors{0};
+  std::atomic<bool> ack_marker_failing{false};
   std::atomic<uint64_t> batches_deferred{0};
   std::atomic<uint64_t> reopens{0};
   std::atomic<uint64_t> backlog_written{0};
@@ -284,8 +291,8 @@ constexpr auto kDrainRetry = std::chrono::seconds(1);
 // file on the store's volume fails like any other file when the volume is full, and
 // RocksDB's file writer aborts the process (an assertion) on the next line it appends after
 // one that failed. Read on the way for the records the write-ahead log replay drops at open
-// ("…: dropping 1234 bytes; Corruption: …"): those are acknowledged writes lost, which the
-// store reports itself.
+// ("…: dropping 1234 bytes; Corruption: …"), which the store reports itself (their size;
+// which scrapes they held comes from the marker of acknowledged scrapes, ack_ledger.h).
 class RocksDbLog final : public rocksdb::Logger {
  public:
   // `report_drops`: log dropped log records as lost writes (not at a reopen, where they are
@@ -301,7 +308,7 @@ class RocksDbLog final : public rocksdb::Logger {
     const int n = std::vsnprintf(buffer, sizeof(buffer), format, ap);
     if (n <= 0) return;
     const std::string_view line(buffer, std::min<size_t>(n, sizeof(buffer) - 1));
-    if (watching_.load()) Watch(line);
+    if (watching_.load() && Watch(line)) return;  // said in the store's words
     if (level >= rocksdb::InfoLogLevel::ERROR_LEVEL) {
       KLOG(ERROR) << "rocksdb: " << line;
     } else if (level >= rocksdb::InfoLogLevel::WARN_LEVEL) {
@@ -317,22 +324,22 @@ class RocksDbLog final : public rocksdb::Logger {
   uint64_t dropped_bytes() const { return dropped_bytes_.load(); }
 
  private:
-  void Watch(std::string_view line) {
+  // True when `line` was a dropped record, logged here.
+  bool Watch(std::string_view line) {
     const size_t at = line.find(": dropping ");
-    if (at == std::string_view::npos) return;
+    if (at == std::string_view::npos) return false;
     std::string_view rest = line.substr(at + 11);
     uint64_t bytes = 0;
     const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), bytes);
     if (ec != std::errc() ||
         !std::string_view(end, rest.data() + rest.size()).starts_with(" bytes")) {
-      return;
+      return false;
     }
     dropped_bytes_.fetch_add(bytes);
-    if (!report_drops_) return;
-    KLOG(ERROR) << "store: the write-ahead log of " << dir_ << " lost " << bytes
-                << " bytes at recovery (acknowledged writes of the last moments before a crash "
-                   "are gone): "
-                << line;
+    if (!report_drops_) return false;
+    KLOG(WARNING) << "store: the replay of the write-ahead log of " << dir_ << " dropped " << bytes
+                  << " bytes (a cut or corrupt log): " << line;
+    return true;
   }
 
   const std::string dir_;
@@ -409,6 +416,9 @@ absl::Status StoreOptions::Validate() const {
   if (write_buffer_bytes < (size_t{1} << 20)) {
     return absl::InvalidArgumentError("write_buffer_bytes: must be at least 1 MiB");
   }
+  if (ack_marker_interval < Duration(0)) {
+    return absl::InvalidArgumentError("ack_marker_interval: must not be negative");
+  }
   return absl::OkStatus();
 }
 
@@ -462,6 +472,7 @@ void ScrapeBatch::PutScrape(NodeId node, Timestamp time, std::span<const SeriesV
   const absl::Status s = EncodeScrapeBlob(sorted_, t, reference, &scratch_);
   if (!s.ok()) std::abort();
   batch_->Put(keys::BlobKey(node, t), scratch_);
+  stamps_.push_back({node, t, values.size()});
   if (chain == nullptr) return;
   BlobChainState next;
   next.Advance(reference, t, sorted_);
@@ -503,6 +514,8 @@ size_t ScrapeBatch::ByteSize() const { return batch_->GetDataSize(); }
 void ScrapeBatch::Clear() {
   SettleChains(/*written=*/false);
   batch_->Clear();
+  stamps_.clear();
+  acks_put_ = false;
 }
 
 // --- Store ---
@@ -575,17 +588,25 @@ constexpr uint64_t kSeriesIdJump = uint64_t{1} << 32;
 // Bytes of copied keys per write into the new database.
 constexpr size_t kSalvageBatchBytes = 4 << 20;
 
+// The node id in a 'B', 'R' or 'H' key; nullopt for other keys.
+std::optional<NodeId> NodeOfKey(std::string_view key) {
+  if (key.size() < 13) return std::nullopt;
+  if (key[0] != keys::kBlobTag && key[0] != keys::kRollupTag && key[0] != keys::kHistoryTag) {
+    return std::nullopt;
+  }
+  return keys::GetU32(key.substr(9));
+}
+
 // Where `key` lies, in words.
 std::string DescribeKey(std::string_view key) {
   if (key.empty()) return "the end of the keys";
   const char tag = key[0];
-  if ((tag == keys::kBlobTag || tag == keys::kRollupTag || tag == keys::kHistoryTag) &&
-      key.size() >= 13) {
+  if (std::optional<NodeId> node = NodeOfKey(key)) {
     const int64_t hour = keys::GetI64(key.substr(1));
     const char* what = tag == keys::kBlobTag     ? "scrapes"
                        : tag == keys::kRollupTag ? "rollups"
                                                  : "usage histograms";
-    return absl::StrCat(what, " of node ", keys::GetU32(key.substr(9)), ", hour ",
+    return absl::StrCat(what, " of node ", *node, ", hour ",
                         FormatRfc3339(keys::AtNanos(hour * keys::kPartitionNanos)));
   }
   if (tag == keys::kWorkloadHistoryTag && key.size() >= 9) {
@@ -607,15 +628,6 @@ std::string DescribeKey(std::string_view key) {
   }
 }
 
-// The node id in a 'B', 'R' or 'H' key; nullopt for other keys.
-std::optional<NodeId> NodeOfKey(std::string_view key) {
-  if (key.size() < 13) return std::nullopt;
-  if (key[0] != keys::kBlobTag && key[0] != keys::kRollupTag && key[0] != keys::kHistoryTag) {
-    return std::nullopt;
-  }
-  return keys::GetU32(key.substr(9));
-}
-
 // Whether keys after `after` and before `before` ("": the end) may include dictionary
 // entries or the store's metadata.
 bool SpansDictionary(const std::string& after, const std::string& before) {
@@ -627,39 +639,83 @@ bool SpansDictionary(const std::string& after, const std::string& before) {
   return false;
 }
 
-// The keys to seek to past an unreadable region that follows `last` (the last key read, or
-// when none was, the smallest key of the database's files), nearest first: the key right
-// after it, then past each shorter prefix of it (later scrapes of the node, its next hour's,
-// the next node's, the next tag's), then each first byte.
-std::vector<std::string> SkipTargets(const std::string& last) {
-  std::vector<std::string> targets;
-  if (!last.empty()) targets.push_back(last + '\0');
-  for (size_t len = last.size(); len >= 1; --len) {
-    std::string t = last.substr(0, len);
-    while (!t.empty() && static_cast<uint8_t>(t.back()) == 0xff) t.pop_back();
-    if (t.empty()) continue;
-    t.back() = static_cast<char>(static_cast<uint8_t>(t.back()) + 1);
-    if (targets.back() != t) targets.push_back(std::move(t));
+// Seek targets as big-endian numbers of kKeyWidth bytes (keys cut or padded with zeros),
+// so that Salvage can step past damage by adding powers of two and bisect back.
+constexpr size_t kKeyWidth = 64;
+using WideKey = std::array<uint8_t, kKeyWidth>;
+
+WideKey Widen(std::string_view key) {
+  WideKey wide{};
+  std::copy_n(key.begin(), std::min(key.size(), kKeyWidth), wide.begin());
+  return wide;
+}
+
+std::string Narrow(const WideKey& wide) {
+  size_t size = kKeyWidth;
+  while (size > 1 && wide[size - 1] == 0) --size;
+  return std::string(wide.begin(), wide.begin() + static_cast<std::ptrdiff_t>(size));
+}
+
+// key + 2^bit; false when that overflows the width (past every key).
+bool AddPowerOfTwo(WideKey* key, int bit) {
+  size_t at = kKeyWidth - 1 - static_cast<size_t>(bit / 8);
+  unsigned carry = 1u << (bit % 8);
+  while (carry != 0) {
+    const unsigned sum = (*key)[at] + carry;
+    (*key)[at] = static_cast<uint8_t>(sum);
+    carry = sum >> 8;
+    if (carry != 0 && at == 0) return false;
+    --at;
   }
-  for (int b = 1; b < 256; ++b) {
-    std::string t(1, static_cast<char>(b));
-    if (last.empty() || t > last) targets.push_back(std::move(t));
+  return true;
+}
+
+// The first key after an unreadable region that begins after `from` (a key read, or the
+// smallest key of the database when none could be): seeks from + 2^k for k = 0, 1, … until
+// one does not fail, then bisects back between the last that failed and it, so that at
+// most the keys that share the damaged blocks are lost, whatever their layout (a region
+// across hours, nodes or tags). Leaves `it` at that key (or invalid with an OK status when
+// nothing after the damage can be read); false when every seek failed.
+bool SeekPastDamage(rocksdb::DB* db, const rocksdb::ReadOptions& read,
+                    std::unique_ptr<rocksdb::Iterator>* it, const std::string& from) {
+  const WideKey base = Widen(from);
+  // Whether a seek to `target` reads: a key, or the end. A new iterator each time: one that
+  // met damage may answer a later seek from what it holds.
+  const auto reads = [&](const WideKey& target) {
+    it->reset(db->NewIterator(read));
+    (*it)->Seek(Narrow(target));
+    return (*it)->Valid() || (*it)->status().ok();
+  };
+  constexpr int kBits = static_cast<int>(kKeyWidth * 8);
+  int bit = 0;
+  for (; bit < kBits; ++bit) {
+    WideKey target = base;
+    if (!AddPowerOfTwo(&target, bit)) return false;
+    if (reads(target)) break;
   }
-  return targets;
+  if (bit == kBits) return false;
+  // base + 2^(bit-1) fails and base + 2^bit reads: the first target that reads lies
+  // between; `failing` is the largest target known to fail.
+  WideKey failing = base;
+  if (bit > 0) (void)AddPowerOfTwo(&failing, bit - 1);
+  for (int b = bit - 2; b >= 0; --b) {
+    WideKey target = failing;
+    (void)AddPowerOfTwo(&target, b);
+    if (!reads(target)) failing = target;
+  }
+  WideKey first = failing;
+  if (!AddPowerOfTwo(&first, 0) || !reads(first)) {
+    // Not monotonic there (another damaged block): take the target that read.
+    first = base;
+    (void)AddPowerOfTwo(&first, bit);
+    return reads(first);
+  }
+  return true;
 }
 
 absl::Status FsError(const char* what, const fs::path& path, const std::error_code& ec) {
   return absl::UnavailableError(
       absl::StrCat("store: cannot ", what, " ", path.string(), ": ", ec.message()));
-}
-
-absl::Status SyncDirectory(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("store: cannot open ", dir.string()));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return absl::UnavailableError(absl::StrCat("store: cannot sync ", dir.string()));
-  return absl::OkStatus();
 }
 
 // "quarantine-20261202T051800Z" (a suffix when that exists already).
@@ -795,6 +851,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
     return absl::Status(status.code(), absl::StrCat("cannot open the RocksDB store in ",
                                                     store->options_.dir, ": ", status.message()));
   }
+  store->CheckRecovery();
   return store;
 }
 
@@ -803,7 +860,8 @@ Store::Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
     : options_(std::move(options)),
       db_(std::move(db)),
       counters_(std::move(counters)),
-      backlog_(std::make_unique<Backlog>()) {}
+      backlog_(std::make_unique<Backlog>()),
+      ledger_(std::make_unique<AckLedger>(options_.dir)) {}
 
 Store::~Store() {
   std::unique_lock lock(backlog_->mu);
@@ -820,6 +878,12 @@ Store::~Store() {
     }
   }
   if (!db_) return;
+  // The marker at a clean stop: exactly the totals the database holds.
+  if (AckTable stored; LoadAcks(&stored).ok()) {
+    if (absl::Status s = WriteAckMarker(options_.dir, stored); !s.ok()) {
+      KLOG(WARNING) << s.message();
+    }
+  }
   // Let background work finish before the handle goes.
   rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
   (void)db_->Close();
@@ -849,6 +913,101 @@ absl::Status Store::LoadIdCounters() {
     return ReadError("reading the id floor", s);
   }
   return absl::OkStatus();
+}
+
+absl::Status Store::LoadAcks(AckTable* table) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(ToSlice(keys::kAckPrefix));
+       it->Valid() && it->key().starts_with(ToSlice(keys::kAckPrefix)); it->Next()) {
+    const std::string_view key = ToView(it->key());
+    Ack ack;
+    if (key.size() != keys::kAckPrefix.size() + 4 || !DecodeAck(ToView(it->value()), &ack)) {
+      continue;
+    }
+    (*table)[keys::GetU32(key.substr(keys::kAckPrefix.size()))] = ack;
+  }
+  if (!it->status().ok())
+    return ReadError("reading the totals of acknowledged scrapes", it->status());
+  return absl::OkStatus();
+}
+
+void Store::CheckRecovery() {
+  AckTable stored;
+  if (absl::Status s = LoadAcks(&stored); !s.ok()) {
+    KLOG(ERROR) << "store: " << options_.dir << ": " << s.message()
+                << ": what the last stop may have lost is not known";
+  }
+  absl::StatusOr<AckTable> marker = ReadAckMarker(options_.dir);
+  if (!marker.ok() && !absl::IsNotFound(marker.status())) {
+    KLOG(ERROR) << marker.status().message() << ": what the last stop may have lost is not known";
+  }
+  if (marker.ok()) {
+    for (const auto& [node, acked] : *marker) {
+      auto it = stored.find(node);
+      const Ack held = it == stored.end() ? Ack{} : it->second;
+      if (acked.scrapes <= held.scrapes) continue;
+      RecoveryLoss loss;
+      loss.node = node;
+      if (!db_->Get(rocksdb::ReadOptions(), keys::NodeKey(node), &loss.name).ok()) {
+        loss.name.clear();
+      }
+      loss.after = held.scrapes == 0 ? Timestamp{} : keys::AtNanos(held.newest);
+      loss.through = keys::AtNanos(acked.newest);
+      loss.scrapes = acked.scrapes - held.scrapes;
+      loss.samples = acked.samples > held.samples ? acked.samples - held.samples : 0;
+      recovery_losses_.push_back(std::move(loss));
+    }
+    std::sort(recovery_losses_.begin(), recovery_losses_.end(),
+              [](const RecoveryLoss& a, const RecoveryLoss& b) { return a.node < b.node; });
+  }
+  if (!recovery_losses_.empty()) {
+    uint64_t scrapes = 0;
+    uint64_t samples = 0;
+    Timestamp from = recovery_losses_.front().through;
+    Timestamp through{};
+    std::string nodes;
+    constexpr size_t kNamed = 10;
+    for (size_t i = 0; i < recovery_losses_.size(); ++i) {
+      const RecoveryLoss& loss = recovery_losses_[i];
+      scrapes += loss.scrapes;
+      samples += loss.samples;
+      from = std::min(from, loss.after == Timestamp{} ? loss.through : loss.after);
+      through = std::max(through, loss.through);
+      if (i < kNamed) {
+        absl::StrAppend(&nodes, i == 0 ? "" : ", ",
+                        loss.name.empty() ? absl::StrCat("node id ", loss.node) : loss.name, " (",
+                        loss.scrapes, " after ",
+                        loss.after == Timestamp{} ? "none" : FormatRfc3339(loss.after), ")");
+      }
+    }
+    if (recovery_losses_.size() > kNamed) {
+      absl::StrAppend(&nodes, " and ", recovery_losses_.size() - kNamed, " more nodes");
+    }
+    counters_->recovery_lost_scrapes.store(scrapes);
+    counters_->recovery_lost_samples.store(samples);
+    counters_->recovery_lost_nodes.store(recovery_losses_.size());
+    KLOG(ERROR) << "store: the write-ahead log of " << options_.dir << " did not give back "
+                << scrapes << " acknowledged scrapes (" << samples << " samples) of "
+                << recovery_losses_.size() << " nodes, taken after " << FormatRfc3339(from)
+                << " through " << FormatRfc3339(through)
+                << "; the windows are rebuilt without them: " << nodes;
+  }
+  ledger_->Reset(std::move(stored));
+  PersistAcks(/*force=*/true);
+}
+
+void Store::PersistAcks(bool force) {
+  const absl::Status s = ledger_->Persist(options_.ack_marker_interval, force);
+  if (!s.ok()) counters_->ack_marker_errors.fetch_add(1, std::memory_order_relaxed);
+  if (s.ok() == !counters_->ack_marker_failing.load()) return;
+  if (counters_->ack_marker_failing.exchange(!s.ok()) == !s.ok()) return;
+  if (s.ok()) {
+    KLOG(INFO) << "store: the marker of acknowledged scrapes in " << options_.dir
+               << " is written again";
+  } else {
+    KLOG(ERROR) << s.message()
+                << ": a crash meanwhile could lose acknowledged scrapes without it being seen";
+  }
 }
 
 NodeId Store::AllocateNodeId() { return next_node_id_.fetch_add(1); }
@@ -915,6 +1074,13 @@ absl::Status Store::ReadyToWrite(uint64_t free) {
 }
 
 absl::Status Store::Write(const ScrapeBatch& batch) {
+  // The nodes' new totals travel in the batch, so the database's always match its scrapes.
+  std::vector<std::pair<NodeId, Ack>> acks;
+  if (!batch.stamps_.empty() && !batch.acks_put_) {
+    acks = ledger_->Next(batch.stamps_);
+    for (const auto& [node, ack] : acks) batch.batch_->Put(keys::AckKey(node), EncodeAck(ack));
+    batch.acks_put_ = true;
+  }
   absl::Status ready;
   {
     std::shared_lock lock(backlog_->mu);
@@ -951,6 +1117,10 @@ absl::Status Store::Write(const ScrapeBatch& batch) {
         counters_->write_nanos.fetch_add(nanos, std::memory_order_relaxed);
         uint64_t max = counters_->max_write_nanos.load(std::memory_order_relaxed);
         while (nanos > max && !counters_->max_write_nanos.compare_exchange_weak(max, nanos)) {
+        }
+        if (!acks.empty()) {
+          ledger_->Acknowledge(acks);
+          PersistAcks(/*force=*/false);
         }
         return absl::OkStatus();
       }
@@ -1471,6 +1641,10 @@ absl::Status Store::ApplyRetention(Timestamp now) {
     }
     if (!it->status().ok()) return fail("scanning retired series", it->status());
   }
+  // The totals of nodes without a scrape left.
+  for (const NodeId node : ledger_->ForgetOlderThan(cutoff_hour * keys::kPartitionNanos)) {
+    forget.Delete(keys::AckKey(node));
+  }
   // Usage histograms have a retention of their own (the right-sizing history).
   const int64_t history_cutoff_hour =
       keys::HourOf(keys::Nanos(now) - options_.history_retention.count());
@@ -1552,6 +1726,10 @@ StoreStats Store::Stats() const {
   s.background_errors = counters_->background_errors.load();
   s.recoveries = counters_->recoveries.load();
   s.wal_bytes_dropped = counters_->wal_bytes_dropped.load();
+  s.recovery_lost_scrapes = counters_->recovery_lost_scrapes.load();
+  s.recovery_lost_samples = counters_->recovery_lost_samples.load();
+  s.recovery_lost_nodes = counters_->recovery_lost_nodes.load();
+  s.ack_marker_errors = counters_->ack_marker_errors.load();
   s.batches_deferred = counters_->batches_deferred.load();
   s.reopens = counters_->reopens.load();
   s.backlog_written = counters_->backlog_written.load();
@@ -1579,7 +1757,7 @@ absl::StatusOr<std::string> Store::MoveAside(const StoreOptions& options) {
 
 absl::StatusOr<SalvageReport> Store::Salvage() {
   std::unique_lock lock(backlog_->mu);
-  if (backlog_->active.load() || !backlog_->batches.empty()) {
+  if (!backlog_->batches.empty()) {
     return absl::FailedPreconditionError("store: cannot salvage while writes wait in memory");
   }
   const fs::path dir = options_.dir;
@@ -1642,15 +1820,8 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
     LostRange range;
     range.after = last;
     const std::string error = it->status().ToString();
-    bool resumed = false;
-    for (const std::string& target : SkipTargets(last.empty() ? smallest : last)) {
-      it->Seek(target);
-      if (it->Valid()) {
-        resumed = true;
-        break;
-      }
-      if (it->status().ok()) break;  // nothing readable after the damage
-    }
+    const bool resumed =
+        SeekPastDamage(db_.get(), read, &it, last.empty() ? smallest : last) && it->Valid();
     range.before = resumed ? it->key().ToString() : std::string();
     range.what = absl::StrCat(last.empty() ? "the first keys" : DescribeKey(last), " up to ",
                               DescribeKey(range.before), " (", error, ")");
@@ -1661,7 +1832,6 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
     }
     // A range that reaches into the dictionary may have held ids still used by stored data.
     lost_dictionary = lost_dictionary || SpansDictionary(last, range.before);
-    KLOG(WARNING) << "store: salvage: cannot read " << range.what;
     report.lost.push_back(std::move(range));
     if (!resumed) break;
   }
@@ -1713,6 +1883,11 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
     }
     next_node_id_.store(node_floor);
     next_series_id_.store(series_floor);
+  }
+  // The copy's totals of acknowledged scrapes are what it holds now.
+  if (AckTable stored; LoadAcks(&stored).ok()) {
+    ledger_->Reset(std::move(stored));
+    PersistAcks(/*force=*/true);
   }
   counters_->salvages.fetch_add(1, std::memory_order_relaxed);
   counters_->salvage_lost_ranges.fetch_add(report.lost.size(), std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 // This library's target has only its own folder on the include path.
+#include "kubestat/core/time.h"
 #include "support/files.h"
 #include "support/poll.h"
 #include "support/temp_dir.h"
@@ -149,6 +150,24 @@ std::optional<HttpReply> HttpsGetReply(
   const int code = std::atoi(run.output.c_str());
   if (run.exit_code == 0 && code > 0) reply = HttpReply{code, ReadAll(dir / "body")};
   return reply;
+}
+
+std::string NodeTimestampThroughKubectl(const fs::path& dir) {
+  static const std::optional<std::string> kubectl = FindOnPath("kubectl");
+  if (!kubectl) return "";
+  const RunResult run = Run(*kubectl,
+                            {"--kubeconfig=" + (dir / "kubeconfig").string(), "get", "--raw",
+                             "/apis/metrics.k8s.io/v1beta1/nodes/node-0000"},
+                            dir / "kubectl.log", std::chrono::seconds(30));
+  const size_t at = run.output.find("\"timestamp\":\"");
+  if (run.exit_code != 0 || at == std::string::npos) return "";
+  return run.output.substr(at + 13, 20);
+}
+
+bool ServesFreshThroughKubectl(const fs::path& dir, std::chrono::seconds deadline) {
+  const std::string now =
+      FormatRfc3339(std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
+  return PollUntil([&] { return NodeTimestampThroughKubectl(dir) > now; }, deadline);
 }
 
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {

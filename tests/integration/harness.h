@@ -128,6 +128,15 @@ std::vector<std::string> SimAggregatorFlags(const std::filesystem::path& dir, in
                                             const std::string& kubelet_timeout,
                                             const std::vector<std::string>& extra = {});
 
+// node-0000's newest usage as kubectl reads it with dir/kubeconfig through the simulator's
+// aggregation proxy (metrics.k8s.io, the path `kubectl top` takes): its timestamp
+// ("2026-12-02T01:18:03Z"), "" when kubectl is not installed or failed. Its log is
+// dir/kubectl.log.
+std::string NodeTimestampThroughKubectl(const std::filesystem::path& dir);
+// True once NodeTimestampThroughKubectl(dir) is later than the time of the call, polled for
+// up to `deadline`: the metrics API serves fresh data.
+bool ServesFreshThroughKubectl(const std::filesystem::path& dir, std::chrono::seconds deadline);
+
 // GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query);
 

@@ -5,13 +5,15 @@
 // space kept, RocksDB's own full disk never aborts the process, and a restart on the full
 // volume starts and serves (skips where a tmpfs cannot be mounted: not root, or no mount
 // permission in this container). And a
-// write-ahead log garbled after a kill -9: the restarted aggregator says how many bytes
-// RocksDB's replay dropped, in its log and in /metrics. And a store holding a series it cannot
+// write-ahead log garbled after a kill -9: the restarted aggregator serves fresh and says
+// which acknowledged scrapes the replay did not give back (how many, of which nodes, in
+// which time range), in its log and in /metrics, once. And a store holding a series it cannot
 // restore: the aggregator names it, counts it and serves the rest, or exits 1 with
 // --storage-strict. And a table file with a damaged block: the store is salvaged at start and
 // every node served, or, with --storage-strict, the aggregator exits 1 naming the damage.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -93,25 +95,9 @@ class FullVolume {
     return MetricValue(testing::HttpGet(port_, "/metrics").value_or(""), name);
   }
   bool Durable() const { return Metric("kubestat_store_durable") == 1; }
-  // node-0000's newest usage, as kubectl reads it through the simulator's aggregation proxy
-  // (metrics.k8s.io, the path `kubectl top` takes): its timestamp, "" when kubectl failed.
-  std::string NodeTimestampThroughKubectl() const {
-    const std::optional<std::string> kubectl = testing::FindOnPath("kubectl");
-    if (!kubectl) return "";
-    const testing::RunResult run =
-        testing::Run(*kubectl,
-                     {"--kubeconfig=" + (scratch_.path() / "kubeconfig").string(), "get", "--raw",
-                      "/apis/metrics.k8s.io/v1beta1/nodes/node-0000"},
-                     scratch_.path() / "kubectl.log", std::chrono::seconds(30));
-    const size_t at = run.output.find("\"timestamp\":\"");
-    if (run.exit_code != 0 || at == std::string::npos) return "";
-    return run.output.substr(at + 13, 20);  // 2026-12-02T01:18:03Z
-  }
   // True once kubectl reads a node timestamp later than now: the API is fresh.
   bool ServesFreshThroughKubectl() const {
-    const std::string now =
-        FormatRfc3339(std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
-    return PollUntil([&] { return NodeTimestampThroughKubectl() > now; }, std::chrono::seconds(20));
+    return testing::ServesFreshThroughKubectl(scratch_.path(), std::chrono::seconds(20));
   }
 
   SmallVolume& volume() { return volume_; }
@@ -221,41 +207,50 @@ TEST(StorageFaultsTest, AFullDiskWithNoMinimumFreeNeverAbortsAndTheStoreReopensW
   EXPECT_EQ(run.simulator()->Signal(SIGTERM, std::chrono::seconds(10)), 0);
 }
 
-TEST(StorageFaultsTest, WriteAheadLogBytesDroppedAtRecoveryAreReportedWithTheirSize) {
+// The marker of acknowledged scrapes (storage/src/ack_ledger.h): its inode, which each
+// rewrite (a rename over it) changes; 0 while there is none.
+ino_t MarkerInode(const std::filesystem::path& store) {
+  struct stat st {};
+  return ::stat((store / "KUBESTAT-ACKED").c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+TEST(StorageFaultsTest, AGarbledWriteAheadLogIsReportedAsTheScrapesItLostWithTheirTimes) {
   const TempDir scratch("kubestat-wal-drop-it");
   const std::filesystem::path& dir = scratch.path();
-  const int apiserver_port = FreeLoopbackPort();
-  Process simulator(KUBESTAT_SIM_BINARY, testing::SimFlags(dir, kNodes, 13, apiserver_port),
-                    dir / "sim.log");
+  const int port = FreeLoopbackPort();
+  std::vector<std::string> sim = testing::SimFlags(dir, kNodes, 13, FreeLoopbackPort());
+  sim.push_back("--metrics-backend=http://127.0.0.1:" + std::to_string(port));
+  Process simulator(KUBESTAT_SIM_BINARY, sim, dir / "sim.log");
   ASSERT_TRUE(WaitForLog(dir / "sim.log", "READY", std::chrono::seconds(60)))
       << ReadAll((dir / "sim.log").string());
-  const int port = FreeLoopbackPort();
   const std::filesystem::path store = dir / "store";
   const std::vector<std::string> args =
       testing::SimAggregatorFlags(dir, port, store, "1s", "500ms");
-  const auto wal_bytes = [&store] {
-    uint64_t bytes = 0;
+  std::filesystem::path wal;
+  const auto wal_bytes = [&store, &wal] {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(store, ec)) {
-      if (entry.path().extension() == ".log") bytes += entry.file_size();
+      if (entry.path().extension() == ".log" && entry.path() > wal) wal = entry.path();
     }
-    return bytes;
+    return wal.empty() ? 0 : std::filesystem::file_size(wal, ec);
   };
+  uintmax_t written = 0;
   {
     Process aggregator(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator-1.log");
-    ASSERT_TRUE(PollUntil([&] { return wal_bytes() > 16 * 1024; }, std::chrono::seconds(120)))
+    ASSERT_TRUE(
+        PollUntil([&] { return (written = wal_bytes()) > 16 * 1024; }, std::chrono::seconds(120)))
+        << ReadAll((dir / "aggregator-1.log").string());
+    // Once the marker is rewritten, it counts every scrape in those bytes.
+    const ino_t marker = MarkerInode(store);
+    ASSERT_TRUE(PollUntil([&] { return MarkerInode(store) != marker; }, std::chrono::seconds(60)))
         << ReadAll((dir / "aggregator-1.log").string());
     ASSERT_EQ(aggregator.Signal(SIGKILL, std::chrono::seconds(10)), 128 + SIGKILL);
   }
-  // Garble 64 bytes in the middle of the newest log, as a torn or bad disk write would.
-  std::filesystem::path wal;
-  for (const auto& entry : std::filesystem::directory_iterator(store)) {
-    if (entry.path().extension() == ".log" && entry.path() > wal) wal = entry.path();
-  }
-  ASSERT_FALSE(wal.empty());
+  // Garble 64 bytes in the middle of what the log held then, as a torn or bad disk write
+  // would: RocksDB's replay drops every record from there on.
   {
     std::fstream file(wal, std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(static_cast<std::streamoff>(std::filesystem::file_size(wal) / 2));
+    file.seekp(static_cast<std::streamoff>(written / 2));
     const std::string garbage(64, '\xA5');
     file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
   }
@@ -268,24 +263,55 @@ TEST(StorageFaultsTest, WriteAheadLogBytesDroppedAtRecoveryAreReportedWithTheirS
       },
       std::chrono::seconds(60)))
       << log2();
+  EXPECT_TRUE(testing::ServesFreshThroughKubectl(dir, std::chrono::seconds(30))) << log2();
   const std::string log = log2();
-  EXPECT_NE(log.find("store: the write-ahead log of " + store.string() + " lost "),
-            std::string::npos)
-      << log;
-  double dropped = -1;
+  double scrapes = -1;
+  double samples = -1;
+  double nodes = -1;
   ASSERT_TRUE(PollUntil(
       [&] {
-        dropped = MetricValue(testing::HttpGet(port, "/metrics").value_or(""),
-                              "kubestat_store_wal_dropped_bytes");
-        return dropped > 0;
+        const std::string metrics = testing::HttpGet(port, "/metrics").value_or("");
+        scrapes = MetricValue(metrics, "kubestat_store_recovery_lost_scrapes");
+        samples = MetricValue(metrics, "kubestat_store_recovery_lost_samples");
+        nodes = MetricValue(metrics, "kubestat_store_recovery_lost_nodes");
+        return scrapes > 0;
       },
       std::chrono::seconds(30)))
-      << dropped;
-  EXPECT_NE(log.find(" lost " + std::to_string(static_cast<uint64_t>(dropped)) + " bytes"),
-            std::string::npos)
-      << dropped << "\n"
+      << scrapes << "\n"
+      << log;
+  EXPECT_GT(samples, scrapes);
+  EXPECT_GE(nodes, 1);
+  EXPECT_LE(nodes, kNodes);
+  // The log says the same, with the time range and the nodes by name.
+  const std::string said = "store: the write-ahead log of " + store.string() +
+                           " did not give back " + std::to_string(static_cast<uint64_t>(scrapes)) +
+                           " acknowledged scrapes (" +
+                           std::to_string(static_cast<uint64_t>(samples)) + " samples) of " +
+                           std::to_string(static_cast<int>(nodes)) + " nodes, taken after ";
+  const size_t at = log.find(said);
+  ASSERT_NE(at, std::string::npos) << said << "\n" << log;
+  const std::string line = log.substr(at, log.find('\n', at) - at);
+  EXPECT_NE(line.find(" through "), std::string::npos) << line;
+  EXPECT_NE(line.find("node-000"), std::string::npos) << line;
+  EXPECT_GT(MetricValue(testing::HttpGet(port, "/metrics").value_or(""),
+                        "kubestat_store_wal_dropped_bytes"),
+            0)
       << log;
   EXPECT_EQ(aggregator.Signal(SIGTERM, std::chrono::seconds(20)), 0) << log2();
+  // Said once: the next start finds nothing missing.
+  Process third(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator-3.log");
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return testing::HttpGetReply(port, "/readyz").value_or(testing::HttpReply{}).code == 200;
+      },
+      std::chrono::seconds(60)))
+      << ReadAll((dir / "aggregator-3.log").string());
+  EXPECT_EQ(MetricValue(testing::HttpGet(port, "/metrics").value_or(""),
+                        "kubestat_store_recovery_lost_scrapes"),
+            0);
+  EXPECT_EQ(ReadAll((dir / "aggregator-3.log").string()).find("did not give back"),
+            std::string::npos);
+  EXPECT_EQ(third.Signal(SIGTERM, std::chrono::seconds(20)), 0);
 }
 
 TEST(StorageFaultsTest, ADamagedDictionaryIsServedWithEverySeriesNamedAndStopsOnlyWhenStrict) {
@@ -418,9 +444,9 @@ TEST(StorageFaultsTest, ACorruptTableFileIsSalvagedAndEveryNodeServedWithoutARes
   const std::string log = run.LogText();
   EXPECT_NE(log.find("store: lost in the salvage: "), std::string::npos) << log;
   // The nodes' own history lay beyond the damage: their series were rebuilt from it.
-  const size_t rebuilt = log.find("rebuilt ", log.find("store salvaged: "));
+  const size_t rebuilt = log.find("rebuilt ", log.find("store: salvaged "));
   ASSERT_NE(rebuilt, std::string::npos) << log;
-  EXPECT_GT(std::atoi(log.c_str() + rebuilt + 8), 0) << log.substr(rebuilt, 80);
+  EXPECT_GT(std::atoi(log.c_str() + rebuilt + 8), 0) << log;
   EXPECT_EQ(run.Metric("kubestat_store_salvages_total"), 1);
   EXPECT_GE(run.Metric("kubestat_store_salvage_lost_ranges_total"), 1);
   int quarantines = 0;

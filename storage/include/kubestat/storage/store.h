@@ -11,6 +11,8 @@
 //   'B' hour:i64 node_id:u32 time:i64                      -> scrape blob
 //   'R' hour:i64 node_id:u32 bucket_start:i64 series_id:u64 -> rollup bytes
 //   'W' hour:i64 owner:bytes bucket_start:i64 series_id:u64 -> usage histogram bytes
+//   'M' "ack" node_id:u32                                   -> the node's totals of
+//                                                             acknowledged scrapes
 //   ('H' hour:i64 node_id:u32 bucket_start:i64 series_id:u64: the usage histograms of
 //    earlier versions, keyed by node; nothing reads them, retention drops them.)
 //
@@ -68,8 +70,11 @@
 // now holds. RocksDB's background errors are caught by an event listener, logged, counted
 // and resumed from when RocksDB allows (DB::Resume); files are not preallocated, so a small
 // volume holds what is written and no more. Write-ahead log records that RocksDB's replay
-// drops at open (a cut or corrupt log) are logged with their size and counted
-// (StoreStats::wal_bytes_dropped).
+// drops at open (a cut or corrupt log) are counted by size (StoreStats::wal_bytes_dropped)
+// and by what they held: each batch carries its nodes' running totals of acknowledged
+// scrapes into the database, a synced marker beside it keeps the totals RocksDB
+// acknowledged, and an open compares the two (RecoveryLosses(): per node, how many scrapes
+// and samples, in which time range; logged and counted).
 //
 // Durability: every ScrapeBatch is one RocksDB WriteBatch with the WAL on, so a batch is
 // applied entirely or not at all, and an acknowledged batch survives `kill -9`. With
@@ -95,6 +100,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -137,6 +143,11 @@ struct StoreOptions {
   // batches and their index), bytes. 0: no backlog, a write that cannot be made fails
   // (ResourceExhausted or Unavailable). Default: 0
   uint64_t backlog_bytes = 0;
+  // How often, at most, the marker of acknowledged scrapes (RecoveryLosses) is rewritten
+  // and synced while writes come: acknowledged writes lost within this much of a crash are
+  // not seen at the next open. Also rewritten at close. At least 0 (every write).
+  // Default: 5s
+  Duration ack_marker_interval = std::chrono::seconds(5);
 
   // InvalidArgument naming the field.
   [[nodiscard]] absl::Status Validate() const;
@@ -158,16 +169,20 @@ struct StoreStats {
   uint64_t background_errors = 0;   // RocksDB background errors (flush, compaction, WAL sync)
   uint64_t recoveries = 0;          // RocksDB recoveries from a background error that ended well
   uint64_t wal_bytes_dropped = 0;   // write-ahead log bytes RocksDB's replay dropped at open
-  uint64_t batches_deferred = 0;    // batches kept in the backlog instead of written at once
-  uint64_t reopens = 0;             // RocksDB reopened after a failed write
-  uint64_t backlog_batches = 0;     // batches in the backlog now
-  uint64_t backlog_bytes = 0;       // memory the backlog holds now
-  uint64_t backlog_written = 0;     // backlog batches written since
-  uint64_t batches_lost = 0;        // backlog batches dropped for want of room in memory
-  uint64_t scrapes_lost = 0;        // node scrapes in those batches
-  uint64_t salvages = 0;            // Salvage() calls that replaced the database
-  uint64_t salvage_lost_ranges = 0;  // unreadable ranges they stepped over
-  Timestamp lost_from{};             // the oldest and newest scrape lost (zero: none lost)
+  uint64_t recovery_lost_scrapes = 0;  // acknowledged scrapes the last open did not get back
+  uint64_t recovery_lost_samples = 0;  // their samples
+  uint64_t recovery_lost_nodes = 0;    // nodes they were of
+  uint64_t ack_marker_errors = 0;      // rewrites of the marker of acknowledged scrapes that failed
+  uint64_t batches_deferred = 0;       // batches kept in the backlog instead of written at once
+  uint64_t reopens = 0;                // RocksDB reopened after a failed write
+  uint64_t backlog_batches = 0;        // batches in the backlog now
+  uint64_t backlog_bytes = 0;          // memory the backlog holds now
+  uint64_t backlog_written = 0;        // backlog batches written since
+  uint64_t batches_lost = 0;           // backlog batches dropped for want of room in memory
+  uint64_t scrapes_lost = 0;           // node scrapes in those batches
+  uint64_t salvages = 0;               // Salvage() calls that replaced the database
+  uint64_t salvage_lost_ranges = 0;    // unreadable ranges they stepped over
+  Timestamp lost_from{};               // the oldest and newest scrape lost (zero: none lost)
   Timestamp lost_through{};
 };
 
@@ -208,7 +223,28 @@ struct Dictionary {
   std::vector<SeriesEntry> series;  // by id
 };
 
+// One scrape a batch holds (for the store's count of acknowledged scrapes).
+struct ScrapeStamp {
+  NodeId node = 0;
+  int64_t time = 0;  // ns since the epoch
+  uint64_t samples = 0;
+};
+
+// Scrapes of one node that Write acknowledged before the last stop and that the database
+// did not hold at the next open (the write-ahead log lost them: a cut or corrupt log after
+// a crash or power loss). Their times lie in (after, through].
+struct RecoveryLoss {
+  NodeId node = 0;
+  std::string name;     // "" when the node's dictionary entry is gone too
+  Timestamp after{};    // the node's newest scrape that was recovered (zero: none)
+  Timestamp through{};  // its newest acknowledged scrape
+  uint64_t scrapes = 0;
+  uint64_t samples = 0;
+};
+
 class ScrapeBatch;
+class AckLedger;
+struct Ack;
 
 // The writer's side of one node's chain of scrape blobs: the node's newest written blob,
 // which the next one is chained to when it lies in the same slot. Kept by the caller, one
@@ -279,6 +315,8 @@ class ScrapeBatch {
   };
 
   std::unique_ptr<rocksdb::WriteBatch> batch_;
+  std::vector<ScrapeStamp> stamps_;
+  mutable bool acks_put_ = false;  // the store put the nodes' totals into batch_
   std::string scratch_;
   std::vector<SeriesValue> sorted_;
   mutable std::vector<Staged> staged_;  // emptied by the Write that takes it
@@ -301,9 +339,10 @@ class Store {
   NodeId AllocateNodeId();
   SeriesId AllocateSeriesId();
 
-  // Applies the batch atomically (WAL on; fsync when options.sync). The batch is left
-  // unchanged, but the scrape chains it holds advance (or are reset when it is not written
-  // at once). When RocksDB cannot take it (free space below options.min_free_bytes, a
+  // Applies the batch atomically (WAL on; fsync when options.sync). The batch gets its
+  // nodes' totals of acknowledged scrapes added (once, at its first Write) and its scrape
+  // chains advance (or are reset when it is not written at once); it is otherwise left
+  // unchanged. When RocksDB cannot take it (free space below options.min_free_bytes, a
   // background error, a failed write) it joins the backlog, is read as if written and is
   // written later: OK. Without a backlog (options.backlog_bytes 0): ResourceExhausted,
   // without touching RocksDB, while free space is low; Unavailable for a write RocksDB
@@ -311,6 +350,10 @@ class Store {
   // a RocksDB background error that RocksDB does not recover from itself, a write asks
   // RocksDB to resume once there is room again.
   [[nodiscard]] absl::Status Write(const ScrapeBatch& batch);
+
+  // The scrapes acknowledged before the last stop that this open did not find (see
+  // RecoveryLoss), by node id; empty when the log gave back every one the marker knew of.
+  const std::vector<RecoveryLoss>& RecoveryLosses() const { return recovery_losses_; }
 
   // Advanced each time the backlog dropped data (StoreStats::scrapes_lost): windows built
   // from reads before then may count samples the store no longer holds.
@@ -408,6 +451,14 @@ class Store {
   // The backlog's memory (its lock held).
   uint64_t BacklogBytesLocked() const;
   absl::Status LoadIdCounters();
+  // The nodes' totals of acknowledged scrapes the database holds ('M' "ack" keys).
+  absl::Status LoadAcks(std::unordered_map<NodeId, Ack>* table) const;
+  // At open: compares the marker with the database's totals (recovery_losses_), then
+  // starts the ledger from the database's.
+  void CheckRecovery();
+  // Rewrites the marker when due (any time with `force`); a failure is counted and logged
+  // once until a rewrite works again.
+  void PersistAcks(bool force);
   using BlobVisitor = std::function<bool(int64_t time, std::span<const SeriesValue> values)>;
   // Decodes `node`'s blobs from the start of the chain slot holding lo + 1 and calls `visit`
   // for those with lo < time <= hi in time order, while it returns true.
@@ -422,6 +473,8 @@ class Store {
   std::shared_ptr<Counters> counters_;  // shared with the event listener
   std::unique_ptr<Backlog> backlog_;
   std::shared_ptr<rocksdb::EventListener> listener_;  // the Listener, kept for a reopen
+  std::unique_ptr<AckLedger> ledger_;
+  std::vector<RecoveryLoss> recovery_losses_;
   std::atomic<uint32_t> next_node_id_{1};
   std::atomic<uint64_t> next_series_id_{1};
   std::atomic<int64_t> retained_from_hour_{INT64_MIN};
