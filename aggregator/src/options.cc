@@ -23,7 +23,8 @@ absl::Status Prefixed(std::string_view flags, const absl::Status& status) {
 
 void AggregatorOptions::RegisterFlags(FlagSet& flags) {
   flags.AddString("kubeconfig", &kubeconfig,
-                  "kubeconfig file for the kube API; empty: the in-cluster service account");
+                  "kubeconfig file for the kube API (it and the CA and certificate files it "
+                  "names re-read when they change); empty: the in-cluster service account");
   flags.AddString("kubeconfig-context", &kubeconfig_context,
                   "context of --kubeconfig to use; empty: its current-context");
   flags.AddString("static-nodes", &static_nodes,

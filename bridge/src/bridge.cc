@@ -18,6 +18,7 @@
 #include "kubestat/http/server.h"
 #include "kubestat/kube/bearer_token.h"
 #include "kubestat/kube/delegated_access.h"
+#include "kubestat/kube/kube_api_tls.h"
 #include "kubestat/kube/kubeconfig.h"
 #include "prometheus/registry.h"
 
@@ -31,6 +32,7 @@ absl::StatusOr<http::ClientOptions> ApiserverClientOptions(
   client.user_agent = "kubestat-bridge";
   client.timeout = options.apiserver_timeout;
   std::string token_path = options.apiserver_token_file;
+  std::optional<kube::KubeApiConfig> api_config;
   if (!options.apiserver_kubeconfig.empty()) {
     absl::StatusOr<kube::KubeApiConfig> api = kube::LoadKubeconfig(options.apiserver_kubeconfig);
     if (!api.ok()) {
@@ -44,12 +46,15 @@ absl::StatusOr<http::ClientOptions> ApiserverClientOptions(
     client.client_cert_pem = api->client_cert_pem;
     client.client_key_pem = api->client_key_pem;
     token_path = api->token_file;
+    api_config = *std::move(api);
   }
   if (!options.apiserver_url.empty()) client.base_url = options.apiserver_url;
   if (!options.apiserver_ca_file.empty()) {
     absl::StatusOr<std::string> ca = ReadFile(options.apiserver_ca_file, "--apiserver-ca-file");
     if (!ca.ok()) return absl::InvalidArgumentError(ca.status().message());
     client.ca_pem = *std::move(ca);
+  } else if (api_config) {
+    kube::WatchTlsFiles(*api_config, &client);  // its CA and certificates, re-read on change
   }
   if (!token_path.empty()) {
     auto file = std::make_shared<kube::BearerTokenFile>(token_path);

@@ -513,15 +513,28 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options, co
   absl::StatusOr<std::unique_ptr<internal::DirectTransport>> direct =
       internal::DirectTransport::Create(options, verify_log, clock);
   if (!direct.ok()) return direct.status();
-  config.set_ssl_context_callback(
-      [tls = std::move(tls), verify_log, verify](boost::asio::ssl::context& context) {
-        if (verify) internal::RecordVerifyFailures(context.native_handle(), verify_log);
-        // Checked by Validate(); should it fail now, the trust store is already replaced and
-        // the certificate not presented, so the handshake fails rather than trusting more.
-        if (absl::Status s = internal::ApplyClientTls(context.native_handle(), tls); !s.ok()) {
-          KLOG(ERROR) << "http client TLS setup: " << s;
-        }
-      });
+  config.set_ssl_context_callback([tls = std::move(tls), source = options.tls_source, verify_log,
+                                   verify](boost::asio::ssl::context& context) {
+    if (verify) internal::RecordVerifyFailures(context.native_handle(), verify_log);
+    // Each connection's context, from the source's material when there is one.
+    internal::ClientTlsMaterial material = tls;
+    if (source) {
+      absl::StatusOr<ClientTls> current = source();
+      if (!current.ok()) {
+        KLOG(ERROR) << "http client TLS setup: " << current.status();
+        internal::TrustNothing(context.native_handle());
+        return;
+      }
+      material = *std::move(current);
+    }
+    // Checked by Validate() (or a source that should have); should it fail now, the trust
+    // store is already replaced and the certificate not presented, so the handshake fails
+    // rather than trusting more.
+    if (absl::Status s = internal::ApplyClientTls(context.native_handle(), material); !s.ok()) {
+      KLOG(ERROR) << "http client TLS setup: " << s;
+      internal::TrustNothing(context.native_handle());
+    }
+  });
   try {
     auto client =
         std::make_unique<web::http::client::http_client>(web::uri(options.base_url), config);

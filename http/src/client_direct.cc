@@ -26,6 +26,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "kubestat/core/absl_view.h"
+#include "kubestat/core/log.h"
 #include "kubestat/core/str_cat.h"
 
 namespace kubestat::http::internal {
@@ -201,10 +202,14 @@ struct DirectTransport::Outcome {
   bool nothing_received = false;  // failed before any byte of a response came
 };
 
-DirectTransport::DirectTransport(DirectEndpoint endpoint, SSL_CTX* tls_context, bool verify,
+DirectTransport::DirectTransport(DirectEndpoint endpoint, TlsContext tls_context,
+                                 ClientTls material,
+                                 std::function<absl::StatusOr<ClientTls>()> tls_source, bool verify,
                                  std::shared_ptr<TlsVerifyLog> verify_log, const Clock& clock)
     : endpoint_(std::move(endpoint)),
-      tls_context_(tls_context),
+      tls_source_(std::move(tls_source)),
+      tls_context_(std::move(tls_context)),
+      tls_material_(std::move(material)),
       verify_(verify),
       host_is_ip_(IsIpAddress(endpoint_.host)),
       verify_log_(std::move(verify_log)),
@@ -212,35 +217,59 @@ DirectTransport::DirectTransport(DirectEndpoint endpoint, SSL_CTX* tls_context, 
   IgnoreSigpipe();
 }
 
+absl::StatusOr<DirectTransport::TlsContext> DirectTransport::NewTlsContext(
+    const ClientTls& material, bool verify, const std::shared_ptr<TlsVerifyLog>& verify_log) {
+  TlsContext context(SSL_CTX_new(TLS_client_method()), &SSL_CTX_free);
+  if (context == nullptr) return absl::InternalError("cannot create a TLS context");
+  SSL_CTX_set_verify(context.get(), verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
+  // An idle kept connection (one per kubelet) gives its record buffers back.
+  SSL_CTX_set_mode(context.get(), SSL_MODE_RELEASE_BUFFERS);
+  // The system's roots unless ca_pem replaces them.
+  if (verify && material.ca_pem.empty()) SSL_CTX_set_default_verify_paths(context.get());
+  if (verify) RecordVerifyFailures(context.get(), verify_log);
+  if (absl::Status s = ApplyClientTls(context.get(), material); !s.ok()) return s;
+  return context;
+}
+
 absl::StatusOr<std::unique_ptr<DirectTransport>> DirectTransport::Create(
     const ClientOptions& options, std::shared_ptr<TlsVerifyLog> verify_log, const Clock& clock) {
   absl::StatusOr<DirectEndpoint> endpoint = DirectEndpoint::Parse(options.base_url);
   if (!endpoint.ok()) return endpoint.status();
   const bool verify = !options.insecure_skip_tls_verify;
-  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> context(nullptr, &SSL_CTX_free);
-  if (endpoint->tls) {
-    context.reset(SSL_CTX_new(TLS_client_method()));
-    if (context == nullptr) return absl::InternalError("cannot create a TLS context");
-    SSL_CTX_set_verify(context.get(), verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
-    // An idle kept connection (one per kubelet) gives its record buffers back.
-    SSL_CTX_set_mode(context.get(), SSL_MODE_RELEASE_BUFFERS);
-    // The system's roots unless ca_pem replaces them.
-    if (verify && options.ca_pem.empty()) SSL_CTX_set_default_verify_paths(context.get());
-    if (verify) RecordVerifyFailures(context.get(), verify_log);
-    if (absl::Status s = ApplyClientTls(
-            context.get(), {options.ca_pem, options.client_cert_pem, options.client_key_pem});
-        !s.ok()) {
-      return s;
-    }
+  ClientTls material{options.ca_pem, options.client_cert_pem, options.client_key_pem};
+  TlsContext context;
+  if (endpoint->tls && !options.tls_source) {
+    absl::StatusOr<TlsContext> made = NewTlsContext(material, verify, verify_log);
+    if (!made.ok()) return made.status();
+    context = *std::move(made);
   }
-  return std::unique_ptr<DirectTransport>(new DirectTransport(
-      *std::move(endpoint), context.release(), verify, std::move(verify_log), clock));
+  return std::unique_ptr<DirectTransport>(
+      new DirectTransport(*std::move(endpoint), std::move(context), std::move(material),
+                          options.tls_source, verify, std::move(verify_log), clock));
 }
 
-DirectTransport::~DirectTransport() {
-  idle_.clear();
-  if (tls_context_ != nullptr) SSL_CTX_free(tls_context_);
+absl::StatusOr<DirectTransport::TlsContext> DirectTransport::CurrentTlsContext(
+    const DirectRequest& request) {
+  if (!tls_source_) return tls_context_;
+  absl::StatusOr<ClientTls> material = tls_source_();
+  if (!material.ok()) {
+    return Unavailable(request, StrCat("TLS: ", StdView(material.status().message())), "tls");
+  }
+  std::lock_guard lock(tls_mu_);
+  if (tls_context_ != nullptr && *material == tls_material_) return tls_context_;
+  absl::StatusOr<TlsContext> made = NewTlsContext(*material, verify_, verify_log_);
+  if (!made.ok())
+    return Unavailable(request, StrCat("TLS: ", StdView(made.status().message())), "tls");
+  if (tls_context_ != nullptr) {
+    KLOG(INFO) << "http client for " << endpoint_.host
+               << ": the TLS material changed; new connections use it";
+  }
+  tls_context_ = *std::move(made);
+  tls_material_ = *std::move(material);
+  return tls_context_;
 }
+
+DirectTransport::~DirectTransport() { idle_.clear(); }
 
 std::unique_ptr<DirectTransport::Connection> DirectTransport::TakeIdle() {
   while (true) {
@@ -333,15 +362,18 @@ absl::StatusOr<std::unique_ptr<DirectTransport::Connection>> DirectTransport::Co
   if (connection->fd < 0) {
     return Unavailable(request, StrCat("connecting: ", last_error), "connect");
   }
-  if (tls_context_ != nullptr) {
-    if (absl::Status s = Handshake(*connection, request); !s.ok()) return s;
+  if (endpoint_.tls) {
+    absl::StatusOr<TlsContext> context = CurrentTlsContext(request);
+    if (!context.ok()) return context.status();
+    if (absl::Status s = Handshake(*connection, context->get(), request); !s.ok()) return s;
   }
   return connection;
 }
 
-absl::Status DirectTransport::Handshake(Connection& connection, const DirectRequest& request) {
+absl::Status DirectTransport::Handshake(Connection& connection, SSL_CTX* context,
+                                        const DirectRequest& request) {
   ERR_clear_error();
-  connection.ssl = SSL_new(tls_context_);
+  connection.ssl = SSL_new(context);  // holds a reference to the context
   SSL* ssl = connection.ssl;
   if (ssl == nullptr || SSL_set_fd(ssl, connection.fd) != 1) {
     return Unavailable(request, StrCat("TLS: ", TakeOpenSslError("no TLS state")), "tls");

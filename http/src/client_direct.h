@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -92,14 +93,24 @@ class DirectTransport {
   struct Connection;
   struct Outcome;
 
-  // `tls_context`: owned from now on, null for http.
-  DirectTransport(DirectEndpoint endpoint, SSL_CTX* tls_context, bool verify,
+  using TlsContext = std::shared_ptr<SSL_CTX>;
+
+  // `tls_context`: null for http.
+  DirectTransport(DirectEndpoint endpoint, TlsContext tls_context, ClientTls material,
+                  std::function<absl::StatusOr<ClientTls>()> tls_source, bool verify,
                   std::shared_ptr<TlsVerifyLog> verify_log, const Clock& clock);
+
+  // A TLS context for `material`: verification as `verify` says (the system's roots when
+  // the material has no CA), failures recorded in `verify_log`.
+  static absl::StatusOr<TlsContext> NewTlsContext(const ClientTls& material, bool verify,
+                                                  const std::shared_ptr<TlsVerifyLog>& verify_log);
+  // The context for the next connection: the source's material, built anew when it changed.
+  absl::StatusOr<TlsContext> CurrentTlsContext(const DirectRequest& request);
 
   std::unique_ptr<Connection> TakeIdle();
   void PutIdle(std::unique_ptr<Connection> connection);
   absl::StatusOr<std::unique_ptr<Connection>> Connect(const DirectRequest& request);
-  absl::Status Handshake(Connection& connection, const DirectRequest& request);
+  absl::Status Handshake(Connection& connection, SSL_CTX* context, const DirectRequest& request);
   Outcome Exchange(Connection& connection, const DirectRequest& request);
   absl::Status Wait(int fd, short events, const DirectRequest& request) const;
   // Waits for what an SSL call that failed with `ssl_error` (WantsIo) asks for.
@@ -110,7 +121,10 @@ class DirectTransport {
                                   const DirectRequest& request) const;
 
   const DirectEndpoint endpoint_;
-  SSL_CTX* const tls_context_;
+  const std::function<absl::StatusOr<ClientTls>()> tls_source_;
+  std::mutex tls_mu_;
+  TlsContext tls_context_;  // under tls_mu_ when there is a source
+  ClientTls tls_material_;  // what it was built from
   const bool verify_;
   const bool host_is_ip_;
   const std::shared_ptr<TlsVerifyLog> verify_log_;

@@ -47,6 +47,9 @@ absl::Status ClientOptions::Validate() const {
     return absl::InvalidArgumentError(
         "ClientOptions.ca_pem, client_cert_pem and client_key_pem need an https base_url");
   }
+  if (!https && tls_source) {
+    return absl::InvalidArgumentError("ClientOptions.tls_source needs an https base_url");
+  }
   if (absl::Status s = internal::CheckClientTls({ca_pem, client_cert_pem, client_key_pem});
       !s.ok()) {
     return s;

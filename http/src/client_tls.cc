@@ -141,6 +141,8 @@ void RecordVerifyFailures(SSL_CTX* ctx, std::shared_ptr<TlsVerifyLog> log) {
   SSL_CTX_set_cert_verify_callback(ctx, VerifyAndRecord, nullptr);
 }
 
+void TrustNothing(SSL_CTX* ctx) { SSL_CTX_set_cert_store(ctx, X509_STORE_new()); }
+
 absl::Status ApplyClientTls(SSL_CTX* ctx, const ClientTlsMaterial& tls) {
   ERR_clear_error();
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "kubestat/http/client.h"
 
 namespace kubestat::http::internal {
 
@@ -19,12 +20,13 @@ namespace kubestat::http::internal {
 // and the queue cleared.
 std::string TakeOpenSslError(std::string_view otherwise = "no details");
 
-// TLS material for a client, as PEM text.
-struct ClientTlsMaterial {
-  std::string ca_pem;           // trusted CAs; empty: leave the context's trust as it is
-  std::string client_cert_pem;  // client certificate chain; empty: none
-  std::string client_key_pem;   // its private key
-};
+// TLS material for a client, as PEM text: ca_pem the trusted CAs (empty: leave the
+// context's trust as it is), client_cert_pem the client certificate chain (empty: none),
+// client_key_pem its private key.
+using ClientTlsMaterial = ClientTls;
+
+// Makes `ctx` trust nothing: the handshake fails (material that could not be had).
+void TrustNothing(SSL_CTX* ctx);
 
 // Why the server certificates a client was shown failed verification, so an error can say
 // more than "handshake failed" (cpprestsdk reports only that). Thread-safe.

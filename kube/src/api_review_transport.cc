@@ -6,6 +6,7 @@
 #include "kubestat/core/absl_view.h"
 #include "kubestat/http/client.h"
 #include "kubestat/kube/bearer_token.h"
+#include "kubestat/kube/kube_api_tls.h"
 #include "kubestat/kube/token_review.h"
 #include "review_json.h"
 #include "simdjson.h"
@@ -80,6 +81,7 @@ absl::StatusOr<std::unique_ptr<ApiReviewTransport>> ApiReviewTransport::Create(
     token_file = std::make_shared<BearerTokenFile>(config.token_file);
     options.bearer_token_source = [token_file] { return token_file->Get(); };
   }
+  WatchTlsFiles(config, &options);
   options.timeout = timeout;
   options.max_response_bytes = kMaxReviewResponseBytes;
   absl::StatusOr<std::unique_ptr<http::Client>> client =

@@ -51,9 +51,9 @@ absl::StatusOr<YAML::Node> Named(const YAML::Node& root, const char* list, const
       absl::StrCat("kubeconfig: no entry named \"", name, "\" in ", list));
 }
 
-// PEM from `<key>-data` (base64) or from the file `<key>`.
+// PEM from `<key>-data` (base64) or from the file `<key>` (then added to `files`).
 absl::StatusOr<std::string> Pem(const YAML::Node& node, const std::string& key,
-                                const std::string& base_dir) {
+                                const std::string& base_dir, std::vector<std::string>* files) {
   const std::string data = Scalar(node, (key + "-data").c_str());
   if (!data.empty()) {
     std::string decoded;
@@ -64,7 +64,8 @@ absl::StatusOr<std::string> Pem(const YAML::Node& node, const std::string& key,
   }
   const std::string file = Scalar(node, key.c_str());
   if (file.empty()) return std::string();
-  return ReadFile(Resolve(base_dir, file), StdView(absl::StrCat("kubeconfig ", key)));
+  files->push_back(Resolve(base_dir, file));
+  return ReadFile(files->back(), StdView(absl::StrCat("kubeconfig ", key)));
 }
 
 }  // namespace
@@ -105,7 +106,8 @@ absl::StatusOr<KubeApiConfig> ParseKubeconfig(std::string_view yaml, const std::
     }
     const YAML::Node insecure = (*cluster)["insecure-skip-tls-verify"];
     config.insecure_skip_tls_verify = insecure && insecure.IsScalar() && insecure.as<bool>();
-    absl::StatusOr<std::string> ca = Pem(*cluster, "certificate-authority", base_dir);
+    absl::StatusOr<std::string> ca =
+        Pem(*cluster, "certificate-authority", base_dir, &config.tls_files);
     if (!ca.ok()) return ca.status();
     config.ca_pem = *std::move(ca);
 
@@ -121,9 +123,10 @@ absl::StatusOr<KubeApiConfig> ParseKubeconfig(std::string_view yaml, const std::
       const std::string token_file = Scalar(*user, "tokenFile");
       if (config.token.empty() && !token_file.empty())
         config.token_file = Resolve(base_dir, token_file);
-      absl::StatusOr<std::string> cert = Pem(*user, "client-certificate", base_dir);
+      absl::StatusOr<std::string> cert =
+          Pem(*user, "client-certificate", base_dir, &config.tls_files);
       if (!cert.ok()) return cert.status();
-      absl::StatusOr<std::string> key = Pem(*user, "client-key", base_dir);
+      absl::StatusOr<std::string> key = Pem(*user, "client-key", base_dir, &config.tls_files);
       if (!key.ok()) return key.status();
       if (cert->empty() != key->empty()) {
         return absl::InvalidArgumentError(
@@ -142,7 +145,13 @@ absl::StatusOr<KubeApiConfig> ParseKubeconfig(std::string_view yaml, const std::
 absl::StatusOr<KubeApiConfig> LoadKubeconfig(const std::string& path, std::string_view context) {
   absl::StatusOr<std::string> text = ReadFile(path, "--kubeconfig");
   if (!text.ok()) return text.status();
-  return ParseKubeconfig(*text, std::filesystem::path(path).parent_path().string(), context);
+  absl::StatusOr<KubeApiConfig> config =
+      ParseKubeconfig(*text, std::filesystem::path(path).parent_path().string(), context);
+  if (!config.ok()) return config;
+  config->kubeconfig_path = path;
+  config->kubeconfig_context = std::string(context);
+  config->tls_files.insert(config->tls_files.begin(), path);
+  return config;
 }
 
 absl::StatusOr<KubeApiConfig> InClusterConfig(const std::string& service_account_dir) {
@@ -164,6 +173,8 @@ absl::StatusOr<KubeApiConfig> InClusterConfig(const std::string& service_account
   absl::StatusOr<std::string> ca = ReadFile(service_account_dir + "/ca.crt", "in-cluster CA");
   if (!ca.ok()) return ca.status();
   config.ca_pem = *std::move(ca);
+  config.service_account_dir = service_account_dir;
+  config.tls_files.push_back(service_account_dir + "/ca.crt");
   return config;
 }
 

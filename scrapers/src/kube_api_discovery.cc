@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "kubestat/http/client.h"
 #include "kubestat/kube/bearer_token.h"
+#include "kubestat/kube/kube_api_tls.h"
 #include "kubestat/kube/list_watch.h"
 #include "kubestat/kube/watch_event.h"
 #include "kubestat/scrapers/discovery.h"
@@ -366,6 +367,7 @@ absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> KubeApiDiscovery::Create(
     auto token = std::make_shared<kube::BearerTokenFile>(config.token_file);
     list_options.bearer_token_source = [token] { return token->Get(); };
   }
+  kube::WatchTlsFiles(config, &list_options);  // shared by the watch client's copy
   list_options.timeout = options.request_timeout;
   list_options.max_response_bytes = options.max_response_bytes;
   http::ClientOptions watch_options = list_options;

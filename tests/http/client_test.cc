@@ -375,6 +375,106 @@ TEST_F(ClientTest, ClientCertificateIsPresentedAndVerified) {
   EXPECT_FALSE(s[1].has_certificate);
 }
 
+// A source of TLS material whose answer the test changes.
+class SwitchableTls {
+ public:
+  void Set(absl::StatusOr<ClientTls> tls) {
+    std::lock_guard lock(mu_);
+    tls_ = std::move(tls);
+  }
+  absl::StatusOr<ClientTls> Get() {
+    std::lock_guard lock(mu_);
+    ++calls_;
+    return tls_;
+  }
+  int calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  absl::StatusOr<ClientTls> tls_ = absl::UnavailableError("not set");
+  int calls_ = 0;
+};
+
+TEST_F(ClientTest, ATlsSourceIsAskedAtEachNewConnectionAndItsNewCaTrustedFromThenOn) {
+  Start();
+  auto source = std::make_shared<SwitchableTls>();
+  source->Set(ClientTls{stranger_.ca_pem(), "", ""});
+  ClientOptions options = Options();  // its ca_pem is the right one: the source replaces it
+  options.tls_source = [source] { return source->Get(); };
+  std::unique_ptr<Client> client = MakeClient(options);
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<ClientResponse> refused = client->Get("/a");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(FailureReason(refused.status()), "tls") << refused.status();
+
+  // The server's CA on disk now (as after a control plane came back with a new one).
+  source->Set(ClientTls{serving_ca_, "", ""});
+  absl::StatusOr<ClientResponse> accepted = client->Get("/b");
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_EQ(accepted->code, 200);
+  // A kept connection is reused without asking.
+  const int calls = source->calls();
+  ASSERT_TRUE(client->Get("/c").ok());
+  EXPECT_EQ(source->calls(), calls);
+
+  // A client certificate from the source is presented.
+  testing::TestCertificate pair = client_ca_.IssueClient("rotated-user", {});
+  source->Set(ClientTls{serving_ca_, pair.cert_pem, pair.key_pem});
+  std::unique_ptr<Client> fresh = MakeClient(options);
+  ASSERT_NE(fresh, nullptr);
+  ASSERT_TRUE(fresh->Get("/d").ok());
+  ASSERT_FALSE(seen().empty());
+  EXPECT_EQ(seen().back().common_name, "rotated-user");
+
+  // A source that fails fails the connection without sending anything.
+  source->Set(absl::PermissionDeniedError("the CA file cannot be read"));
+  std::unique_ptr<Client> failing = MakeClient(options);
+  ASSERT_NE(failing, nullptr);
+  const size_t before = seen().size();
+  absl::StatusOr<ClientResponse> failed = failing->Get("/e");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(failed.status().message()),
+              HasSubstr("GET /e: TLS: the CA file cannot be read"));
+  EXPECT_EQ(seen().size(), before);
+}
+
+TEST_F(ClientTest, AStreamTakesItsTlsFromTheSourceAtEachConnection) {
+  Start();
+  auto source = std::make_shared<SwitchableTls>();
+  source->Set(ClientTls{stranger_.ca_pem(), "", ""});
+  ClientOptions options = Options();
+  options.tls_source = [source] { return source->Get(); };
+  std::unique_ptr<Client> client = MakeClient(options);
+  ASSERT_NE(client, nullptr);
+  ClientRequest request;
+  request.path_and_query = "/watch";
+  std::string body;
+  int code = 0;
+  std::string error_body;
+  const auto stream = [&] {
+    body.clear();
+    return client->Stream(
+        request, std::chrono::seconds(10),
+        [&body](std::string_view chunk) {
+          body.append(chunk);
+          return true;
+        },
+        &code, &error_body);
+  };
+  const absl::Status refused = stream();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(FailureReason(refused), "tls") << refused;
+  source->Set(ClientTls{serving_ca_, "", ""});
+  const absl::Status accepted = stream();
+  ASSERT_TRUE(accepted.ok()) << accepted;
+  EXPECT_EQ(code, 200);
+  EXPECT_EQ(body, "answer to GET");
+}
+
 TEST_F(ClientTest, NonSuccessAnswersAreResponses) {
   Start([](const Request& request) {
     Response response;
@@ -848,6 +948,11 @@ TEST(ClientOptionsTest, ValidateNamesTheBadField) {
   EXPECT_THAT(error_of(o), HasSubstr("scheme"));
   o.base_url = "https://10.0.0.1:6443?x=1";
   EXPECT_THAT(error_of(o), HasSubstr("query"));
+
+  o = ok;
+  o.base_url = "http://127.0.0.1:8080";
+  o.tls_source = [] { return absl::StatusOr<ClientTls>(ClientTls{}); };
+  EXPECT_THAT(error_of(o), HasSubstr("ClientOptions.tls_source needs an https base_url"));
 
   o = ok;
   o.ca_pem = "not a certificate";

@@ -68,6 +68,14 @@ namespace kubestat::http {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
+// The TLS material a client trusts and presents, as PEM text (ClientOptions::tls_source).
+struct ClientTls {
+  std::string ca_pem;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  bool operator==(const ClientTls&) const = default;
+};
+
 struct ClientOptions {
   // Scheme, host and optional port, optionally a path prefix that every request path is
   // appended to: "https://10.0.0.1:6443", "http://127.0.0.1:8080",
@@ -83,6 +91,15 @@ struct ClientOptions {
   // asks for one. Both or neither. Default: ""
   std::string client_cert_pem;
   std::string client_key_pem;
+  // Called before each new connection (not before a request on a kept one) for the
+  // current TLS material, which then replaces ca_pem, client_cert_pem and client_key_pem:
+  // a CA or client certificate replaced on disk is used from the next connection on (e.g.
+  // kube::KubeApiTlsFiles::Get). When it differs from the material in use, the client's
+  // TLS is built anew from it (kept connections stay until they close). An error from the
+  // source, or material that does not load, fails that connection ("TLS: ...", Unavailable)
+  // and trusts nothing new. Called from the requesting threads concurrently: it must be
+  // thread-safe. https only. Default: none (the fields above, for the client's life)
+  std::function<absl::StatusOr<ClientTls>()> tls_source;
   // A static bearer token sent as `Authorization: Bearer <token>`. At most one of
   // bearer_token and bearer_token_source. Default: ""
   std::string bearer_token;

@@ -6,8 +6,9 @@
 // `certificate-authority-data` (base64 PEM), `insecure-skip-tls-verify`; user `token`,
 // `tokenFile`, `client-certificate`/`client-key` (files) or `client-certificate-data`/
 // `client-key-data` (base64 PEM). Relative file paths are relative to the kubeconfig's
-// folder, as kubectl resolves them. Files named there are read when the config is loaded,
-// except the token file, which is re-read on change (bearer_token.h). exec and
+// folder, as kubectl resolves them. Files named there are read when the config is loaded;
+// the token file is re-read on change (bearer_token.h), and so are the kubeconfig and its
+// CA and certificate files for a client that asks (kube_api_tls.h). exec and
 // auth-provider plugins are not supported (InvalidArgument naming them).
 //
 // InClusterConfig follows client-go's rest.InClusterConfig: KUBERNETES_SERVICE_HOST and
@@ -20,6 +21,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -39,6 +41,15 @@ struct KubeApiConfig {
   std::string client_key_pem;
   // The context's default namespace, when the kubeconfig names one.
   std::string namespace_name;
+  // Where the TLS material came from, so that it can be read again when it changes
+  // (KubeApiTlsFiles): the kubeconfig file and the context it was read with, or the
+  // service-account folder in a cluster; and every file it was read from (the kubeconfig
+  // itself, the CA, client certificate and key files it names; ca.crt in a cluster). All
+  // empty for a config spelled out in code or parsed from text.
+  std::string kubeconfig_path;
+  std::string kubeconfig_context;
+  std::string service_account_dir;
+  std::vector<std::string> tls_files;
 };
 
 // Loads `path`, using `context` (empty: current-context).
