@@ -101,8 +101,8 @@ struct Aggregator::Parts {
   absl::Status startup_failure;  // guarded by failure_mu
 
   // Logs each range a salvage lost, naming its nodes (the store logs what it kept).
-  void ReportSalvage(const storage::SalvageReport& report) {
-    absl::StatusOr<storage::Dictionary> dict = store->LoadDictionary();
+  static void ReportSalvage(const storage::Store& store, const storage::SalvageReport& report) {
+    absl::StatusOr<storage::Dictionary> dict = store.LoadDictionary();
     std::map<storage::NodeId, std::string> names;
     if (dict.ok()) {
       for (const storage::NodeEntry& node : dict->nodes) names.emplace(node.id, node.name);
@@ -154,7 +154,7 @@ struct Aggregator::Parts {
         rebuilt = absl::DataLossError(
             absl::StrCat(rebuilt.message(), "; the salvage failed: ", salvaged.status().message()));
       } else {
-        ReportSalvage(*salvaged);
+        ReportSalvage(*store, *salvaged);
         rebuilt = ingestor->Rebuild();
       }
     }
@@ -254,8 +254,12 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   }
 
   // Storage and windows.
-  absl::StatusOr<std::unique_ptr<storage::Store>> store =
-      storage::Store::Open(options.StorageOptions());
+  storage::StoreOptions store_options = options.StorageOptions();
+  // Damage read while running is salvaged as at start (with --storage-strict, it waits for
+  // the next start, which stops on it).
+  store_options.salvage_when_damaged = !options.storage_strict;
+  store_options.on_salvage = &Parts::ReportSalvage;
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_options);
   if (absl::IsDataLoss(store.status()) && !options.storage_strict) {
     // A database RocksDB cannot open (a damaged MANIFEST, a missing table file): kept for
     // inspection, and an empty one serves meanwhile.
@@ -265,7 +269,7 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
     if (aside.ok()) {
       KLOG(WARNING) << "the damaged store is in " << *aside
                     << " (delete it once inspected); starting with an empty store";
-      store = storage::Store::Open(options.StorageOptions());
+      store = storage::Store::Open(store_options);
     } else {
       KLOG(ERROR) << "cannot move the damaged store aside: " << aside.status();
     }

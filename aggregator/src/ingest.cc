@@ -210,6 +210,10 @@ struct ScrapeLayout {
 struct NodeState {
   NodeId id = 0;
   bool persisted = false;  // the node's dictionary entry is in the store
+  // The store's SalvageEpoch() when the node's and its series' entries were put and its
+  // chain started: behind it, a salvage may have lost them, and they are put (and the
+  // chain started) again.
+  uint64_t salvage_epoch = 0;
   bool has_scrape = false;
   Timestamp last_scrape{};
   std::map<SeriesKey, SeriesState> series;  // live series with at least one stored sample
@@ -585,7 +589,14 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
 
     // 2. The batch: node entry, new series, retirements, closed rollups, the blob.
     storage::ScrapeBatch batch;
-    if (!node.persisted) batch.AddNode(node.id, name);
+    const uint64_t salvage_epoch = store_->SalvageEpoch();
+    if (!node.persisted || node.salvage_epoch != salvage_epoch) batch.AddNode(node.id, name);
+    if (node.persisted && node.salvage_epoch != salvage_epoch) {
+      for (const auto& [key, state] : node.series) {
+        batch.AddSeries(state.id, node.id, EncodeSeriesKey(key));
+      }
+      node.chain.Reset();
+    }
     for (const SeriesKey& key : retired) batch.RetireSeries(node.series.at(key).id, at);
     auto lookup = [&node](const SeriesKey& key) -> std::optional<SeriesId> {
       auto it = node.series.find(key);
@@ -639,6 +650,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
 
     // 3. Committed: update the state, then the engine.
     node.persisted = true;
+    node.salvage_epoch = salvage_epoch;
     node.has_scrape = true;
     node.last_scrape = at;
     for (const SeriesKey& key : retired) {
@@ -778,6 +790,7 @@ Ingestor::NodeMap::iterator Ingestor::RestoreAfterLoss(Shard& shard, NodeMap::it
   NodeState& node = node_it->second;
   const NodeId id = node.id;
   const bool persisted = node.persisted;
+  const uint64_t salvage_epoch = node.salvage_epoch;
   std::vector<std::pair<SeriesId, SeriesKey>> series;
   series.reserve(node.series.size());
   for (const auto& [key, state] : node.series) {
@@ -798,6 +811,7 @@ Ingestor::NodeMap::iterator Ingestor::RestoreAfterLoss(Shard& shard, NodeMap::it
     // Nothing of it is left in the store: it starts anew under its id.
     it->second.id = id;
     it->second.persisted = persisted;
+    it->second.salvage_epoch = salvage_epoch;
   }
   it->second.loss_generation = generation;
   it->second.deleted_pods = std::move(deleted_pods);
@@ -813,6 +827,7 @@ absl::Status Ingestor::RestoreNode(NodeId node_id, const std::string& name,
   NodeState state;
   state.id = node_id;
   state.persisted = true;
+  state.salvage_epoch = store_->SalvageEpoch();
   // Read first: a drop after the reads would be seen at the node's next scrape.
   const uint64_t generation = store_->LossGeneration();
   std::unordered_map<SeriesId, const SeriesKey*> wanted;

@@ -118,8 +118,9 @@ void AggregatorOptions::RegisterFlags(FlagSet& flags) {
   flags.AddBool("storage-strict", &storage_strict,
                 "stop the process on a damaged store instead of serving what can be read: by "
                 "default a store that cannot be read whole is salvaged (what can be read is "
-                "kept, the damaged files moved to <storage-dir>/quarantine-<time>/) and one "
-                "that cannot be opened is moved there and started anew");
+                "kept, the damaged files moved to <storage-dir>/quarantine-<time>/), also when "
+                "the damage is read while running, and one that cannot be opened is moved "
+                "there and started anew");
   flags.AddString("storage-min-free", &storage_min_free,
                   "store writes pause while the volume has less free space than this quantity "
                   "(256Mi, 1Gi), at most a tenth of the volume, and resume when there is room; "

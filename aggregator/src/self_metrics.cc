@@ -78,6 +78,16 @@ class StoreSelfMetrics::Impl {
         salvage_lost_ranges_(Counter(registry, "kubestat_store_salvage_lost_ranges_total",
                                      "Unreadable key ranges the salvages left out (named in "
                                      "the log with their nodes and hours)")),
+        damage_found_(Counter(registry, "kubestat_store_damage_found_total",
+                              "Times a read or a compaction found damage in the store while "
+                              "running (salvaged in the background)")),
+        salvage_errors_(Counter(registry, "kubestat_store_salvage_errors_total",
+                                "Salvages made while running that failed (retried later)")),
+        orphaned_scrapes_(Counter(registry, "kubestat_store_orphaned_scrapes_total",
+                                  "Stored scrapes that reads skipped because the scrape their "
+                                  "blob builds on was lost (each read counts what it skipped)")),
+        salvaging_(Gauge(registry, "kubestat_store_salvaging",
+                         "1 while the store is being salvaged (writes wait in memory)")),
         backlog_written_(Counter(registry, "kubestat_store_backlog_written_batches_total",
                                  "Write batches kept in memory that were written later")),
         lost_batches_(Counter(registry, "kubestat_store_lost_batches_total",
@@ -222,6 +232,10 @@ class StoreSelfMetrics::Impl {
     Advance(reopens_, store.reopens, last_store_.reopens);
     Advance(salvages_, store.salvages, last_store_.salvages);
     Advance(salvage_lost_ranges_, store.salvage_lost_ranges, last_store_.salvage_lost_ranges);
+    Advance(damage_found_, store.damage_found, last_store_.damage_found);
+    Advance(salvage_errors_, store.salvage_errors, last_store_.salvage_errors);
+    Advance(orphaned_scrapes_, store.orphaned_scrapes, last_store_.orphaned_scrapes);
+    salvaging_.Set(store.salvaging ? 1 : 0);
     Advance(lost_batches_, store.batches_lost, last_store_.batches_lost);
     Advance(lost_scrapes_, store.scrapes_lost, last_store_.scrapes_lost);
     backlog_batches_.Set(static_cast<double>(store.backlog_batches));
@@ -282,6 +296,10 @@ class StoreSelfMetrics::Impl {
   prometheus::Counter& reopens_;
   prometheus::Counter& salvages_;
   prometheus::Counter& salvage_lost_ranges_;
+  prometheus::Counter& damage_found_;
+  prometheus::Counter& salvage_errors_;
+  prometheus::Counter& orphaned_scrapes_;
+  prometheus::Gauge& salvaging_;
   prometheus::Counter& backlog_written_;
   prometheus::Counter& lost_batches_;
   prometheus::Counter& lost_scrapes_;

@@ -217,9 +217,12 @@ absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
     uint64_t distance = 0;
     if (!GetVarint(&bytes, &distance)) return absl::DataLossError("scrape blob: truncated");
     const auto reference_ns = static_cast<int64_t>(static_cast<uint64_t>(time_ns) - distance);
-    if (distance == 0 || distance > kMaxDistance || reference == nullptr || reference->empty() ||
-        reference->time_ns() != reference_ns) {
-      return absl::DataLossError(absl::StrCat(
+    if (distance == 0 || distance > kMaxDistance) {
+      return absl::DataLossError(
+          absl::StrCat("scrape blob: chained at a distance of ", distance, "ns, out of range"));
+    }
+    if (reference == nullptr || reference->empty() || reference->time_ns() != reference_ns) {
+      return absl::FailedPreconditionError(absl::StrCat(
           "scrape blob: chained to the blob at ", reference_ns, "ns, which was not read",
           reference == nullptr || reference->empty()
               ? std::string()

@@ -33,6 +33,7 @@
 #include "rocksdb/env.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/options.h"
+#include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/write_batch_with_index.h"
 #include "rocksdb/write_batch.h"
@@ -134,6 +135,12 @@ struct Store::Counters {
   std::atomic<int64_t> lost_through{0};
   std::atomic<bool> low_space{false};     // writes paused for lack of free space
   std::atomic<bool> needs_resume{false};  // a background error RocksDB did not recover from
+  std::atomic<bool> damaged{false};       // a table block failed its checksum; not salvaged yet
+  std::atomic<uint64_t> damage_found{0};
+  mutable std::atomic<uint64_t> orphaned_scrapes{0};
+  mutable std::atomic<bool> orphans_logged{false};
+  std::atomic<uint64_t> salvage_errors{0};
+  std::atomic<bool> stopping{false};  // the store is being closed: a salvage gives up
 };
 
 // The writes RocksDB could not take yet, oldest first, and an index of them that reads
@@ -148,6 +155,9 @@ struct Store::Backlog {
   // The reserve was removed for an open and is not back yet: writes wait until there is
   // room for it again, so that the next open has it too.
   std::atomic<bool> reserve_missing{false};
+  // A salvage made while running copies the database: writes wait in the backlog, which is
+  // not drained, and the handle is not replaced, until the copy takes its place.
+  std::atomic<bool> salvaging{false};
   // Taken by writes while the volume is nearly full (kSerialWritesBelow).
   std::mutex near_full_writes;
   // Holds batches; read without the lock as a hint, settled under it.
@@ -359,6 +369,10 @@ class Store::Listener final : public rocksdb::EventListener {
     KLOG(ERROR) << "store: RocksDB background error in " << dir_ << " (" << ReasonName(reason)
                 << "): " << error->ToString() << "; writes fail until it is resumed from";
     counters_->needs_resume.store(true);
+    // Damage a compaction read: the store salvages itself (Store::MaybeStartSalvage).
+    if (error->IsCorruption() && !counters_->damaged.exchange(true)) {
+      counters_->damage_found.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override {
     if (info.new_bg_error.ok()) {
@@ -415,6 +429,9 @@ absl::Status StoreOptions::Validate() const {
   }
   if (write_buffer_bytes < (size_t{1} << 20)) {
     return absl::InvalidArgumentError("write_buffer_bytes: must be at least 1 MiB");
+  }
+  if (salvage_retry < Duration(0)) {
+    return absl::InvalidArgumentError("salvage_retry: must not be negative");
   }
   if (ack_marker_interval < Duration(0)) {
     return absl::InvalidArgumentError("ack_marker_interval: must not be negative");
@@ -585,8 +602,55 @@ constexpr std::string_view kIdFloorKey = "Mid-floor";
 // How far the id counters jump past the highest id left when dictionary entries were lost.
 constexpr uint32_t kNodeIdJump = 1u << 16;
 constexpr uint64_t kSeriesIdJump = uint64_t{1} << 32;
-// Bytes of copied keys per write into the new database.
-constexpr size_t kSalvageBatchBytes = 4 << 20;
+// Bytes of copied keys per table file the salvage writes.
+constexpr size_t kSalvageFileBytes = 64 << 20;
+
+// The salvage's copy: keys in ascending order written straight into table files of about
+// kSalvageFileBytes in `dir`, which the new database then takes whole
+// (DB::IngestExternalFile): no memtable, log or compaction on the way, so a copy runs at
+// the speed of reading and compressing (a write through the memtable stalled on level-0
+// files and ran at a third of it). The files are compressed as the bottommost level is.
+class TableFileCopy {
+ public:
+  TableFileCopy(rocksdb::Options options, fs::path dir)
+      : options_(std::move(options)), dir_(std::move(dir)) {}
+
+  rocksdb::Status Put(const rocksdb::Slice& key, const rocksdb::Slice& value) {
+    if (!writer_) {
+      std::error_code ec;
+      fs::create_directories(dir_, ec);
+      writer_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), options_);
+      files_.push_back((dir_ / absl::StrCat("copy-", files_.size(), ".sst")).string());
+      if (rocksdb::Status s = writer_->Open(files_.back()); !s.ok()) return s;
+      bytes_ = 0;
+    }
+    if (rocksdb::Status s = writer_->Put(key, value); !s.ok()) return s;
+    bytes_ += key.size() + value.size();
+    return bytes_ >= kSalvageFileBytes ? Finish() : rocksdb::Status::OK();
+  }
+  // Ends the file being written (if any).
+  rocksdb::Status Finish() {
+    if (!writer_) return rocksdb::Status::OK();
+    rocksdb::Status s = writer_->Finish();
+    writer_.reset();
+    return s;
+  }
+  // Moves every file into `db`.
+  rocksdb::Status IngestInto(rocksdb::DB* db) {
+    if (rocksdb::Status s = Finish(); !s.ok()) return s;
+    if (files_.empty()) return rocksdb::Status::OK();
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;
+    return db->IngestExternalFile(files_, ingest);
+  }
+
+ private:
+  const rocksdb::Options options_;
+  const fs::path dir_;
+  std::unique_ptr<rocksdb::SstFileWriter> writer_;
+  std::vector<std::string> files_;
+  uint64_t bytes_ = 0;
+};
 
 // The node id in a 'B', 'R' or 'H' key; nullopt for other keys.
 std::optional<NodeId> NodeOfKey(std::string_view key) {
@@ -864,6 +928,13 @@ Store::Store(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
       ledger_(std::make_unique<AckLedger>(options_.dir)) {}
 
 Store::~Store() {
+  counters_->stopping.store(true);
+  std::thread salvage;
+  {
+    std::lock_guard hold(salvage_mu_);
+    salvage = std::move(salvage_thread_);
+  }
+  if (salvage.joinable()) salvage.join();
   std::unique_lock lock(backlog_->mu);
   if (backlog_->active.load()) {
     backlog_->next_drain = {};
@@ -1074,6 +1145,7 @@ absl::Status Store::ReadyToWrite(uint64_t free) {
 }
 
 absl::Status Store::Write(const ScrapeBatch& batch) {
+  if (counters_->damaged.load(std::memory_order_relaxed)) MaybeStartSalvage();
   // The nodes' new totals travel in the batch, so the database's always match its scrapes.
   std::vector<std::pair<NodeId, Ack>> acks;
   if (!batch.stamps_.empty() && !batch.acks_put_) {
@@ -1091,7 +1163,10 @@ absl::Status Store::Write(const ScrapeBatch& batch) {
     // next write sees the failure (`reopen`) and waits instead.
     std::unique_lock serial(backlog_->near_full_writes, std::defer_lock);
     if (free < kSerialWritesBelow) serial.lock();
-    if (backlog_->active.load() || backlog_->reopen.load() || !db_) {
+    if (backlog_->salvaging.load()) {
+      ready = absl::UnavailableError(absl::StrCat(
+          "store: writes wait in memory while damage found in ", options_.dir, " is salvaged"));
+    } else if (backlog_->active.load() || backlog_->reopen.load() || !db_) {
       ready = absl::UnavailableError("store: writes wait in memory");
     } else {
       ready = ReadyToWrite(free);
@@ -1136,7 +1211,7 @@ absl::Status Store::Write(const ScrapeBatch& batch) {
     batch.SettleChains(/*written=*/false);
     if (backlog_->reopen.load()) {
       std::unique_lock lock(backlog_->mu);
-      if (backlog_->reopen.load()) (void)ReopenLocked();
+      if (backlog_->reopen.load() && !backlog_->salvaging.load()) (void)ReopenLocked();
     }
     return ready;
   }
@@ -1172,7 +1247,7 @@ absl::Status Store::Defer(const ScrapeBatch& batch, const absl::Status& why) {
 void Store::DrainLocked() {
   Backlog& b = *backlog_;
   const auto now = std::chrono::steady_clock::now();
-  if (now < b.next_drain) return;
+  if (now < b.next_drain || b.salvaging.load()) return;
   b.next_drain = {};
   if (b.reopen.load()) {
     if (absl::Status reopened = ReopenLocked(); !reopened.ok()) {
@@ -1321,14 +1396,39 @@ uint64_t Store::BacklogBytesLocked() const {
 uint64_t Store::LossGeneration() const { return backlog_->loss_generation.load(); }
 
 std::string Store::DegradedReason() const {
-  if (!backlog_->active.load()) return "";
+  std::string damage;
+  if (backlog_->salvaging.load()) {
+    damage = absl::StrCat("damage read in ", options_.dir, " while running is being salvaged");
+  } else if (counters_->damaged.load()) {
+    damage = absl::StrCat(
+        "damage read in ", options_.dir, " while running ",
+        options_.salvage_when_damaged ? "waits for a salvage" : "is salvaged at the next start");
+  }
+  if (!backlog_->active.load()) return damage;
   std::shared_lock lock(backlog_->mu);
-  if (!backlog_->active.load()) return "";
+  if (!backlog_->active.load()) return damage;
   const auto since = std::chrono::duration_cast<std::chrono::seconds>(
       std::chrono::system_clock::now() - backlog_->since);
-  return absl::StrCat("writes to ", options_.dir, " have been kept in memory for ", since.count(),
-                      "s (", backlog_->batches.size(), " batches, ", BacklogBytesLocked(),
+  return absl::StrCat(damage, damage.empty() ? "" : "; ", "writes to ", options_.dir,
+                      " have been kept in memory for ", since.count(), "s (",
+                      backlog_->batches.size(), " batches, ", BacklogBytesLocked(),
                       " bytes of at most ", options_.backlog_bytes, "): ", backlog_->why);
+}
+
+uint64_t Store::SalvageEpoch() const { return salvage_epoch_.load(); }
+
+void Store::NoteDamage(const rocksdb::Status& s) const {
+  if (!s.IsCorruption() || counters_->damaged.exchange(true)) return;
+  counters_->damage_found.fetch_add(1, std::memory_order_relaxed);
+  KLOG(ERROR) << "store: a read found damage in " << options_.dir << ": " << s.ToString()
+              << (options_.salvage_when_damaged ? "; the store will be salvaged"
+                                                : "; it is salvaged at the next start");
+}
+
+absl::Status Store::ReadFailed(const char* what, const rocksdb::Status& s) const {
+  counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+  NoteDamage(s);
+  return ReadError(what, s);
 }
 
 absl::StatusOr<Dictionary> Store::LoadDictionary() const {
@@ -1360,8 +1460,7 @@ absl::StatusOr<Dictionary> Store::LoadDictionary() const {
     dict.series.push_back({id, keys::GetU32(value), std::string(value.substr(4))});
   }
   if (!it->status().ok()) {
-    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return ReadError("reading the dictionary", it->status());
+    return ReadFailed("reading the dictionary", it->status());
   }
   return dict;
 }
@@ -1395,7 +1494,21 @@ absl::Status Store::ScanBlobs(const Reader& reader, NodeId node, int64_t lo, int
     for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
       const int64_t t = keys::BlobTime(ToView(it->key()));
       if (t > hi) return absl::OkStatus();
-      if (absl::Status s = DecodeScrapeBlob(ToView(it->value()), t, &state, &values); !s.ok()) {
+      absl::Status s = DecodeScrapeBlob(ToView(it->value()), t, &state, &values);
+      if (absl::IsFailedPrecondition(s)) {
+        // The blob its chain builds on is gone (a salvage stepped over it): this scrape and
+        // the rest of its chain, up to the next key blob, are lost; the read goes on.
+        counters_->orphaned_scrapes.fetch_add(1, std::memory_order_relaxed);
+        if (!counters_->orphans_logged.exchange(true)) {
+          KLOG(WARNING) << "store: the scrape of node " << node << " at " << t << "ns in "
+                        << options_.dir << " builds on one that was lost: it is skipped, with "
+                        << "the rest of its chain (kubestat_store_orphaned_scrapes_total counts "
+                           "every one; logged once)";
+        }
+        state.Clear();
+        continue;
+      }
+      if (!s.ok()) {
         counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
         return absl::DataLossError(
             absl::StrCat("store: scrape of node ", node, " at ", t, "ns: ", s.message()));
@@ -1407,8 +1520,7 @@ absl::Status Store::ScanBlobs(const Reader& reader, NodeId node, int64_t lo, int
     ++hour;
   }
   if (!it->status().ok()) {
-    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return ReadError("reading scrapes", it->status());
+    return ReadFailed("reading scrapes", it->status());
   }
   return absl::OkStatus();
 }
@@ -1480,8 +1592,7 @@ absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestam
     first = true;
   }
   if (!it->status().ok()) {
-    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return ReadError("reading scrapes", it->status());
+    return ReadFailed("reading scrapes", it->status());
   }
   return absl::OkStatus();
 }
@@ -1495,8 +1606,7 @@ absl::StatusOr<std::vector<SeriesValue>> Store::GetScrape(NodeId node, Timestamp
     return absl::NotFoundError(absl::StrCat("store: no scrape of node ", node, " at ", t, "ns"));
   }
   if (!s.ok()) {
-    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return ReadError("reading a scrape", s);
+    return ReadFailed("reading a scrape", s);
   }
   std::vector<SeriesValue> values;
   if (!IsChainedScrapeBlob(value)) {
@@ -1558,8 +1668,7 @@ absl::Status Store::ReadHistory(std::string_view owner_prefix, Timestamp after, 
     }
   }
   if (!it->status().ok()) {
-    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return ReadError("reading usage history", it->status());
+    return ReadFailed("reading usage history", it->status());
   }
   return absl::OkStatus();
 }
@@ -1598,8 +1707,7 @@ absl::Status Store::ReadBuckets(const Reader& reader, char tag, NodeId node, Tim
     ++hour;
   }
   if (!it->status().ok()) {
-    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
-    return ReadError("reading rollups", it->status());
+    return ReadFailed("reading rollups", it->status());
   }
   return absl::OkStatus();
 }
@@ -1620,7 +1728,7 @@ absl::Status Store::ApplyRetention(Timestamp now) {
   // Data removed under a backlog would come back when the backlog is written: retention
   // waits until it is.
   std::shared_lock lock(backlog_->mu);
-  if (backlog_->active.load() || !db_) {
+  if (backlog_->active.load() || backlog_->salvaging.load() || !db_) {
     return fail("writes wait in memory", rocksdb::Status::Busy());
   }
   rocksdb::WriteOptions w;
@@ -1737,6 +1845,10 @@ StoreStats Store::Stats() const {
   s.scrapes_lost = counters_->scrapes_lost.load();
   s.salvages = counters_->salvages.load();
   s.salvage_lost_ranges = counters_->salvage_lost_ranges.load();
+  s.damage_found = counters_->damage_found.load();
+  s.orphaned_scrapes = counters_->orphaned_scrapes.load();
+  s.salvage_errors = counters_->salvage_errors.load();
+  s.salvaging = backlog_->salvaging.load();
   if (counters_->scrapes_lost.load() > 0) {
     s.lost_from = keys::AtNanos(counters_->lost_from.load());
     s.lost_through = keys::AtNanos(counters_->lost_through.load());
@@ -1760,6 +1872,76 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
   if (!backlog_->batches.empty()) {
     return absl::FailedPreconditionError("store: cannot salvage while writes wait in memory");
   }
+  if (backlog_->salvaging.exchange(true)) {
+    return absl::FailedPreconditionError("store: a salvage is already under way");
+  }
+  SalvageReport report;
+  bool lost_dictionary = false;
+  absl::Status s = CopyReadable(&report, &lost_dictionary);
+  if (s.ok()) s = AdoptCopyLocked(&report, lost_dictionary, /*at_start=*/true);
+  backlog_->salvaging.store(false);
+  if (!s.ok()) return s;
+  return report;
+}
+
+void Store::MaybeStartSalvage() {
+  if (!options_.salvage_when_damaged || counters_->stopping.load()) return;
+  std::lock_guard lock(salvage_mu_);
+  if (backlog_->salvaging.load() || std::chrono::steady_clock::now() < next_salvage_) return;
+  if (salvage_thread_.joinable()) salvage_thread_.join();  // the last one, ended
+  backlog_->salvaging.store(true);
+  salvage_thread_ = std::thread([this] { SalvageWhileRunning(); });
+}
+
+void Store::SalvageWhileRunning() {
+  // Writes that went on to RocksDB before `salvaging` was set end first; later ones wait.
+  { std::unique_lock barrier(backlog_->mu); }
+  KLOG(ERROR) << "store: salvaging " << options_.dir
+              << " after damage read while running; writes wait in memory and reads are "
+                 "answered from the damaged database meanwhile";
+  const auto start = std::chrono::steady_clock::now();
+  SalvageReport report;
+  bool lost_dictionary = false;
+  absl::Status s = CopyReadable(&report, &lost_dictionary);
+  {
+    std::unique_lock lock(backlog_->mu);
+    if (s.ok()) s = AdoptCopyLocked(&report, lost_dictionary, /*at_start=*/false);
+    if (s.ok()) {
+      salvage_epoch_.fetch_add(1);
+    } else {
+      // The damaged database (or, were it closed, a new handle) takes writes again.
+      backlog_->reopen.store(true);
+    }
+    backlog_->salvaging.store(false);
+    backlog_->next_drain = {};
+    if (backlog_->active.load() && !counters_->stopping.load()) DrainLocked();
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  if (!s.ok()) {
+    if (counters_->stopping.load()) {
+      KLOG(WARNING) << "store: the salvage of " << options_.dir
+                    << " stopped with the store; the next start salvages it";
+      return;
+    }
+    counters_->salvage_errors.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(salvage_mu_);
+      next_salvage_ = std::chrono::steady_clock::now() + options_.salvage_retry;
+    }
+    KLOG(ERROR) << "store: the salvage of " << options_.dir << " failed after " << took.count()
+                << " ms: " << s.message() << "; the damaged database stays in use and is salvaged "
+                << "again in " << Describe(options_.salvage_retry);
+    return;
+  }
+  KLOG(WARNING) << "store: the salvage of " << options_.dir << " took " << took.count() << " ms";
+  if (options_.on_salvage && !counters_->stopping.load()) options_.on_salvage(*this, report);
+}
+
+absl::Status Store::CopyReadable(SalvageReport* report_out, bool* lost_dictionary_out) {
+  if (!db_) return absl::UnavailableError("store: salvage: the database is not open");
+  SalvageReport& report = *report_out;
+  bool& lost_dictionary = *lost_dictionary_out;
   const fs::path dir = options_.dir;
   const fs::path salvage = dir / std::string(kSalvageDir);
   std::error_code ec;
@@ -1774,8 +1956,6 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
   if (!copy.ok()) return copy.status();
   rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
 
-  SalvageReport report;
-  bool lost_dictionary = false;
   auto abandon = [&](const rocksdb::Status& why, const char* doing) {
     (*copy)->Close().PermitUncheckedError();
     copy->reset();
@@ -1787,9 +1967,8 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
   read.fill_cache = false;
   read.verify_checksums = true;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read));
-  rocksdb::WriteBatch batch;
-  rocksdb::WriteOptions write;
-  write.disableWAL = true;  // flushed and synced before it is used
+  const fs::path files = salvage / "tables";
+  TableFileCopy table_copy((*copy)->GetOptions(), files);
   // Where to step on from when the damage comes before any key could be read.
   std::string smallest;
   {
@@ -1803,15 +1982,14 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
   it->SeekToFirst();
   while (true) {
     if (it->Valid()) {
-      batch.Put(it->key(), it->value());
+      if (rocksdb::Status s = table_copy.Put(it->key(), it->value()); !s.ok()) {
+        return abandon(s, "writing the copy");
+      }
       ++report.kept_keys;
       report.kept_bytes += it->key().size() + it->value().size();
       last = it->key().ToString();
-      if (batch.GetDataSize() >= kSalvageBatchBytes) {
-        if (rocksdb::Status s = (*copy)->Write(write, &batch); !s.ok()) {
-          return abandon(s, "writing the copy");
-        }
-        batch.Clear();
+      if (report.kept_keys % 4096 == 0 && counters_->stopping.load()) {
+        return abandon(rocksdb::Status::Aborted("the store is closing"), "stopped");
       }
       it->Next();
       continue;
@@ -1836,9 +2014,15 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
     if (!resumed) break;
   }
   it.reset();
+  if (rocksdb::Status s = table_copy.IngestInto(copy->get()); !s.ok()) {
+    return abandon(s, "moving the copied tables into the new database");
+  }
+  fs::remove_all(files, ec);
   // The format marker, whether or not it could be read.
-  batch.Put(ToSlice(kFormatKey), ToSlice(kFormatValue));
-  if (rocksdb::Status s = (*copy)->Write(write, &batch); !s.ok()) {
+  rocksdb::WriteOptions write;
+  write.disableWAL = true;  // flushed and synced before it is used
+  if (rocksdb::Status s = (*copy)->Put(write, ToSlice(kFormatKey), ToSlice(kFormatValue));
+      !s.ok()) {
     return abandon(s, "writing the copy");
   }
   if (rocksdb::Status s = (*copy)->Flush(rocksdb::FlushOptions()); !s.ok()) {
@@ -1855,19 +2039,29 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
           absl::StrCat("store: cannot mark the salvage of ", dir.string(), " complete"));
     }
   }
-  if (absl::Status s = SyncDirectory(salvage); !s.ok()) return s;
+  return SyncDirectory(salvage);
+}
 
+absl::Status Store::AdoptCopyLocked(SalvageReport* report_out, bool lost_dictionary,
+                                    bool at_start) {
+  SalvageReport& report = *report_out;
+  const fs::path dir = options_.dir;
   // From here the copy replaces the database.
   (void)db_->Close();
   db_.reset();
   absl::StatusOr<fs::path> quarantine = SwapInSalvage(dir);
   if (!quarantine.ok()) return quarantine.status();  // the next Open finishes it
   report.quarantine_dir = quarantine->string();
+  uint64_t dropped = 0;
   absl::StatusOr<std::unique_ptr<rocksdb::DB>> opened =
       OpenDatabase(options_, listener_, /*reopen=*/true, &dropped);
   if (!opened.ok()) return opened.status();
   db_ = *std::move(opened);
-  if (absl::Status s = LoadIdCounters(); !s.ok()) return s;
+  backlog_->reopen.store(false);
+  counters_->needs_resume.store(false);
+  if (at_start) {
+    if (absl::Status s = LoadIdCounters(); !s.ok()) return s;
+  }
   if (lost_dictionary) {
     // Stored data may use ids whose dictionary entries were lost: they are never handed out
     // again, also after a restart.
@@ -1884,18 +2078,20 @@ absl::StatusOr<SalvageReport> Store::Salvage() {
     next_node_id_.store(node_floor);
     next_series_id_.store(series_floor);
   }
-  // The copy's totals of acknowledged scrapes are what it holds now.
-  if (AckTable stored; LoadAcks(&stored).ok()) {
+  // At start, the copy's totals of acknowledged scrapes are what it holds now. While
+  // running, the ledger goes on: the backlog's batches carry totals it handed out.
+  if (AckTable stored; at_start && LoadAcks(&stored).ok()) {
     ledger_->Reset(std::move(stored));
-    PersistAcks(/*force=*/true);
   }
+  PersistAcks(/*force=*/true);
+  counters_->damaged.store(false);
   counters_->salvages.fetch_add(1, std::memory_order_relaxed);
   counters_->salvage_lost_ranges.fetch_add(report.lost.size(), std::memory_order_relaxed);
   KLOG(WARNING) << "store: salvaged " << dir.string() << ": kept " << report.kept_keys << " keys ("
                 << report.kept_bytes << " bytes), " << report.lost.size()
                 << " unreadable ranges stepped over; the damaged files are in "
                 << report.quarantine_dir << " (delete them once inspected)";
-  return report;
+  return absl::OkStatus();
 }
 
 }  // namespace kubestat::storage

@@ -167,7 +167,13 @@ std::string NodeTimestampThroughKubectl(const fs::path& dir) {
 bool ServesFreshThroughKubectl(const fs::path& dir, std::chrono::seconds deadline) {
   const std::string now =
       FormatRfc3339(std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
-  return PollUntil([&] { return NodeTimestampThroughKubectl(dir) > now; }, deadline);
+  if (!PollUntil([&] { return NodeTimestampThroughKubectl(dir) > now; }, deadline)) return false;
+  // kubectl top reads the same object (in protobuf, as it asks) and prints no time.
+  const RunResult top = Run(
+      *FindOnPath("kubectl"),
+      {"--kubeconfig=" + (dir / "kubeconfig").string(), "top", "node", "node-0000", "--no-headers"},
+      dir / "kubectl-top.log", std::chrono::seconds(30));
+  return top.exit_code == 0 && top.output.starts_with("node-0000 ");
 }
 
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {

@@ -134,7 +134,8 @@ std::vector<std::string> SimAggregatorFlags(const std::filesystem::path& dir, in
 // dir/kubectl.log.
 std::string NodeTimestampThroughKubectl(const std::filesystem::path& dir);
 // True once NodeTimestampThroughKubectl(dir) is later than the time of the call, polled for
-// up to `deadline`: the metrics API serves fresh data.
+// up to `deadline`, and `kubectl top node node-0000` then prints node-0000's row: the
+// metrics API serves fresh data, and kubectl top shows it.
 bool ServesFreshThroughKubectl(const std::filesystem::path& dir, std::chrono::seconds deadline);
 
 // GET http://127.0.0.1:port/path; the body of a 200 answer, else std::nullopt.

@@ -248,12 +248,7 @@ TEST(StorageFaultsTest, AGarbledWriteAheadLogIsReportedAsTheScrapesItLostWithThe
   }
   // Garble 64 bytes in the middle of what the log held then, as a torn or bad disk write
   // would: RocksDB's replay drops every record from there on.
-  {
-    std::fstream file(wal, std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(static_cast<std::streamoff>(written / 2));
-    const std::string garbage(64, '\xA5');
-    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
-  }
+  testing::Garble(wal, written / 2, 64, '\xA5');
 
   Process aggregator(KUBESTAT_AGGREGATOR_BINARY, args, dir / "aggregator-2.log");
   const auto log2 = [&dir] { return ReadAll((dir / "aggregator-2.log").string()); };
@@ -415,14 +410,7 @@ TEST(StorageFaultsTest, ACorruptTableFileIsSalvagedAndEveryNodeServedWithoutARes
     }
   }
   ASSERT_FALSE(table.empty());
-  {
-    std::mt19937 random(7);
-    std::string garbage(4096, '\0');
-    for (char& c : garbage) c = static_cast<char>(random());
-    std::fstream file(table, std::ios::in | std::ios::out | std::ios::binary);
-    file.write(garbage.data(), static_cast<std::streamsize>(std::min<uintmax_t>(
-                                   garbage.size(), std::filesystem::file_size(table) / 2)));
-  }
+  testing::Garble(table, 0, std::min<size_t>(4096, std::filesystem::file_size(table) / 2), 7u);
 
   ASSERT_TRUE(run.StartAggregator({"--storage-strict"}, /*expect_ready=*/false));
   EXPECT_EQ(run.aggregator()->Wait(std::chrono::seconds(60)), 1) << run.LogText();

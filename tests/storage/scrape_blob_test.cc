@@ -130,15 +130,15 @@ TEST(ScrapeBlobTest, AChainedBlobNeedsItsReference) {
   ASSERT_TRUE(IsChainedScrapeBlob(bytes));
   std::vector<SeriesValue> out;
   EXPECT_EQ(DecodeScrapeBlob(bytes, kT0 + 10 * kSecond, nullptr, &out).code(),
-            absl::StatusCode::kDataLoss);
+            absl::StatusCode::kFailedPrecondition);
   const BlobChainState empty;
   EXPECT_EQ(DecodeScrapeBlob(bytes, kT0 + 10 * kSecond, &empty, &out).code(),
-            absl::StatusCode::kDataLoss);
+            absl::StatusCode::kFailedPrecondition);
   // A reference at another time (a blob in between was lost) is not used.
   BlobChainState other;
   other.Advance(nullptr, kT0 + kSecond, a);
   absl::Status s = DecodeScrapeBlob(bytes, kT0 + 10 * kSecond, &other, &out);
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find(std::to_string(kT0)), std::string::npos) << s;
   EXPECT_TRUE(out.empty());
   // The same bytes at another time of their own point to another reference.

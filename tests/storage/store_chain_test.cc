@@ -258,7 +258,7 @@ TEST_F(StoreChainTest, AFailedOrUnwrittenBatchMakesTheNextBlobAKeyBlob) {
   EXPECT_EQ(Diff(ReadRange(*store_, 1, Timestamp::min(), Timestamp::max()), written), "");
 }
 
-TEST_F(StoreChainTest, ALostBlobCostsTheRestOfItsSlotOnly) {
+TEST_F(StoreChainTest, ALostBlobCostsTheRestOfItsSlotOnlyAndTheReadGoesOn) {
   Fill();
   // Delete one chained blob of node 1 in the slot starting at kT0 + 10 min.
   const Timestamp slot = kT0 + minutes(10);
@@ -279,12 +279,18 @@ TEST_F(StoreChainTest, ALostBlobCostsTheRestOfItsSlotOnly) {
   EXPECT_EQ(Diff(ReadRange(*store_, 1, slot + minutes(5) - Duration(1), Timestamp::max()),
                  Expected(scrapes1_, slot + minutes(5) - Duration(1), Timestamp::max())),
             "");
-  // Inside the slot, after the loss: DataLoss naming the missing reference.
-  absl::Status s = store_->ReadScrapes(1, lost, slot + minutes(5) - Duration(1),
-                                       [](Timestamp, std::span<const SeriesValue>) {});
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(s.message().find(std::to_string(keys::Nanos(lost))), std::string::npos) << s;
-  EXPECT_EQ(store_->Stats().read_errors, 1u);
+  // Inside the slot, after the loss: nothing (each blob there builds on the lost one), and
+  // the read of the whole node gets every other scrape.
+  EXPECT_EQ(store_->Stats().orphaned_scrapes, 0u);
+  EXPECT_TRUE(ReadRange(*store_, 1, lost, slot + minutes(5) - Duration(1)).empty());
+  const uint64_t orphans = store_->Stats().orphaned_scrapes;
+  const Scrapes orphaned = Expected(scrapes1_, lost, slot + minutes(5) - Duration(1));
+  EXPECT_EQ(orphans, orphaned.size());
+  Scrapes rest = scrapes1_;
+  rest.erase(lost);
+  for (const auto& [t, values] : orphaned) rest.erase(t);
+  EXPECT_EQ(Diff(ReadRange(*store_, 1, Timestamp::min(), Timestamp::max()), rest), "");
+  EXPECT_EQ(store_->Stats().read_errors, 0u);
 }
 
 TEST_F(StoreChainTest, Version1BlobsAreStillRead) {

@@ -105,8 +105,8 @@ class BlobChainState {
                                               std::string* out);
 
 // Replaces *values with the decoded blob at `time_ns`. A chained blob needs `reference`
-// holding the blob it was chained to (same time); otherwise DataLoss naming the missing
-// reference's time. DataLoss on malformed input; *values is then empty.
+// holding the blob it was chained to (same time); otherwise FailedPrecondition naming the
+// missing reference's time. DataLoss on malformed input; *values is then empty.
 [[nodiscard]] absl::Status DecodeScrapeBlob(std::string_view bytes, int64_t time_ns,
                                             const BlobChainState* reference,
                                             std::vector<SeriesValue>* values);

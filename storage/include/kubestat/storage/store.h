@@ -76,6 +76,18 @@
 // acknowledged, and an open compares the two (RecoveryLosses(): per node, how many scrapes
 // and samples, in which time range; logged and counted).
 //
+// Damage found while running (a compaction or a read meets a table block that fails its
+// checksum) is salvaged while the store goes on: a background thread copies what can be
+// read into a new database (as Salvage() does at start), writes wait in the backlog
+// meanwhile and reads are answered from the damaged database; then the copy takes its
+// place, the backlog is written into it, StoreOptions::on_salvage hears what was lost, and
+// SalvageEpoch() advances, so that the writer puts the dictionary entries of what it still
+// writes again and starts its scrape chains anew (either may have been among the loss). A
+// salvage that fails (no room for the copy) leaves the damaged database in use and is tried
+// again after a while. A chained blob whose earlier blob was lost (a salvage stepped over
+// it) is skipped by reads with the rest of its chain, at most a chain slot (5 minutes) of
+// the node, and counted (StoreStats::orphaned_scrapes): the read goes on.
+//
 // Durability: every ScrapeBatch is one RocksDB WriteBatch with the WAL on, so a batch is
 // applied entirely or not at all, and an acknowledged batch survives `kill -9`. With
 // `sync` it also survives a power loss (fsync per batch).
@@ -97,9 +109,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -111,10 +125,14 @@
 namespace rocksdb {
 class DB;
 class EventListener;
+class Status;
 class WriteBatch;
 }  // namespace rocksdb
 
 namespace kubestat::storage {
+
+class Store;
+struct SalvageReport;
 
 struct StoreOptions {
   // Directory of the database; created when missing. Default: "" (must be set)
@@ -148,6 +166,15 @@ struct StoreOptions {
   // not seen at the next open. Also rewritten at close. At least 0 (every write).
   // Default: 5s
   Duration ack_marker_interval = std::chrono::seconds(5);
+  // Salvage damage found while running (see the file comment); false: writes that RocksDB
+  // refuses after it wait in the backlog, and the damage waits for a salvage at the next
+  // open. Default: true
+  bool salvage_when_damaged = true;
+  // Hears each salvage made while running, on the salvage's thread, with no lock of the
+  // store held (it may read `store`, the store salvaged). Default: none
+  std::function<void(const Store& store, const SalvageReport&)> on_salvage;
+  // How long after a salvage that failed the next is tried. Default: 10 min
+  Duration salvage_retry = std::chrono::minutes(10);
 
   // InvalidArgument naming the field.
   [[nodiscard]] absl::Status Validate() const;
@@ -182,7 +209,12 @@ struct StoreStats {
   uint64_t scrapes_lost = 0;           // node scrapes in those batches
   uint64_t salvages = 0;               // Salvage() calls that replaced the database
   uint64_t salvage_lost_ranges = 0;    // unreadable ranges they stepped over
-  Timestamp lost_from{};               // the oldest and newest scrape lost (zero: none lost)
+  uint64_t damage_found = 0;           // times damage was found while running
+  uint64_t orphaned_scrapes =
+      0;                        // stored scrapes skipped by reads: the blob they build on was lost
+  uint64_t salvage_errors = 0;  // salvages made while running that failed
+  bool salvaging = false;       // a salvage is copying the database now
+  Timestamp lost_from{};        // the oldest and newest scrape lost (zero: none lost)
   Timestamp lost_through{};
 };
 
@@ -360,6 +392,10 @@ class Store {
   uint64_t LossGeneration() const;
   // Why writes are not durable now ("" when they go to RocksDB): for health and logs.
   std::string DegradedReason() const;
+  // Advanced by each salvage made while running: a writer that remembers what it wrote puts
+  // its nodes' and live series' dictionary entries into its next batches again and resets
+  // its scrape chains (ScrapeChain::Reset), as what they name may have been lost.
+  uint64_t SalvageEpoch() const;
 
   // Every node and live series.
   [[nodiscard]] absl::StatusOr<Dictionary> LoadDictionary() const;
@@ -445,6 +481,19 @@ class Store {
   // Closes and opens RocksDB again after a failed write, when there is room to (the
   // backlog's lock held exclusively).
   absl::Status ReopenLocked();
+  // Damage was read (`s` a RocksDB Corruption): starts a salvage when one is allowed.
+  void NoteDamage(const rocksdb::Status& s) const;
+  // Counts a failed read, notes damage, and returns ReadError's status.
+  absl::Status ReadFailed(const char* what, const rocksdb::Status& s) const;
+  // Starts the salvage thread when damage was noted and no salvage runs or waits to retry.
+  void MaybeStartSalvage();
+  // The salvage thread: copies, then swaps the copy in and writes the backlog into it.
+  void SalvageWhileRunning();
+  // Copies every readable key of the database into a new one in <dir>/salvage (Salvage's
+  // first half); no lock held, the database must not be written or replaced meanwhile.
+  absl::Status CopyReadable(SalvageReport* report, bool* lost_dictionary);
+  // Replaces the database with the finished copy (the backlog's lock held exclusively).
+  absl::Status AdoptCopyLocked(SalvageReport* report, bool lost_dictionary, bool at_start);
   // Drops the oldest backlog batches but their dictionary entries until the backlog holds
   // at most `keep` bytes (the backlog's lock held).
   void ShedLocked(uint64_t keep);
@@ -478,6 +527,11 @@ class Store {
   std::atomic<uint32_t> next_node_id_{1};
   std::atomic<uint64_t> next_series_id_{1};
   std::atomic<int64_t> retained_from_hour_{INT64_MIN};
+  std::atomic<uint64_t> salvage_epoch_{0};
+  // The salvage made while running (MaybeStartSalvage); joined at destruction.
+  std::mutex salvage_mu_;
+  std::thread salvage_thread_;
+  std::chrono::steady_clock::time_point next_salvage_{};  // guarded by salvage_mu_
 };
 
 }  // namespace kubestat::storage
