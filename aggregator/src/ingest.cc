@@ -34,11 +34,6 @@ using windows::UsageHistogram;
 namespace {
 
 int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
-constexpr int64_t kHourNanos = int64_t{3600} * 1000 * 1000 * 1000;
-int64_t HourOf(Timestamp t) {
-  const int64_t ns = Nanos(t);
-  return ns >= 0 ? ns / kHourNanos : -((-(ns + 1)) / kHourNanos) - 1;
-}
 
 // The previous reading of a cumulative cpu counter.
 struct CpuCounter {
@@ -703,9 +698,8 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
 }
 
 void Ingestor::MaybeApplyRetention(Timestamp time) {
-  const int64_t hour = HourOf(time);
-  int64_t done = retention_hour_.load();
-  if (hour <= done || !retention_hour_.compare_exchange_strong(done, hour)) return;
+  // The store makes one pass per hour and tries a failed one again a minute later: a gate
+  // of the ingestor's own in front would keep that retry from coming until the next hour.
   if (!store_->ApplyRetention(time).ok()) {
     counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
   }

@@ -1712,16 +1712,23 @@ absl::Status Store::ReadBuckets(const Reader& reader, char tag, NodeId node, Tim
   return absl::OkStatus();
 }
 
+// How long after a retention pass that failed (writes waiting in memory, say) the next call
+// tries again, in the time the calls pass.
+constexpr Duration kRetentionRetry = std::chrono::minutes(1);
+
 absl::Status Store::ApplyRetention(Timestamp now) {
   const int64_t cutoff_ns = keys::Nanos(now) - options_.retention.count();
   const int64_t cutoff_hour = keys::HourOf(cutoff_ns);
   int64_t done = retained_from_hour_.load();
-  if (cutoff_hour <= done || !retained_from_hour_.compare_exchange_strong(done, cutoff_hour)) {
-    return absl::OkStatus();  // this hour is done (or another thread is doing it)
+  if (cutoff_hour <= done || keys::Nanos(now) < retention_retry_ns_.load() ||
+      !retained_from_hour_.compare_exchange_strong(done, cutoff_hour)) {
+    // This hour is done, a failed pass waits to be tried again, or another thread is at it.
+    return absl::OkStatus();
   }
   auto fail = [&](const char* what, const rocksdb::Status& s) {
     counters_->retention_errors.fetch_add(1, std::memory_order_relaxed);
-    retained_from_hour_.store(done);  // retry on the next call
+    retention_retry_ns_.store(keys::Nanos(now) + kRetentionRetry.count());
+    retained_from_hour_.store(done);  // tried again by a call kRetentionRetry later
     return absl::UnavailableError(
         absl::StrCat("store: retention in ", options_.dir, ": ", what, ": ", s.ToString()));
   };

@@ -257,7 +257,6 @@ class Ingestor {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::unique_ptr<Counters> counters_;
   std::atomic<bool> ready_{false};
-  std::atomic<int64_t> retention_hour_{INT64_MIN};
 };
 
 // One node as the store holds it: what NodeHistoryWriter::Resume continues.

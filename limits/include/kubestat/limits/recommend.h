@@ -6,7 +6,7 @@
 //   cpu limit      = cpu max x (1 + cpu margin)
 //   memory request = memory limit = memory max x (1 + memory margin)
 // rounded up to whole millicores and bytes. Fit() (fit.h) then moves these into what the
-// namespace admits. The defaults and why they are what they are: README, "Recommendations".
+// namespace admits. The defaults and why they are what they are: docs/recommendations.md.
 //
 // Thread-safety. Pure functions.
 #ifndef KUBESTAT_LIMITS_RECOMMEND_H_

@@ -431,7 +431,9 @@ class Store {
   // Removes every blob and rollup whose hour ended at or before now - retention, every usage
   // histogram whose hour ended at or before now - history_retention, and the
   // dictionary entries of series retired before then; compacts the removed range so the
-  // space is returned. Cheap when nothing expired (idempotent per hour).
+  // space is returned. Cheap when nothing expired (idempotent per hour): one pass per hour,
+  // which a call may make every scrape. A pass that failed (Unavailable; while writes wait
+  // in memory, say) is made again by the first call a minute (of `now`) later.
   [[nodiscard]] absl::Status ApplyRetention(Timestamp now);
 
   // Flushes memtables to SST files (tests and benchmarks measuring disk use).
@@ -527,6 +529,7 @@ class Store {
   std::atomic<uint32_t> next_node_id_{1};
   std::atomic<uint64_t> next_series_id_{1};
   std::atomic<int64_t> retained_from_hour_{INT64_MIN};
+  std::atomic<int64_t> retention_retry_ns_{INT64_MIN};  // no pass before this `now`
   std::atomic<uint64_t> salvage_epoch_{0};
   // The salvage made while running (MaybeStartSalvage); joined at destruction.
   std::mutex salvage_mu_;
