@@ -141,6 +141,13 @@ struct Store::Counters {
   mutable std::atomic<bool> orphans_logged{false};
   std::atomic<uint64_t> salvage_errors{0};
   std::atomic<bool> stopping{false};  // the store is being closed: a salvage gives up
+
+  // Damage was read (by a query or a compaction): true the first time until a salvage.
+  bool MarkDamaged() {
+    if (damaged.exchange(true)) return false;
+    damage_found.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
 };
 
 // The writes RocksDB could not take yet, oldest first, and an index of them that reads
@@ -370,9 +377,7 @@ class Store::Listener final : public rocksdb::EventListener {
                 << "): " << error->ToString() << "; writes fail until it is resumed from";
     counters_->needs_resume.store(true);
     // Damage a compaction read: the store salvages itself (Store::MaybeStartSalvage).
-    if (error->IsCorruption() && !counters_->damaged.exchange(true)) {
-      counters_->damage_found.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (error->IsCorruption()) counters_->MarkDamaged();
   }
   void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override {
     if (info.new_bg_error.ok()) {
@@ -1418,8 +1423,7 @@ std::string Store::DegradedReason() const {
 uint64_t Store::SalvageEpoch() const { return salvage_epoch_.load(); }
 
 void Store::NoteDamage(const rocksdb::Status& s) const {
-  if (!s.IsCorruption() || counters_->damaged.exchange(true)) return;
-  counters_->damage_found.fetch_add(1, std::memory_order_relaxed);
+  if (!s.IsCorruption() || !counters_->MarkDamaged()) return;
   KLOG(ERROR) << "store: a read found damage in " << options_.dir << ": " << s.ToString()
               << (options_.salvage_when_damaged ? "; the store will be salvaged"
                                                 : "; it is salvaged at the next start");
@@ -2089,8 +2093,8 @@ absl::Status Store::AdoptCopyLocked(SalvageReport* report_out, bool lost_diction
   // running, the ledger goes on: the backlog's batches carry totals it handed out.
   if (AckTable stored; at_start && LoadAcks(&stored).ok()) {
     ledger_->Reset(std::move(stored));
+    PersistAcks(/*force=*/true);
   }
-  PersistAcks(/*force=*/true);
   counters_->damaged.store(false);
   counters_->salvages.fetch_add(1, std::memory_order_relaxed);
   counters_->salvage_lost_ranges.fetch_add(report.lost.size(), std::memory_order_relaxed);

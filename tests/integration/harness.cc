@@ -152,13 +152,24 @@ std::optional<HttpReply> HttpsGetReply(
   return reply;
 }
 
-std::string NodeTimestampThroughKubectl(const fs::path& dir) {
+namespace {
+
+// kubectl with dir/kubeconfig and `args`, its log at dir/`log`; nullopt without kubectl.
+std::optional<RunResult> KubectlWithKubeconfig(const fs::path& dir, std::vector<std::string> args,
+                                               const std::string& log) {
   static const std::optional<std::string> kubectl = FindOnPath("kubectl");
-  if (!kubectl) return "";
-  const RunResult run = Run(*kubectl,
-                            {"--kubeconfig=" + (dir / "kubeconfig").string(), "get", "--raw",
-                             "/apis/metrics.k8s.io/v1beta1/nodes/node-0000"},
-                            dir / "kubectl.log", std::chrono::seconds(30));
+  if (!kubectl) return std::nullopt;
+  args.insert(args.begin(), "--kubeconfig=" + (dir / "kubeconfig").string());
+  return Run(*kubectl, args, dir / log, std::chrono::seconds(30));
+}
+
+}  // namespace
+
+std::string NodeTimestampThroughKubectl(const fs::path& dir) {
+  const std::optional<RunResult> got = KubectlWithKubeconfig(
+      dir, {"get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/node-0000"}, "kubectl.log");
+  if (!got) return "";
+  const RunResult& run = *got;
   const size_t at = run.output.find("\"timestamp\":\"");
   if (run.exit_code != 0 || at == std::string::npos) return "";
   return run.output.substr(at + 13, 20);
@@ -169,11 +180,9 @@ bool ServesFreshThroughKubectl(const fs::path& dir, std::chrono::seconds deadlin
       FormatRfc3339(std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
   if (!PollUntil([&] { return NodeTimestampThroughKubectl(dir) > now; }, deadline)) return false;
   // kubectl top reads the same object (in protobuf, as it asks) and prints no time.
-  const RunResult top = Run(
-      *FindOnPath("kubectl"),
-      {"--kubeconfig=" + (dir / "kubeconfig").string(), "top", "node", "node-0000", "--no-headers"},
-      dir / "kubectl-top.log", std::chrono::seconds(30));
-  return top.exit_code == 0 && top.output.starts_with("node-0000 ");
+  const std::optional<RunResult> top =
+      KubectlWithKubeconfig(dir, {"top", "node", "node-0000", "--no-headers"}, "kubectl-top.log");
+  return top && top->exit_code == 0 && top->output.starts_with("node-0000 ");
 }
 
 std::optional<std::string> HttpGet(int port, const std::string& path_and_query) {

@@ -210,8 +210,8 @@ struct StoreStats {
   uint64_t salvages = 0;               // Salvage() calls that replaced the database
   uint64_t salvage_lost_ranges = 0;    // unreadable ranges they stepped over
   uint64_t damage_found = 0;           // times damage was found while running
-  uint64_t orphaned_scrapes =
-      0;                        // stored scrapes skipped by reads: the blob they build on was lost
+  // Stored scrapes that reads skipped: the blob they build on was lost.
+  uint64_t orphaned_scrapes = 0;
   uint64_t salvage_errors = 0;  // salvages made while running that failed
   bool salvaging = false;       // a salvage is copying the database now
   Timestamp lost_from{};        // the oldest and newest scrape lost (zero: none lost)
@@ -483,7 +483,8 @@ class Store {
   // Closes and opens RocksDB again after a failed write, when there is room to (the
   // backlog's lock held exclusively).
   absl::Status ReopenLocked();
-  // Damage was read (`s` a RocksDB Corruption): starts a salvage when one is allowed.
+  // A read failed with `s`: a RocksDB Corruption marks the store damaged (logged once), and
+  // the next Write starts a salvage (MaybeStartSalvage).
   void NoteDamage(const rocksdb::Status& s) const;
   // Counts a failed read, notes damage, and returns ReadError's status.
   absl::Status ReadFailed(const char* what, const rocksdb::Status& s) const;
