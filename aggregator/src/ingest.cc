@@ -33,8 +33,6 @@ using windows::UsageHistogram;
 
 namespace {
 
-int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
-
 // The previous reading of a cumulative cpu counter.
 struct CpuCounter {
   Timestamp time{};

@@ -7,11 +7,6 @@
 
 namespace kubestat::aggregator::internal {
 
-namespace {
-int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
-Timestamp AtNanos(int64_t ns) { return Timestamp(Duration(ns)); }
-}  // namespace
-
 absl::Status IngestSampleCache::ReadSamples(const SeriesKey& key, Timestamp after,
                                             Timestamp through, std::vector<Sample>* out) {
   const std::optional<storage::SeriesId> id = lookup_(key);

@@ -22,15 +22,8 @@ inline constexpr char kHistoryTag = 'H';  // node-keyed usage histograms of earl
 inline constexpr char kWorkloadHistoryTag = 'W';
 inline constexpr char kMetaTag = 'M';
 
-inline constexpr int64_t kPartitionNanos = int64_t{3600} * 1000 * 1000 * 1000;
-
-inline int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
-inline Timestamp AtNanos(int64_t ns) { return Timestamp(Duration(ns)); }
-
-// floor(t / 1h), also for times before the epoch.
-inline int64_t HourOf(int64_t t) {
-  return t >= 0 ? t / kPartitionNanos : -((-(t + 1)) / kPartitionNanos) - 1;
-}
+// Blobs and rollups are partitioned by the hour of their time (HourOf, core/clock.h).
+inline constexpr int64_t kPartitionNanos = kNanosPerHour;
 
 inline void PutU32(std::string* out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(v >> shift));

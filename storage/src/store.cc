@@ -462,7 +462,7 @@ void ScrapeBatch::AddSeries(SeriesId id, NodeId node, std::string_view key) {
 
 void ScrapeBatch::RetireSeries(SeriesId id, Timestamp at) {
   scratch_.clear();
-  keys::PutI64(&scratch_, keys::Nanos(at));
+  keys::PutI64(&scratch_, Nanos(at));
   batch_->Put(keys::RetiredKey(id), scratch_);
 }
 
@@ -471,7 +471,7 @@ void ScrapeBatch::PutScrape(NodeId node, Timestamp time, std::span<const SeriesV
   sorted_.assign(values.begin(), values.end());
   std::sort(sorted_.begin(), sorted_.end(),
             [](const SeriesValue& a, const SeriesValue& b) { return a.id < b.id; });
-  const int64_t t = keys::Nanos(time);
+  const int64_t t = Nanos(time);
   Staged* mine = nullptr;
   const BlobChainState* reference = nullptr;
   if (chain != nullptr) {
@@ -523,12 +523,12 @@ void ScrapeBatch::SettleChains(bool written) const {
 
 void ScrapeBatch::PutRollup(NodeId node, SeriesId series, Timestamp bucket_start,
                             std::string_view bytes) {
-  batch_->Put(keys::RollupKey(node, keys::Nanos(bucket_start), series), ToSlice(bytes));
+  batch_->Put(keys::RollupKey(node, Nanos(bucket_start), series), ToSlice(bytes));
 }
 
 void ScrapeBatch::PutHistory(std::string_view owner, SeriesId series, Timestamp bucket_start,
                              std::string_view bytes) {
-  batch_->Put(keys::WorkloadHistoryKey(owner, keys::Nanos(bucket_start), series), ToSlice(bytes));
+  batch_->Put(keys::WorkloadHistoryKey(owner, Nanos(bucket_start), series), ToSlice(bytes));
 }
 
 bool ScrapeBatch::empty() const { return batch_->Count() == 0; }
@@ -676,12 +676,12 @@ std::string DescribeKey(std::string_view key) {
                        : tag == keys::kRollupTag ? "rollups"
                                                  : "usage histograms";
     return absl::StrCat(what, " of node ", *node, ", hour ",
-                        FormatRfc3339(keys::AtNanos(hour * keys::kPartitionNanos)));
+                        FormatRfc3339(AtNanos(hour * keys::kPartitionNanos)));
   }
   if (tag == keys::kWorkloadHistoryTag && key.size() >= 9) {
     return absl::StrCat(
         "workload usage histograms, hour ",
-        FormatRfc3339(keys::AtNanos(keys::GetI64(key.substr(1)) * keys::kPartitionNanos)));
+        FormatRfc3339(AtNanos(keys::GetI64(key.substr(1)) * keys::kPartitionNanos)));
   }
   switch (tag) {
     case keys::kNodeTag:
@@ -1027,8 +1027,8 @@ void Store::CheckRecovery() {
       if (!db_->Get(rocksdb::ReadOptions(), keys::NodeKey(node), &loss.name).ok()) {
         loss.name.clear();
       }
-      loss.after = held.scrapes == 0 ? Timestamp{} : keys::AtNanos(held.newest);
-      loss.through = keys::AtNanos(acked.newest);
+      loss.after = held.scrapes == 0 ? Timestamp{} : AtNanos(held.newest);
+      loss.through = AtNanos(acked.newest);
       loss.scrapes = acked.scrapes - held.scrapes;
       loss.samples = acked.samples > held.samples ? acked.samples - held.samples : 0;
       recovery_losses_.push_back(std::move(loss));
@@ -1387,8 +1387,8 @@ void Store::ShedLocked(uint64_t keep) {
               << options_.backlog_bytes << " bytes: dropped the oldest " << batches << " batches ("
               << dropped.scrapes << " node scrapes, "
               << (dropped.scrapes > 0
-                      ? absl::StrCat(FormatRfc3339(keys::AtNanos(dropped.oldest)), " to ",
-                                     FormatRfc3339(keys::AtNanos(dropped.newest)))
+                      ? absl::StrCat(FormatRfc3339(AtNanos(dropped.oldest)), " to ",
+                                     FormatRfc3339(AtNanos(dropped.newest)))
                       : std::string("no scrape"))
               << "); their series and nodes are kept";
 }
@@ -1474,11 +1474,11 @@ absl::Status Store::ScanBlobs(const Reader& reader, NodeId node, int64_t lo, int
   if (lo >= hi) return absl::OkStatus();
   // Chained blobs decode from the key blob that starts their slot.
   const int64_t from = keys::ChainSlotStart(lo + 1);
-  const int64_t last_hour = keys::HourOf(hi);
+  const int64_t last_hour = HourOf(hi);
   std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
   BlobChainState state, next;
   std::vector<SeriesValue> values;
-  int64_t hour = keys::HourOf(from);
+  int64_t hour = HourOf(from);
   bool first = true;
   while (hour <= last_hour) {
     const std::string prefix = keys::BlobPrefix(hour, node);
@@ -1532,25 +1532,25 @@ absl::Status Store::ScanBlobs(const Reader& reader, NodeId node, int64_t lo, int
 absl::Status Store::ReadScrapes(NodeId node, Timestamp after, Timestamp through,
                                 const ScrapeVisitor& visit) const {
   const Reader reader(*this);
-  return ScanBlobs(reader, node, keys::Nanos(after), keys::Nanos(through),
+  return ScanBlobs(reader, node, Nanos(after), Nanos(through),
                    [&](int64_t t, std::span<const SeriesValue> values) {
-                     visit(keys::AtNanos(t), values);
+                     visit(AtNanos(t), values);
                      return true;
                    });
 }
 
 absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestamp after,
                                         const BackwardVisitor& visit) const {
-  int64_t hi = keys::Nanos(through);
-  const int64_t lo = keys::Nanos(after);  // exclusive
+  int64_t hi = Nanos(through);
+  const int64_t lo = Nanos(after);  // exclusive
   if (lo >= hi) return absl::OkStatus();
-  const int64_t first_hour = keys::HourOf(lo + 1);
+  const int64_t first_hour = HourOf(lo + 1);
   const Reader reader(*this);
   std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
   // The scrapes of one slot, decoded forward from its key blob, then visited backward.
   std::vector<std::pair<int64_t, std::vector<SeriesValue>>> slot;
   size_t used = 0;
-  int64_t hour = keys::HourOf(hi);
+  int64_t hour = HourOf(hi);
   bool first = true;
   while (hour >= first_hour) {
     // The newest blob of `node` at or before hi, in `hour`.
@@ -1588,11 +1588,11 @@ absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestam
                                });
     if (!s.ok()) return s;
     for (size_t i = used; i > 0; --i) {
-      if (!visit(keys::AtNanos(slot[i - 1].first), slot[i - 1].second)) return absl::OkStatus();
+      if (!visit(AtNanos(slot[i - 1].first), slot[i - 1].second)) return absl::OkStatus();
     }
     if (slot_start <= lo + 1) return absl::OkStatus();
     hi = slot_start - 1;
-    hour = keys::HourOf(hi);
+    hour = HourOf(hi);
     first = true;
   }
   if (!it->status().ok()) {
@@ -1602,7 +1602,7 @@ absl::Status Store::ReadScrapesBackward(NodeId node, Timestamp through, Timestam
 }
 
 absl::StatusOr<std::vector<SeriesValue>> Store::GetScrape(NodeId node, Timestamp time) const {
-  const int64_t t = keys::Nanos(time);
+  const int64_t t = Nanos(time);
   std::string value;
   const Reader reader(*this);
   const rocksdb::Status s = reader.Get(keys::BlobKey(node, t), &value);
@@ -1643,13 +1643,13 @@ absl::Status Store::ReadRollups(NodeId node, Timestamp after, Timestamp through,
 
 absl::Status Store::ReadHistory(std::string_view owner_prefix, Timestamp after, Timestamp through,
                                 const HistoryVisitor& visit) const {
-  const int64_t hi = keys::Nanos(through);
-  if (keys::Nanos(after) >= hi) return absl::OkStatus();
-  const int64_t lo = keys::Nanos(after) + 1;
-  const int64_t last_hour = keys::HourOf(hi);
+  const int64_t hi = Nanos(through);
+  if (Nanos(after) >= hi) return absl::OkStatus();
+  const int64_t lo = Nanos(after) + 1;
+  const int64_t last_hour = HourOf(hi);
   const Reader reader(*this);
   std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
-  for (int64_t hour = keys::HourOf(lo); hour <= last_hour; ++hour) {
+  for (int64_t hour = HourOf(lo); hour <= last_hour; ++hour) {
     std::string prefix = keys::PartitionStart(keys::kWorkloadHistoryTag, hour);
     prefix.append(owner_prefix);
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -1662,7 +1662,7 @@ absl::Status Store::ReadHistory(std::string_view owner_prefix, Timestamp after, 
       const int64_t start = keys::GetI64(tail);
       if (start < lo || start > hi) continue;
       visit(key.substr(9, key.size() - keys::kWorkloadHistoryFixedSize),
-            keys::GetU64(tail.substr(8)), keys::AtNanos(start), ToView(it->value()));
+            keys::GetU64(tail.substr(8)), AtNanos(start), ToView(it->value()));
     }
     // Skip the hours that hold nothing for this prefix.
     if (it->Valid() && it->key()[0] == keys::kWorkloadHistoryTag && it->key().size() > 9) {
@@ -1679,12 +1679,12 @@ absl::Status Store::ReadHistory(std::string_view owner_prefix, Timestamp after, 
 
 absl::Status Store::ReadBuckets(const Reader& reader, char tag, NodeId node, Timestamp after,
                                 Timestamp through, const RollupVisitor& visit) const {
-  const int64_t hi = keys::Nanos(through);
-  if (keys::Nanos(after) >= hi) return absl::OkStatus();
-  const int64_t lo = keys::Nanos(after) + 1;
-  const int64_t last_hour = keys::HourOf(hi);
+  const int64_t hi = Nanos(through);
+  if (Nanos(after) >= hi) return absl::OkStatus();
+  const int64_t lo = Nanos(after) + 1;
+  const int64_t last_hour = HourOf(hi);
   std::unique_ptr<rocksdb::Iterator> it = reader.NewIterator();
-  int64_t hour = keys::HourOf(lo);
+  int64_t hour = HourOf(lo);
   bool first = true;
   while (hour <= last_hour) {
     std::string prefix = keys::BucketPrefix(tag, hour, node);
@@ -1706,7 +1706,7 @@ absl::Status Store::ReadBuckets(const Reader& reader, char tag, NodeId node, Tim
       const std::string_view key = ToView(it->key());
       const int64_t start = keys::GetI64(key.substr(13));
       if (start > hi) return absl::OkStatus();
-      visit(keys::GetU64(key.substr(21)), keys::AtNanos(start), ToView(it->value()));
+      visit(keys::GetU64(key.substr(21)), AtNanos(start), ToView(it->value()));
     }
     ++hour;
   }
@@ -1721,17 +1721,17 @@ absl::Status Store::ReadBuckets(const Reader& reader, char tag, NodeId node, Tim
 constexpr Duration kRetentionRetry = std::chrono::minutes(1);
 
 absl::Status Store::ApplyRetention(Timestamp now) {
-  const int64_t cutoff_ns = keys::Nanos(now) - options_.retention.count();
-  const int64_t cutoff_hour = keys::HourOf(cutoff_ns);
+  const int64_t cutoff_ns = Nanos(now) - options_.retention.count();
+  const int64_t cutoff_hour = HourOf(cutoff_ns);
   int64_t done = retained_from_hour_.load();
-  if (cutoff_hour <= done || keys::Nanos(now) < retention_retry_ns_.load() ||
+  if (cutoff_hour <= done || Nanos(now) < retention_retry_ns_.load() ||
       !retained_from_hour_.compare_exchange_strong(done, cutoff_hour)) {
     // This hour is done, a failed pass waits to be tried again, or another thread is at it.
     return absl::OkStatus();
   }
   auto fail = [&](const char* what, const rocksdb::Status& s) {
     counters_->retention_errors.fetch_add(1, std::memory_order_relaxed);
-    retention_retry_ns_.store(keys::Nanos(now) + kRetentionRetry.count());
+    retention_retry_ns_.store(Nanos(now) + kRetentionRetry.count());
     retained_from_hour_.store(done);  // tried again by a call kRetentionRetry later
     return absl::UnavailableError(
         absl::StrCat("store: retention in ", options_.dir, ": ", what, ": ", s.ToString()));
@@ -1766,7 +1766,7 @@ absl::Status Store::ApplyRetention(Timestamp now) {
   }
   // Usage histograms have a retention of their own (the right-sizing history).
   const int64_t history_cutoff_hour =
-      keys::HourOf(keys::Nanos(now) - options_.history_retention.count());
+      HourOf(Nanos(now) - options_.history_retention.count());
   const auto cutoff_of = [&](char tag) {
     return tag == keys::kHistoryTag || tag == keys::kWorkloadHistoryTag ? history_cutoff_hour
                                                                         : cutoff_hour;
@@ -1861,8 +1861,8 @@ StoreStats Store::Stats() const {
   s.salvage_errors = counters_->salvage_errors.load();
   s.salvaging = backlog_->salvaging.load();
   if (counters_->scrapes_lost.load() > 0) {
-    s.lost_from = keys::AtNanos(counters_->lost_from.load());
-    s.lost_through = keys::AtNanos(counters_->lost_through.load());
+    s.lost_from = AtNanos(counters_->lost_from.load());
+    s.lost_through = AtNanos(counters_->lost_through.load());
   }
   if (backlog_->active.load()) {
     std::shared_lock lock(backlog_->mu);

@@ -269,7 +269,7 @@ TEST_F(StoreChainTest, ALostBlobCostsTheRestOfItsSlotOnlyAndTheReadGoesOn) {
     rocksdb::DB* raw = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_.path().string(), &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
-    ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), keys::BlobKey(1, keys::Nanos(lost))).ok());
+    ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), keys::BlobKey(1, Nanos(lost))).ok());
   }
   store_ = OpenStore(dir_.path().string());
   // Before the loss and from the next slot on, everything reads.
@@ -310,7 +310,7 @@ TEST_F(StoreChainTest, Version1BlobsAreStillRead) {
       v1[t] = MakeScrape(rng, i);
       std::string bytes;
       ASSERT_TRUE(EncodeScrapeBlobV1(v1[t], &bytes).ok());
-      ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), keys::BlobKey(3, keys::Nanos(t)), bytes).ok());
+      ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), keys::BlobKey(3, Nanos(t)), bytes).ok());
     }
   }
   store_ = OpenStore(dir_.path().string());

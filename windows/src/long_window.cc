@@ -13,7 +13,6 @@
 namespace kubestat::windows::internal {
 
 namespace {
-int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
 
 // One entry after a stack's first, against the entry before it: `gap` in position (at least
 // 1) and `distance` in value. Most entries of a smooth run follow the one before (gap 1):

@@ -25,6 +25,7 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/status/status.h"
+#include "kubestat/core/clock.h"
 #include "kubestat/core/divisor.h"
 #include "kubestat/windows/quantile_sketch.h"
 #include "kubestat/windows/window_engine.h"
@@ -46,10 +47,7 @@ struct LongWindowGeometry {
     slot_remainder = Remainder32(n);
   }
 
-  int64_t BucketOf(int64_t t) const {
-    // Floor division, so times before the epoch bucket correctly too.
-    return t >= 0 ? t / bucket_ns : -((-t + bucket_ns - 1) / bucket_ns);
-  }
+  int64_t BucketOf(int64_t t) const { return PartitionOf(t, bucket_ns); }
   size_t SlotOf(int64_t bucket) const {
     // Buckets since the epoch fit 32 bits (an hour's: 500,000 in 2026; 5 minutes': 6
     // million), where the remainder takes no division.

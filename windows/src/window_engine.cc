@@ -20,9 +20,6 @@ using internal::LongWindowGeometry;
 
 namespace {
 
-int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
-Timestamp AtNanos(int64_t ns) { return Timestamp(Duration(ns)); }
-
 constexpr Duration kMinWindow = std::chrono::milliseconds(1);
 constexpr Duration kMaxWindow = std::chrono::hours(24 * 31);
 constexpr size_t kMaxWindows = 16;

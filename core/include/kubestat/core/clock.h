@@ -7,12 +7,28 @@
 #define KUBESTAT_CORE_CLOCK_H_
 
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 
 namespace kubestat {
 
 using Timestamp = std::chrono::time_point<std::chrono::system_clock, std::chrono::nanoseconds>;
 using Duration = std::chrono::nanoseconds;
+
+// A time as nanoseconds since the epoch, the form windows, rings and store keys compute with,
+// and back.
+inline int64_t Nanos(Timestamp t) { return t.time_since_epoch().count(); }
+inline Timestamp AtNanos(int64_t ns) { return Timestamp(Duration(ns)); }
+
+// floor(t / width) for every t, before the epoch too (width > 0): the index of the
+// partition of `width` nanoseconds that holds t. Buckets of a window and hours of the store
+// are counted this way.
+inline int64_t PartitionOf(int64_t t, int64_t width) {
+  return t >= 0 ? t / width : -((-(t + 1)) / width) - 1;
+}
+inline constexpr int64_t kNanosPerHour = int64_t{3600} * 1000 * 1000 * 1000;
+// PartitionOf(t, 1h): the hour since the epoch that holds t.
+inline int64_t HourOf(int64_t t) { return PartitionOf(t, kNanosPerHour); }
 
 // Thread-safe in every implementation.
 class Clock {
