@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kubestat/apimachinery/object_meta.h"
 #include "kubestat/core/json_writer.h"
-#include "kubestat/core/object_meta.h"
 #include "kubestat/core/time.h"
 
 namespace kubestat {

@@ -1,3 +1,3 @@
 # Quantity parsing and formatting on the API hot path.
 kubestat_benchmark(quantity_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/quantity_bench.cc
-  LIBS kubestat::core benchmark::benchmark)
+  LIBS kubestat::apimachinery benchmark::benchmark)

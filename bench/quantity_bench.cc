@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 
 namespace {
 

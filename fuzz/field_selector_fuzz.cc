@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "kubestat/core/field_selector.h"
+#include "kubestat/apimachinery/field_selector.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

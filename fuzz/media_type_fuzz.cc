@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-#include "kubestat/core/media_type.h"
+#include "kubestat/apimachinery/media_type.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view accept(reinterpret_cast<const char*>(data), size);

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 # Label and field selectors: the labelSelector / fieldSelector query parameters.
 kubestat_fuzzer(label_selector_fuzz
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/label_selector_fuzz.cc
-  LIBS kubestat::core)
+  LIBS kubestat::apimachinery)
 kubestat_fuzzer(field_selector_fuzz
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/field_selector_fuzz.cc
-  LIBS kubestat::core)
+  LIBS kubestat::apimachinery)

@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "kubestat/agent/poller.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/log.h"
-#include "kubestat/core/status.h"
 #include "kubestat/core/str_cat.h"
 #include "kubestat/core/time.h"
 #include "kubestat/http/metrics_endpoint.h"

@@ -5,9 +5,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/flags.h"
-#include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
 
 namespace kubestat::aggregator {

@@ -3,9 +3,9 @@
 #include <string_view>
 #include <utility>
 
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/log.h"
-#include "kubestat/core/status.h"
 #include "kubestat/http/metrics_endpoint.h"
 #include "kubestat/http/server.h"
 #include "kubestat/kube/access_gate.h"

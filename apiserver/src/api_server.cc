@@ -18,10 +18,10 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/log.h"
-#include "kubestat/core/status.h"
 #include "kubestat/core/time.h"
 #include "kubestat/core/url.h"
 #include "kubestat/http/health_checks.h"

@@ -4,8 +4,8 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/absl_view.h"
-#include "kubestat/core/status.h"
 
 namespace kubestat::apiserver {
 

@@ -3,13 +3,13 @@
 #include <optional>
 #include <utility>
 
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/bridge/push_queue.h"
 #include "kubestat/bridge/pusher.h"
 #include "kubestat/bridge/watch_client.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/file.h"
 #include "kubestat/core/log.h"
-#include "kubestat/core/status.h"
 #include "kubestat/core/str_cat.h"
 #include "kubestat/core/time.h"
 #include "kubestat/http/client.h"

@@ -9,16 +9,16 @@
 #include <new>
 #include <optional>
 
-#include "header_values.h"
+#include "kubestat/core/header_values.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/str_cat.h"
 
 namespace kubestat {
 namespace {
 
-using header_internal::EqualsIgnoreCase;
-using header_internal::ParseQvalue;
-using header_internal::TrimOws;
+using header_values::EqualsIgnoreCase;
+using header_values::ParseQvalue;
+using header_values::TrimOws;
 
 // zlib counts bytes in 32-bit uInt; larger buffers are fed in pieces of this size.
 constexpr size_t kMaxZlibPiece = size_t{1} << 30;

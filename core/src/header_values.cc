@@ -1,6 +1,6 @@
-#include "header_values.h"
+#include "kubestat/core/header_values.h"
 
-namespace kubestat::header_internal {
+namespace kubestat::header_values {
 namespace {
 
 bool IsOws(char c) { return c == ' ' || c == '\t'; }
@@ -39,4 +39,4 @@ std::optional<int> ParseQvalue(std::string_view q) {
   return value;
 }
 
-}  // namespace kubestat::header_internal
+}  // namespace kubestat::header_values

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "kubestat/core/status.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 

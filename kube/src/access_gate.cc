@@ -3,9 +3,9 @@
 #include <functional>
 #include <utility>
 
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/log.h"
-#include "kubestat/core/status.h"
 #include "kubestat/kube/request_credentials.h"
 
 namespace kubestat::kube {

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kubestat/core/field_selector.h"
+#include "kubestat/apimachinery/field_selector.h"
 #include "kubestat/core/str_cat.h"
 #include "kubestat/core/url.h"
 

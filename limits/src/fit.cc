@@ -4,7 +4,7 @@
 #include <optional>
 #include <utility>
 
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/str_cat.h"
 
 namespace kubestat::limits {

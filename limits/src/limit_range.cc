@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/str_cat.h"
 
 namespace kubestat::limits {

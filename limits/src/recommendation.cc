@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/str_cat.h"
 #include "kubestat/core/time.h"
 

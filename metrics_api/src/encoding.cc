@@ -3,7 +3,7 @@
 #include <span>
 #include <string>
 
-#include "kubestat/core/media_type.h"
+#include "kubestat/apimachinery/media_type.h"
 
 namespace kubestat::metrics_api {
 namespace {

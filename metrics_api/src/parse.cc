@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/absl_view.h"
-#include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
 #include "parse_element.h"
 #include "resource_set_json.h"

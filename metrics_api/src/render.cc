@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/json_writer.h"
-#include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
 #include "resource_set_json.h"
 #include "usage.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/time.h"
 #include "kubestat/core/varint.h"
 #include "protobuf_wire.h"

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "json_fields.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/absl_view.h"
-#include "kubestat/core/quantity.h"
 
 namespace kubestat::metrics_api {
 

@@ -5,8 +5,8 @@
 #include <map>
 #include <vector>
 
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/json_writer.h"
-#include "kubestat/core/status.h"
 
 namespace kubestat::sim {
 namespace {

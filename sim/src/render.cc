@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/json_writer.h"
-#include "kubestat/core/quantity.h"
 #include "kubestat/core/time.h"
 
 namespace kubestat::sim {

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "kubestat/aggregator/rest_server.h"
+#include "kubestat/apimachinery/label_selector.h"
 #include "kubestat/core/clock.h"
-#include "kubestat/core/label_selector.h"
 #include "rest_fake_source.h"
 #include "rest_test_access.h"
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <utility>
 
+#include "kubestat/apimachinery/label_selector.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/gzip.h"
-#include "kubestat/core/label_selector.h"
 #include "kubestat/core/time.h"
 #include "rest_fake_source.h"
 #include "rest_test_access.h"

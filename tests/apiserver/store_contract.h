@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/apiserver/object_store.h"
 #include "kubestat/core/clock.h"
-#include "kubestat/core/status.h"
 #include "support/metrics_objects.h"
 #include "support/poll.h"
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "fake_apiserver.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/log.h"
-#include "kubestat/core/status.h"
 #include "kubestat/http/client.h"
 #include "kubestat/metrics_api/parse.h"
 #include "kubestat/metrics_api/write_batch.h"

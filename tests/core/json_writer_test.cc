@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/core/object_meta.h"
+#include "kubestat/apimachinery/object_meta.h"
 
 // The round trip through an independent parser needs simdjson linked to this test; the
 // build defines KUBESTAT_TEST_WITH_SIMDJSON when it does.

@@ -1,8 +1,9 @@
-// Dependencies point one way: core ← http, kube, metrics_api, windows, limits ← storage,
-// scrapers ← aggregator; the bridge, the apiserver and the node agent use core, http, kube,
-// metrics_api and proto only; the simulator uses core and the HTTP server only (it must not share
-// the client, decoders or renderers with what it tests). This test reads every source file's
-// `#include "kubestat/<folder>/..."` lines and fails on one that points the wrong way.
+// Dependencies point one way: core ← apimachinery ← http, kube, metrics_api, windows, limits
+// ← storage, scrapers ← aggregator; the bridge, the apiserver and the node agent use core,
+// apimachinery, http, kube, metrics_api and proto only; the simulator uses core, apimachinery
+// and the HTTP server only (it must not share the client, decoders or renderers with what it
+// tests). This test reads every source file's `#include "kubestat/<folder>/..."` lines and
+// fails on one that points the wrong way, and on a folder of the tree it has no rule for.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,21 +26,22 @@ namespace fs = std::filesystem;
 const std::map<std::string, std::set<std::string>>& Allowed() {
   static const auto* allowed = new std::map<std::string, std::set<std::string>>{
       {"core", {"core"}},
+      {"apimachinery", {"core", "apimachinery"}},
       {"proto", {"core", "proto"}},
-      {"http", {"core", "http"}},
-      {"kube", {"core", "http", "kube"}},
-      {"metrics_api", {"core", "metrics_api", "proto"}},
+      {"http", {"core", "apimachinery", "http"}},
+      {"kube", {"core", "apimachinery", "http", "kube"}},
+      {"metrics_api", {"core", "apimachinery", "metrics_api", "proto"}},
       {"windows", {"core", "windows"}},
-      {"limits", {"core", "limits"}},
+      {"limits", {"core", "apimachinery", "limits"}},
       {"storage", {"core", "windows", "storage"}},
-      {"scrapers", {"core", "http", "kube", "windows", "limits", "scrapers"}},
+      {"scrapers", {"core", "apimachinery", "http", "kube", "windows", "limits", "scrapers"}},
       {"aggregator",
-       {"core", "http", "kube", "metrics_api", "windows", "limits", "storage", "scrapers", "proto",
-        "aggregator"}},
-      {"bridge", {"core", "http", "kube", "metrics_api", "proto", "bridge"}},
-      {"apiserver", {"core", "http", "kube", "metrics_api", "proto", "apiserver"}},
-      {"agent", {"core", "http", "kube", "metrics_api", "proto", "agent"}},
-      {"sim", {"core", "http", "sim"}},
+       {"core", "apimachinery", "http", "kube", "metrics_api", "windows", "limits", "storage",
+        "scrapers", "proto", "aggregator"}},
+      {"bridge", {"core", "apimachinery", "http", "kube", "metrics_api", "proto", "bridge"}},
+      {"apiserver", {"core", "apimachinery", "http", "kube", "metrics_api", "proto", "apiserver"}},
+      {"agent", {"core", "apimachinery", "http", "kube", "metrics_api", "proto", "agent"}},
+      {"sim", {"core", "apimachinery", "http", "sim"}},
   };
   return *allowed;
 }
@@ -94,6 +96,28 @@ TEST(IncludeDirectionTest, EveryIncludePointsDownTheDependencyOrder) {
   for (const Violation& v : Violations(root)) {
     ADD_FAILURE() << v.file << ":" << v.line << " includes " << v.include
                   << ", which its folder may not depend on";
+  }
+}
+
+// Every folder of the tree that the build adds as code (its own CMakeLists.txt), other than
+// the tests, benchmarks and fuzz targets that may use anything, has a rule above, and every
+// rule names a folder that is there: a new room cannot go unchecked.
+TEST(IncludeDirectionTest, EveryLibraryFolderHasARule) {
+  const fs::path root = KUBESTAT_SOURCE_DIR;
+  const std::set<std::string> users_of_everything = {"tests", "bench", "fuzz"};
+  std::set<std::string> libraries;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && fs::exists(entry.path() / "CMakeLists.txt") &&
+        !users_of_everything.contains(name)) {
+      libraries.insert(name);
+    }
+  }
+  for (const std::string& folder : libraries) {
+    EXPECT_TRUE(Allowed().contains(folder)) << folder << "/ holds a library but has no rule";
+  }
+  for (const auto& [folder, allowed] : Allowed()) {
+    EXPECT_TRUE(libraries.contains(folder)) << "a rule names " << folder << "/, which is not there";
   }
 }
 

@@ -8,7 +8,7 @@
 
 #include "k8s/apimachinery/pkg/runtime/generated.pb.h"
 #include "k8s/metrics/pkg/apis/metrics/v1beta1/generated.pb.h"
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/render.h"
 #include "support/metrics_encodings.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/core/label_selector.h"
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/label_selector.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/discovery.h"
 #include "kubestat/metrics_api/query.h"

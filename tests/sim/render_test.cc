@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 #include "support/fixtures.h"
 
 namespace kubestat::sim {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
-#include "kubestat/core/status.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/sim/access_review.h"
 #include "kubestat/sim/request_info.h"
 #include "test_users.h"

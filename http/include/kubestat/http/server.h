@@ -12,8 +12,8 @@
 //   server.Stop();
 //
 // What the server answers itself (the handler never sees these requests). Every such
-// answer is a Kubernetes Status JSON body (core/status.h) with `Connection: close`, and is
-// counted in kubestat_http_rejected_requests_total{reason} (RejectionReasonLabel()):
+// answer is a Kubernetes Status JSON body (apimachinery/api_error.h) with `Connection: close`, and
+// is counted in kubestat_http_rejected_requests_total{reason} (RejectionReasonLabel()):
 //   400 malformed bytes: bad request line or field, bare LF line ends, a bad, negative,
 //       repeated-and-different or > 2^63-1 Content-Length, Transfer-Encoding with
 //       Content-Length, missing Host in HTTP/1.1, a request that ends early
@@ -113,8 +113,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/clock.h"
-#include "kubestat/core/status.h"
 #include "kubestat/http/server_options.h"
 #include "kubestat/http/server_request_reader.h"
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "absl/base/attributes.h"
-#include "kubestat/core/status.h"
+#include "kubestat/apimachinery/api_error.h"
 
 namespace kubestat::http {
 

@@ -28,8 +28,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/core/clock.h"
-#include "kubestat/core/status.h"
 #include "kubestat/kube/access_rules.h"
 #include "kubestat/kube/authorization_decision.h"
 #include "kubestat/kube/request_attributes.h"

@@ -20,8 +20,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "kubestat/core/object_meta.h"
-#include "kubestat/core/status.h"
+#include "kubestat/apimachinery/api_error.h"
+#include "kubestat/apimachinery/object_meta.h"
 
 namespace kubestat::kube {
 

@@ -1,6 +1,6 @@
 // Which encoding an answer about metric objects takes, from the request's Accept header
-// (core/media_type.h): JSON always; the Kubernetes protobuf encoding (render_protobuf.h) too
-// for metrics.k8s.io objects and lists. So client-go's "application/vnd.kubernetes.protobuf,
+// (apimachinery/media_type.h): JSON always; the Kubernetes protobuf encoding (render_protobuf.h)
+// too for metrics.k8s.io objects and lists. So client-go's "application/vnd.kubernetes.protobuf,
 // */*" gets protobuf from metrics.k8s.io and JSON from metrics/v1alpha1, "*/*" or no Accept
 // gets JSON, and an Accept that admits none of what is offered gets a 406 NotAcceptable
 // Status (as kube-apiserver answers it).
@@ -15,7 +15,7 @@
 #include <optional>
 #include <string_view>
 
-#include "kubestat/core/status.h"
+#include "kubestat/apimachinery/api_error.h"
 #include "kubestat/metrics_api/group_version.h"
 
 namespace kubestat::metrics_api {

@@ -34,8 +34,8 @@
 
 #include "absl/base/attributes.h"
 #include "absl/status/statusor.h"
-#include "kubestat/core/field_selector.h"
-#include "kubestat/core/label_selector.h"
+#include "kubestat/apimachinery/field_selector.h"
+#include "kubestat/apimachinery/label_selector.h"
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/group_version.h"
 #include "kubestat/metrics_api/objects.h"

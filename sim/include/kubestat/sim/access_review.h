@@ -17,7 +17,7 @@
 // The rules only allow, so a request no rule allows is "allowed":false (no opinion) and
 // "denied" is never set.
 //
-// Errors are absl::Status values carrying a kubestat::ApiError (core/status.h): 400
+// Errors are absl::Status values carrying a kubestat::ApiError (apimachinery/api_error.h): 400
 // BadRequest for a body that is not a JSON object of the right kind and apiVersion, 422
 // Invalid for a spec kube-apiserver rejects (no token; neither or both attribute kinds; no
 // user and no groups). Bodies are read by the caller, which bounds their size. Pure;

@@ -1,4 +1,4 @@
-#include "kubestat/core/label_selector.h"
+#include "kubestat/apimachinery/label_selector.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

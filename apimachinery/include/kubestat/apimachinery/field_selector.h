@@ -27,8 +27,8 @@
 //
 // Thread-safety: a FieldSelector is an immutable value once built; concurrent const calls are
 // safe. Parse is safe to call from any thread.
-#ifndef KUBESTAT_CORE_FIELD_SELECTOR_H_
-#define KUBESTAT_CORE_FIELD_SELECTOR_H_
+#ifndef KUBESTAT_APIMACHINERY_FIELD_SELECTOR_H_
+#define KUBESTAT_APIMACHINERY_FIELD_SELECTOR_H_
 
 #include <concepts>
 #include <cstdint>
@@ -144,4 +144,4 @@ class FieldSelector {
 
 }  // namespace kubestat
 
-#endif  // KUBESTAT_CORE_FIELD_SELECTOR_H_
+#endif  // KUBESTAT_APIMACHINERY_FIELD_SELECTOR_H_

@@ -6,8 +6,8 @@
 // empty strings and empty labels as Go's omitempty does. An unset creationTimestamp
 // (kZeroTime) is written as null, as metav1.Time does; a set one in RFC 3339 whole
 // seconds. Plain values; thread-compatible.
-#ifndef KUBESTAT_CORE_OBJECT_META_H_
-#define KUBESTAT_CORE_OBJECT_META_H_
+#ifndef KUBESTAT_APIMACHINERY_OBJECT_META_H_
+#define KUBESTAT_APIMACHINERY_OBJECT_META_H_
 
 #include <map>
 #include <string>
@@ -40,4 +40,4 @@ void WriteObjectMetaValue(JsonWriter& w, const ObjectMeta& meta);
 
 }  // namespace kubestat
 
-#endif  // KUBESTAT_CORE_OBJECT_META_H_
+#endif  // KUBESTAT_APIMACHINERY_OBJECT_META_H_

@@ -25,8 +25,8 @@
 //
 // Thread-safety: a LabelSelector is an immutable value once built; concurrent const calls are
 // safe. Parse is safe to call from any thread.
-#ifndef KUBESTAT_CORE_LABEL_SELECTOR_H_
-#define KUBESTAT_CORE_LABEL_SELECTOR_H_
+#ifndef KUBESTAT_APIMACHINERY_LABEL_SELECTOR_H_
+#define KUBESTAT_APIMACHINERY_LABEL_SELECTOR_H_
 
 #include <concepts>
 #include <cstdint>
@@ -164,4 +164,4 @@ std::vector<std::string> LabelValueErrors(std::string_view value);
 
 }  // namespace kubestat
 
-#endif  // KUBESTAT_CORE_LABEL_SELECTOR_H_
+#endif  // KUBESTAT_APIMACHINERY_LABEL_SELECTOR_H_

@@ -30,8 +30,8 @@
 //
 // Thread-safety. A Quantity is an immutable value: copy it freely, read it from any
 // thread. The free functions are thread-safe.
-#ifndef KUBESTAT_CORE_QUANTITY_H_
-#define KUBESTAT_CORE_QUANTITY_H_
+#ifndef KUBESTAT_APIMACHINERY_QUANTITY_H_
+#define KUBESTAT_APIMACHINERY_QUANTITY_H_
 
 #include <compare>
 #include <cstdint>
@@ -136,4 +136,4 @@ uint64_t QuantityParseErrorCount();
 
 }  // namespace kubestat
 
-#endif  // KUBESTAT_CORE_QUANTITY_H_
+#endif  // KUBESTAT_APIMACHINERY_QUANTITY_H_

@@ -1,4 +1,4 @@
-#include "kubestat/core/status.h"
+#include "kubestat/apimachinery/api_error.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // Pieces of HTTP field values shared by the Accept-Encoding (gzip.cc) and Accept
 // (media_type.cc) negotiations: optional whitespace, case-insensitive tokens, weights.
-#ifndef KUBESTAT_CORE_SRC_HEADER_VALUES_H_
-#define KUBESTAT_CORE_SRC_HEADER_VALUES_H_
+#ifndef KUBESTAT_CORE_HEADER_VALUES_H_
+#define KUBESTAT_CORE_HEADER_VALUES_H_
 
 #include <optional>
 #include <string_view>
 
-namespace kubestat::header_internal {
+namespace kubestat::header_values {
 
 // `s` without leading and trailing spaces and tabs (RFC 9110 OWS).
 std::string_view TrimOws(std::string_view s);
@@ -47,6 +47,6 @@ void ForEachParameter(std::string_view params, Visit visit) {
   }
 }
 
-}  // namespace kubestat::header_internal
+}  // namespace kubestat::header_values
 
-#endif  // KUBESTAT_CORE_SRC_HEADER_VALUES_H_
+#endif  // KUBESTAT_CORE_HEADER_VALUES_H_

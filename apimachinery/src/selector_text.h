@@ -1,7 +1,7 @@
 // Text helpers shared by the label and field selector parsers: Go-compatible quoting, UTF-8
 // decoding and integer parsing, so that messages and edge cases match kube-apiserver.
-#ifndef KUBESTAT_CORE_SRC_SELECTOR_TEXT_H_
-#define KUBESTAT_CORE_SRC_SELECTOR_TEXT_H_
+#ifndef KUBESTAT_APIMACHINERY_SRC_SELECTOR_TEXT_H_
+#define KUBESTAT_APIMACHINERY_SRC_SELECTOR_TEXT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -49,4 +49,4 @@ std::optional<int64_t> ParseGoInt64(std::string_view s);
 
 }  // namespace kubestat::selector_internal
 
-#endif  // KUBESTAT_CORE_SRC_SELECTOR_TEXT_H_
+#endif  // KUBESTAT_APIMACHINERY_SRC_SELECTOR_TEXT_H_

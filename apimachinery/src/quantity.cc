@@ -1,4 +1,4 @@
-#include "kubestat/core/quantity.h"
+#include "kubestat/apimachinery/quantity.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,18 +1,18 @@
-#include "kubestat/core/media_type.h"
+#include "kubestat/apimachinery/media_type.h"
 
 #include <string>
 #include <vector>
 
-#include "header_values.h"
+#include "kubestat/core/header_values.h"
 
 namespace kubestat {
 namespace {
 
-using header_internal::EqualsIgnoreCase;
-using header_internal::ForEachListElement;
-using header_internal::ForEachParameter;
-using header_internal::ParseQvalue;
-using header_internal::TrimOws;
+using header_values::EqualsIgnoreCase;
+using header_values::ForEachListElement;
+using header_values::ForEachParameter;
+using header_values::ParseQvalue;
+using header_values::TrimOws;
 
 // How an offered type is matched: weight, specificity (2 exact, 1 "type/*", 0 "*/*") and
 // the position of the range in the header.

@@ -1,4 +1,4 @@
-#include "kubestat/core/media_type.h"
+#include "kubestat/apimachinery/media_type.h"
 
 #include <gtest/gtest.h>
 

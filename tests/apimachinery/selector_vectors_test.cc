@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kubestat/core/field_selector.h"
-#include "kubestat/core/label_selector.h"
+#include "kubestat/apimachinery/field_selector.h"
+#include "kubestat/apimachinery/label_selector.h"
 #include "support/fixtures.h"
 
 namespace kubestat {

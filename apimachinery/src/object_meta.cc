@@ -1,4 +1,4 @@
-#include "kubestat/core/object_meta.h"
+#include "kubestat/apimachinery/object_meta.h"
 
 namespace kubestat {
 

@@ -1,4 +1,4 @@
-#include "kubestat/core/status.h"
+#include "kubestat/apimachinery/api_error.h"
 
 #include <array>
 #include <charconv>
@@ -48,7 +48,6 @@ const ReasonInfo& Info(StatusReason reason) {
   }
   return kReasons[0];
 }
-
 
 // "pods.metrics.k8s.io", or "pods" in the core group (schema.GroupResource.String()).
 std::string Qualified(std::string_view group, std::string_view resource) {

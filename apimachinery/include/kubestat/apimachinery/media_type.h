@@ -22,8 +22,8 @@
 // or of weight 0 chooses nothing: the server answers 406 NotAcceptable.
 //
 // Thread-safety: pure functions; safe from any thread.
-#ifndef KUBESTAT_CORE_MEDIA_TYPE_H_
-#define KUBESTAT_CORE_MEDIA_TYPE_H_
+#ifndef KUBESTAT_APIMACHINERY_MEDIA_TYPE_H_
+#define KUBESTAT_APIMACHINERY_MEDIA_TYPE_H_
 
 #include <cstddef>
 #include <optional>
@@ -42,4 +42,4 @@ std::optional<size_t> NegotiateMediaType(std::string_view accept,
 
 }  // namespace kubestat
 
-#endif  // KUBESTAT_CORE_MEDIA_TYPE_H_
+#endif  // KUBESTAT_APIMACHINERY_MEDIA_TYPE_H_

@@ -1,4 +1,4 @@
-#include "kubestat/core/field_selector.h"
+#include "kubestat/apimachinery/field_selector.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

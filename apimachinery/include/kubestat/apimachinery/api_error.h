@@ -20,8 +20,8 @@
 //   Unavailable -> 503 ServiceUnavailable      DeadlineExceeded  -> 504 Timeout
 //   anything else (Internal, Unknown, Cancelled, DataLoss, …) -> 500 InternalError
 // Values; thread-compatible.
-#ifndef KUBESTAT_CORE_STATUS_H_
-#define KUBESTAT_CORE_STATUS_H_
+#ifndef KUBESTAT_APIMACHINERY_API_ERROR_H_
+#define KUBESTAT_APIMACHINERY_API_ERROR_H_
 
 #include <optional>
 #include <string>
@@ -171,4 +171,4 @@ std::optional<ApiError> GetAttachedApiError(const absl::Status& status);
 
 }  // namespace kubestat
 
-#endif  // KUBESTAT_CORE_STATUS_H_
+#endif  // KUBESTAT_APIMACHINERY_API_ERROR_H_
