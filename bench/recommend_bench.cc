@@ -86,12 +86,12 @@ struct Cluster {
 class BenchWorkloads final : public aggregator::WorkloadSource {
  public:
   explicit BenchWorkloads(const Cluster& cluster) : cluster_(cluster) {}
-  std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const override {
-    std::vector<scrapers::PodInfo> out;
+  std::vector<discovery::PodInfo> Pods(std::string_view namespace_name) const override {
+    std::vector<discovery::PodInfo> out;
     for (int node = 0; node < cluster_.nodes; ++node) {
       for (const PodSpec& p : cluster_.pods[node]) {
         if (!namespace_name.empty() && p.namespace_name != namespace_name) continue;
-        scrapers::PodInfo info;
+        discovery::PodInfo info;
         info.name = p.name;
         info.namespace_name = p.namespace_name;
         info.node_name = Cluster::NodeName(node);

@@ -28,12 +28,12 @@
 #include "kubestat/core/file.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/time.h"
+#include "kubestat/discovery/discovery.h"
 #include "kubestat/kube/api_review_transport.h"
 #include "kubestat/kube/delegated_access.h"
 #include "kubestat/kube/kubeconfig.h"
 #include "kubestat/kube/request_attributes.h"
 #include "kubestat/kube/request_credentials.h"
-#include "kubestat/scrapers/discovery.h"
 #include "kubestat/scrapers/kubelet_client.h"
 #include "kubestat/scrapers/node_address.h"
 #include "kubestat/scrapers/scheduler.h"
@@ -47,7 +47,7 @@ struct Aggregator::Parts {
   AggregatorOptions options;
   Clock* clock = nullptr;
   scrapers::KubeletAddressOptions address_options;
-  std::unique_ptr<scrapers::Discovery> discovery;
+  std::unique_ptr<discovery::Discovery> discovery;
   std::unique_ptr<scrapers::KubeletClient> client;
   std::unique_ptr<storage::Store> store;
   std::unique_ptr<Ingestor> ingestor;
@@ -82,7 +82,7 @@ struct Aggregator::Parts {
   // The kubelets to scrape this round: every discovered node with a usable address.
   std::vector<scrapers::ScrapeTarget> Targets() {
     std::vector<scrapers::ScrapeTarget> result;
-    for (const scrapers::NodeInfo& node : discovery->Nodes()) {
+    for (const discovery::NodeInfo& node : discovery->Nodes()) {
       absl::StatusOr<scrapers::ScrapeTarget> target =
           scrapers::SelectKubeletTarget(node, address_options);
       if (target.ok()) {
@@ -214,12 +214,12 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
 
   // Discovery: a static list, a kubeconfig, or the in-cluster service account.
   if (!options.static_nodes.empty()) {
-    absl::StatusOr<std::vector<scrapers::NodeInfo>> nodes =
+    absl::StatusOr<std::vector<discovery::NodeInfo>> nodes =
         scrapers::ParseStaticNodes(options.static_nodes);
     if (!nodes.ok()) return nodes.status();
     // The port written in --static-nodes is the node's own kubelet port.
     p->address_options.use_node_status_port = true;
-    p->discovery = std::make_unique<scrapers::StaticDiscovery>(*std::move(nodes));
+    p->discovery = std::make_unique<discovery::StaticDiscovery>(*std::move(nodes));
   } else {
     absl::StatusOr<kube::KubeApiConfig> api =
         options.kubeconfig.empty()
@@ -229,9 +229,9 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
     if (options.kubeconfig.empty() && client_options.token_file.empty()) {
       client_options.token_file = api->token_file;  // in cluster, kubelets accept the same token
     }
-    absl::StatusOr<std::unique_ptr<scrapers::KubeApiDiscovery>> kube =
-        scrapers::KubeApiDiscovery::Create(*std::move(api), scrapers::KubeApiDiscoveryOptions(),
-                                           clock);
+    absl::StatusOr<std::unique_ptr<discovery::KubeApiDiscovery>> kube =
+        discovery::KubeApiDiscovery::Create(*std::move(api), discovery::KubeApiDiscoveryOptions(),
+                                            clock);
     if (!kube.ok()) return kube.status();
     p->discovery = *std::move(kube);
   }

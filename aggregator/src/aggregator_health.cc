@@ -8,7 +8,7 @@
 namespace kubestat::aggregator {
 
 AggregatorHealth::AggregatorHealth(AggregatorHealthOptions options,
-                                   const scrapers::Discovery& discovery,
+                                   const discovery::Discovery& discovery,
                                    const storage::Store* store)
     : options_(options), discovery_(discovery), store_(store) {}
 
@@ -52,7 +52,7 @@ std::optional<std::string> AggregatorHealth::StoreWrites() const {
 }
 
 std::optional<std::string> AggregatorHealth::KubeApi(Timestamp now) const {
-  const scrapers::KubeApiContact contact = discovery_.kube_api_contact();
+  const discovery::KubeApiContact contact = discovery_.kube_api_contact();
   if (contact.failing_since == kZeroTime) return std::nullopt;
   const Duration failing = now - contact.failing_since;
   if (failing <= options_.kube_api_unready_after) return std::nullopt;

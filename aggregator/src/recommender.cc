@@ -266,7 +266,7 @@ absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view n
   RecommenderCost scratch_cost;
   if (cost == nullptr) cost = &scratch_cost;
   // 1. The workloads of the pods discovery lists.
-  const std::vector<scrapers::PodInfo> pods = workloads_.Pods(namespace_name);
+  const std::vector<discovery::PodInfo> pods = workloads_.Pods(namespace_name);
   if (!namespace_name.empty() && pods.empty()) {
     return absl::NotFoundError(StrCat("namespace ", namespace_name, " has no pods"));
   }
@@ -277,7 +277,7 @@ absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view n
     std::map<std::string, size_t, std::less<>> container_index;
   };
   std::map<std::pair<std::string, std::string>, PodPlace, std::less<>> places;
-  for (const scrapers::PodInfo& pod : pods) {
+  for (const discovery::PodInfo& pod : pods) {
     Workload workload = limits::WorkloadOf(pod.name, pod.owner_kind, pod.owner_name, pod.labels);
     WorkloadGroup& group = groups[{pod.namespace_name, workload}];
     group.namespace_name = pod.namespace_name;

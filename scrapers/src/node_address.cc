@@ -64,7 +64,7 @@ absl::StatusOr<std::vector<std::string>> ParseAddressTypes(std::string_view csv)
   return types;
 }
 
-absl::StatusOr<ScrapeTarget> SelectKubeletTarget(const NodeInfo& node,
+absl::StatusOr<ScrapeTarget> SelectKubeletTarget(const discovery::NodeInfo& node,
                                                  const KubeletAddressOptions& options) {
   ScrapeTarget target;
   target.node_name = node.name;
@@ -73,7 +73,7 @@ absl::StatusOr<ScrapeTarget> SelectKubeletTarget(const NodeInfo& node,
     target.port = node.kubelet_port;
   }
   for (const std::string& type : options.preferred_address_types) {
-    for (const NodeAddress& address : node.addresses) {
+    for (const discovery::NodeAddress& address : node.addresses) {
       if (address.type == type && !address.address.empty()) {
         target.host = address.address;
         return target;

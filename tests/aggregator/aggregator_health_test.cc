@@ -17,7 +17,7 @@ using std::chrono::seconds;
 using ::testing::HasSubstr;
 
 // A discovery whose kube API contact the test sets.
-class ContactDiscovery final : public scrapers::Discovery {
+class ContactDiscovery final : public discovery::Discovery {
  public:
   void Start() override {}
   void Stop() override {}

@@ -46,9 +46,9 @@ class DeletionListenerTest : public ::testing::Test {
     const std::vector<std::string> nodes = ingestor_->ListNodes();
     return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
   }
-  static scrapers::PodInfo Pod(const std::string& namespace_name, const std::string& name,
-                               const std::string& node) {
-    scrapers::PodInfo pod;
+  static discovery::PodInfo Pod(const std::string& namespace_name, const std::string& name,
+                                const std::string& node) {
+    discovery::PodInfo pod;
     pod.namespace_name = namespace_name;
     pod.name = name;
     pod.node_name = node;
@@ -67,12 +67,12 @@ class DeletionListenerTest : public ::testing::Test {
 
 TEST_F(DeletionListenerTest, DeletionsSeenDuringTheRebuildAreCarriedOutWhenItEnds) {
   DeletionListener listener(ingestor_.get(), snapshot_.get());
-  listener.OnPodChange(scrapers::ChangeType::kDeleted, Pod("default", "pod-0-0", "node-0"));
-  scrapers::NodeInfo node;
+  listener.OnPodChange(discovery::ChangeType::kDeleted, Pod("default", "pod-0-0", "node-0"));
+  discovery::NodeInfo node;
   node.name = "node-1";
-  listener.OnNodeChange(scrapers::ChangeType::kDeleted, node);
+  listener.OnNodeChange(discovery::ChangeType::kDeleted, node);
   // A change that is not a deletion is never one, before or after.
-  listener.OnPodChange(scrapers::ChangeType::kModified, Pod("shop", "pod-0-1", "node-0"));
+  listener.OnPodChange(discovery::ChangeType::kModified, Pod("shop", "pod-0-1", "node-0"));
   EXPECT_TRUE(Listed("default", "pod-0-0"));
   EXPECT_TRUE(NodeListed("node-1"));
   snapshot_->Publish();
@@ -89,7 +89,7 @@ TEST_F(DeletionListenerTest, DeletionsSeenDuringTheRebuildAreCarriedOutWhenItEnd
   EXPECT_TRUE(NodeListed("node-0"));
 
   // After the rebuild, at once.
-  listener.OnPodChange(scrapers::ChangeType::kDeleted, Pod("shop", "pod-0-1", "node-0"));
+  listener.OnPodChange(discovery::ChangeType::kDeleted, Pod("shop", "pod-0-1", "node-0"));
   EXPECT_FALSE(Listed("shop", "pod-0-1"));
   snapshot_->Publish();
   EXPECT_FALSE(snapshot_->GetPod("shop", "pod-0-1").has_value());

@@ -28,7 +28,7 @@ constexpr char kHash[] = "7c9d8";
 class FakeWorkloads final : public WorkloadSource {
  public:
   void AddWebPod(const std::string& name, const std::string& node) {
-    scrapers::PodInfo pod;
+    discovery::PodInfo pod;
     pod.name = name;
     pod.namespace_name = "shop";
     pod.node_name = node;
@@ -40,8 +40,8 @@ class FakeWorkloads final : public WorkloadSource {
   }
   void Remove(const std::string& name) { pods_.erase(name); }
 
-  std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const override {
-    std::vector<scrapers::PodInfo> out;
+  std::vector<discovery::PodInfo> Pods(std::string_view namespace_name) const override {
+    std::vector<discovery::PodInfo> out;
     for (const auto& entry : pods_) {
       if (namespace_name.empty() || entry.second.namespace_name == namespace_name) {
         out.push_back(entry.second);
@@ -53,13 +53,13 @@ class FakeWorkloads final : public WorkloadSource {
                                                 std::string_view name) const override {
     auto it = pods_.find(std::string(name));
     if (it == pods_.end() || it->second.namespace_name != namespace_name) return std::nullopt;
-    const scrapers::PodInfo& p = it->second;
+    const discovery::PodInfo& p = it->second;
     return limits::WorkloadOf(p.name, p.owner_kind, p.owner_name, p.labels);
   }
   std::vector<limits::LimitRange> LimitRanges(std::string_view) const override { return {}; }
 
  private:
-  std::map<std::string, scrapers::PodInfo> pods_;
+  std::map<std::string, discovery::PodInfo> pods_;
 };
 
 class RecommenderTest : public ::testing::Test {

@@ -84,9 +84,9 @@ Credentials Headers(std::map<std::string, std::string> headers) {
 // Discovery knows one pod, shop/web-1 (a Deployment's), and no LimitRange.
 class OnePodWorkloads final : public WorkloadSource {
  public:
-  std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const override {
+  std::vector<discovery::PodInfo> Pods(std::string_view namespace_name) const override {
     if (!namespace_name.empty() && namespace_name != "shop") return {};
-    scrapers::PodInfo pod;
+    discovery::PodInfo pod;
     pod.name = "web-1";
     pod.namespace_name = "shop";
     pod.owner_kind = "StatefulSet";

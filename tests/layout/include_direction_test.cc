@@ -1,6 +1,6 @@
 // Dependencies point one way: core ← apimachinery ← http, kube, metrics_api, windows, limits
-// ← storage, scrapers ← aggregator; the bridge, the apiserver and the node agent use core,
-// apimachinery, http, kube, metrics_api and proto only; the simulator uses core, apimachinery
+// ← discovery ← scrapers, storage ← aggregator; the bridge, the apiserver and the node agent use
+// core, apimachinery, http, kube, metrics_api and proto only; the simulator uses core, apimachinery
 // and the HTTP server only (it must not share the client, decoders or renderers with what it
 // tests). This test reads every source file's `#include "kubestat/<folder>/..."` lines and
 // fails on one that points the wrong way, and on a folder of the tree it has no rule for.
@@ -34,10 +34,11 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
       {"windows", {"core", "windows"}},
       {"limits", {"core", "apimachinery", "limits"}},
       {"storage", {"core", "windows", "storage"}},
-      {"scrapers", {"core", "apimachinery", "http", "kube", "windows", "limits", "scrapers"}},
+      {"discovery", {"core", "apimachinery", "http", "kube", "limits", "discovery"}},
+      {"scrapers", {"core", "apimachinery", "http", "kube", "discovery", "scrapers"}},
       {"aggregator",
        {"core", "apimachinery", "http", "kube", "metrics_api", "windows", "limits", "storage",
-        "scrapers", "proto", "aggregator"}},
+        "discovery", "scrapers", "proto", "aggregator"}},
       {"bridge", {"core", "apimachinery", "http", "kube", "metrics_api", "proto", "bridge"}},
       {"apiserver", {"core", "apimachinery", "http", "kube", "metrics_api", "proto", "apiserver"}},
       {"agent", {"core", "apimachinery", "http", "kube", "metrics_api", "proto", "agent"}},

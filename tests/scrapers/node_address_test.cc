@@ -5,8 +5,8 @@
 namespace kubestat::scrapers {
 namespace {
 
-NodeInfo FullNode() {
-  NodeInfo node;
+discovery::NodeInfo FullNode() {
+  discovery::NodeInfo node;
   node.name = "node-1";
   node.addresses = {{"InternalIP", "10.0.0.5"},
                     {"ExternalIP", "203.0.113.5"},
@@ -40,7 +40,7 @@ TEST(NodeAddressTest, EveryPreferenceOrderPicksItsFirstAvailableType) {
     EXPECT_EQ(target->host, address) << type;
   }
   // Falls through to the next type when the first is missing.
-  NodeInfo node = FullNode();
+  discovery::NodeInfo node = FullNode();
   node.addresses = {{"ExternalIP", "203.0.113.5"}, {"InternalIP", "10.0.0.5"}};
   KubeletAddressOptions options;  // Hostname, InternalDNS, InternalIP, …
   EXPECT_EQ(SelectKubeletTarget(node, options)->host, "10.0.0.5");
@@ -49,7 +49,7 @@ TEST(NodeAddressTest, EveryPreferenceOrderPicksItsFirstAvailableType) {
 }
 
 TEST(NodeAddressTest, FirstAddressOfATypeWinsWithinThatType) {
-  NodeInfo node;
+  discovery::NodeInfo node;
   node.name = "n";
   node.addresses = {{"InternalIP", "10.0.0.1"}, {"InternalIP", "fd00::1"}};
   KubeletAddressOptions options;
@@ -58,7 +58,7 @@ TEST(NodeAddressTest, FirstAddressOfATypeWinsWithinThatType) {
 }
 
 TEST(NodeAddressTest, NoMatchingAddressIsNotFoundNamingTheNode) {
-  NodeInfo node;
+  discovery::NodeInfo node;
   node.name = "lonely";
   node.addresses = {{"ExternalIP", "203.0.113.9"}};
   KubeletAddressOptions options;
@@ -75,7 +75,7 @@ TEST(NodeAddressTest, NodeStatusPortIsUsedOnlyWhenAskedAndSet) {
   EXPECT_EQ(SelectKubeletTarget(FullNode(), options)->port, 12345);
   options.use_node_status_port = true;
   EXPECT_EQ(SelectKubeletTarget(FullNode(), options)->port, 10255);
-  NodeInfo no_port = FullNode();
+  discovery::NodeInfo no_port = FullNode();
   no_port.kubelet_port = 0;
   EXPECT_EQ(SelectKubeletTarget(no_port, options)->port, 12345);
 }

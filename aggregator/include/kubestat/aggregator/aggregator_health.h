@@ -4,7 +4,7 @@
 //                 write rejected by the store, not a scrape the ingest refused); passes again
 //                 at the next write the store takes
 //   kube-api      fails once the kube API has failed to answer discovery for longer than
-//                 kube_api_unreachable_limit (scrapers::KubeApiContact)
+//                 kube_api_unreachable_limit (discovery::KubeApiContact)
 //   scrapes       fails after failed_rounds_limit scrape rounds in a row with targets and no
 //                 node scraped; passes again at the first round that scrapes a node
 // None of these is a /livez check: a restart brings no peer back. And a condition, which
@@ -26,8 +26,8 @@
 
 #include "absl/status/status.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/discovery/discovery.h"
 #include "kubestat/http/health_checks.h"
-#include "kubestat/scrapers/discovery.h"
 #include "kubestat/scrapers/scheduler.h"
 #include "kubestat/storage/store.h"
 
@@ -45,7 +45,7 @@ struct AggregatorHealthOptions {
 class AggregatorHealth {
  public:
   // `store` may be null (no store-durability condition).
-  AggregatorHealth(AggregatorHealthOptions options, const scrapers::Discovery& discovery,
+  AggregatorHealth(AggregatorHealthOptions options, const discovery::Discovery& discovery,
                    const storage::Store* store = nullptr);
 
   // The outcome of ingesting one node's scrape (Ingestor::Ingest's status).
@@ -66,7 +66,7 @@ class AggregatorHealth {
   std::optional<std::string> Scrapes() const;
 
   const AggregatorHealthOptions options_;
-  const scrapers::Discovery& discovery_;
+  const discovery::Discovery& discovery_;
   const storage::Store* store_;
   mutable std::mutex mu_;
   std::string store_error_;           // the newest write's failure; "" when it was taken

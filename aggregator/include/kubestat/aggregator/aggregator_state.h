@@ -24,17 +24,17 @@
 #include "kubestat/aggregator/ingest.h"
 #include "kubestat/aggregator/metrics_source.h"
 #include "kubestat/core/shared_value.h"
+#include "kubestat/discovery/cluster_objects.h"
 #include "kubestat/limits/limit_range.h"
 #include "kubestat/metrics_api/node_resources.h"
-#include "kubestat/scrapers/cluster_objects.h"
 
 namespace kubestat::aggregator {
 
 // What discovery knows of a pod: its labels, node and containers' declared resources.
-using PodLabels = scrapers::PodLabelsInfo;
+using PodLabels = discovery::PodLabelsInfo;
 
 // A pod by namespace and name; the strings are the caller's.
-using PodNameRef = scrapers::PodNameRef;
+using PodNameRef = discovery::PodNameRef;
 
 // Labels from discovery. Implementations must be thread-safe.
 class LabelProvider {

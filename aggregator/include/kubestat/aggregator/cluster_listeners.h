@@ -22,22 +22,22 @@
 #include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/snapshot_source.h"
 #include "kubestat/core/log.h"
+#include "kubestat/discovery/discovery.h"
 #include "kubestat/limits/workload.h"
-#include "kubestat/scrapers/discovery.h"
 
 namespace kubestat::aggregator {
 
 // Labels for the query APIs, from discovery.
 class DiscoveryLabels final : public LabelProvider {
  public:
-  explicit DiscoveryLabels(const scrapers::Discovery* discovery) : discovery_(discovery) {}
+  explicit DiscoveryLabels(const discovery::Discovery* discovery) : discovery_(discovery) {}
   bool HasSynced() const override { return discovery_->synced(); }
   std::optional<SharedLabels> NodeLabels(std::string_view name) const override {
     return discovery_->NodeLabelsOf(name);
   }
   std::optional<PodLabels> PodInfo(std::string_view namespace_name,
                                    std::string_view name) const override {
-    std::optional<scrapers::PodInfo> pod = discovery_->Pod(namespace_name, name);
+    std::optional<discovery::PodInfo> pod = discovery_->Pod(namespace_name, name);
     if (!pod) return std::nullopt;
     return PodLabels{std::move(pod->labels), pod->node_name, std::move(pod->containers)};
   }
@@ -47,55 +47,55 @@ class DiscoveryLabels final : public LabelProvider {
   }
 
  private:
-  const scrapers::Discovery* discovery_;
+  const discovery::Discovery* discovery_;
 };
 
 // Pods and LimitRanges for the recommendations, from discovery.
 class DiscoveryWorkloads final : public WorkloadSource {
  public:
-  explicit DiscoveryWorkloads(const scrapers::Discovery* discovery) : discovery_(discovery) {}
-  std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const override {
-    std::vector<scrapers::PodInfo> pods = discovery_->Pods();
+  explicit DiscoveryWorkloads(const discovery::Discovery* discovery) : discovery_(discovery) {}
+  std::vector<discovery::PodInfo> Pods(std::string_view namespace_name) const override {
+    std::vector<discovery::PodInfo> pods = discovery_->Pods();
     if (!namespace_name.empty()) {
-      std::erase_if(pods,
-                    [&](const scrapers::PodInfo& p) { return p.namespace_name != namespace_name; });
+      std::erase_if(
+          pods, [&](const discovery::PodInfo& p) { return p.namespace_name != namespace_name; });
     }
     return pods;
   }
   std::optional<limits::Workload> WorkloadOfPod(std::string_view namespace_name,
                                                 std::string_view name) const override {
-    std::optional<scrapers::PodInfo> pod = discovery_->Pod(namespace_name, name);
+    std::optional<discovery::PodInfo> pod = discovery_->Pod(namespace_name, name);
     if (!pod) return std::nullopt;
     return limits::WorkloadOf(pod->name, pod->owner_kind, pod->owner_name, pod->labels);
   }
   std::vector<limits::LimitRange> LimitRanges(std::string_view namespace_name) const override {
     std::vector<limits::LimitRange> out;
-    for (scrapers::LimitRangeInfo& lr : discovery_->LimitRanges(namespace_name)) {
+    for (discovery::LimitRangeInfo& lr : discovery_->LimitRanges(namespace_name)) {
       out.push_back(std::move(lr.limit_range));
     }
     return out;
   }
 
  private:
-  const scrapers::Discovery* discovery_;
+  const discovery::Discovery* discovery_;
 };
 
 // A pod or node deleted in the kube API leaves the query results at once (and a node, what
 // its agent told, when agents are scraped). Discovery runs while the windows are rebuilt:
 // a deletion seen then waits for Rebuilt(), so the rebuild cannot restore what it removed.
-class DeletionListener final : public scrapers::ClusterListener {
+class DeletionListener final : public discovery::ClusterListener {
  public:
   DeletionListener(Ingestor* ingestor, SnapshotSource* snapshot,
                    NodeResourcesStore* node_resources = nullptr)
       : ingestor_(ingestor), snapshot_(snapshot), node_resources_(node_resources) {}
-  void OnNodeChange(scrapers::ChangeType type, const scrapers::NodeInfo& node) override {
-    if (type != scrapers::ChangeType::kDeleted) return;
+  void OnNodeChange(discovery::ChangeType type, const discovery::NodeInfo& node) override {
+    if (type != discovery::ChangeType::kDeleted) return;
     if (node_resources_ != nullptr) node_resources_->Remove(node.name);
     if (Defer({node.name, {}, {}, true})) return;
     RemoveNode(node.name);
   }
-  void OnPodChange(scrapers::ChangeType type, const scrapers::PodInfo& pod) override {
-    if (type != scrapers::ChangeType::kDeleted) return;
+  void OnPodChange(discovery::ChangeType type, const discovery::PodInfo& pod) override {
+    if (type != discovery::ChangeType::kDeleted) return;
     if (Defer({pod.name, pod.namespace_name, pod.node_name, false})) return;
     RemovePod(pod.namespace_name, pod.name, pod.node_name);
   }

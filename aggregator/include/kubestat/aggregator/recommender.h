@@ -47,8 +47,8 @@
 #include "kubestat/aggregator/workload_history.h"
 #include "kubestat/apimachinery/label_selector.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/discovery/cluster_objects.h"
 #include "kubestat/limits/recommendation.h"
-#include "kubestat/scrapers/cluster_objects.h"
 #include "kubestat/storage/store.h"
 
 namespace kubestat::aggregator {
@@ -75,7 +75,7 @@ struct RecommenderOptions {
 class WorkloadSource : public PodWorkloads {
  public:
   // The pods of `namespace_name` (every pod when empty).
-  virtual std::vector<scrapers::PodInfo> Pods(std::string_view namespace_name) const = 0;
+  virtual std::vector<discovery::PodInfo> Pods(std::string_view namespace_name) const = 0;
   // The LimitRanges of a namespace.
   virtual std::vector<limits::LimitRange> LimitRanges(std::string_view namespace_name) const = 0;
 };

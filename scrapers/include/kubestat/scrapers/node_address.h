@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kubestat/scrapers/cluster_objects.h"
+#include "kubestat/discovery/cluster_objects.h"
 
 namespace kubestat::scrapers {
 
@@ -54,7 +54,7 @@ struct KubeletAddressOptions {
 // The target for `node`. NotFound ("node n1 has no address of types [InternalIP]") when no
 // address matches the preferences.
 [[nodiscard]] absl::StatusOr<ScrapeTarget> SelectKubeletTarget(
-    const NodeInfo& node, const KubeletAddressOptions& options);
+    const discovery::NodeInfo& node, const KubeletAddressOptions& options);
 
 }  // namespace kubestat::scrapers
 

@@ -1,4 +1,4 @@
-#include "kubestat/scrapers/discovery.h"
+#include "kubestat/discovery/discovery.h"
 
 #include <arpa/inet.h>
 
@@ -12,7 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "kubestat/core/absl_view.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::discovery {
 
 std::string_view ChangeTypeName(ChangeType type) {
   switch (type) {
@@ -367,4 +367,4 @@ void StaticDiscovery::Start() {
   MarkListed(0, 1);
 }
 
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::discovery

@@ -9,14 +9,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kubestat/discovery/discovery.h"
 #include "kubestat/http/client.h"
 #include "kubestat/kube/bearer_token.h"
 #include "kubestat/kube/kube_api_tls.h"
 #include "kubestat/kube/list_watch.h"
 #include "kubestat/kube/watch_event.h"
-#include "kubestat/scrapers/discovery.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::discovery {
 namespace {
 
 using simdjson::dom::element;
@@ -412,4 +412,4 @@ std::string KubeApiDiscovery::limit_range_resource_version() const {
   return impl_->options.watch_limit_ranges ? impl_->watches.back()->resource_version() : "";
 }
 
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::discovery

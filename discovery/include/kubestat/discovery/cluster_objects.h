@@ -3,8 +3,8 @@
 // Plain values, filled by discovery (kube API list+watch, a kubeconfig-selected cluster, or
 // a static list) and read by address selection and the scrape loop. They own their strings
 // and are safe to copy between threads.
-#ifndef KUBESTAT_SCRAPERS_CLUSTER_OBJECTS_H_
-#define KUBESTAT_SCRAPERS_CLUSTER_OBJECTS_H_
+#ifndef KUBESTAT_DISCOVERY_CLUSTER_OBJECTS_H_
+#define KUBESTAT_DISCOVERY_CLUSTER_OBJECTS_H_
 
 #include <map>
 #include <string>
@@ -14,7 +14,7 @@
 #include "kubestat/core/shared_value.h"
 #include "kubestat/limits/limit_range.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::discovery {
 
 // One entry of a Node's status.addresses.
 struct NodeAddress {
@@ -93,6 +93,6 @@ struct LimitRangeInfo {
   friend bool operator==(const LimitRangeInfo&, const LimitRangeInfo&) = default;
 };
 
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::discovery
 
-#endif  // KUBESTAT_SCRAPERS_CLUSTER_OBJECTS_H_
+#endif  // KUBESTAT_DISCOVERY_CLUSTER_OBJECTS_H_

@@ -22,8 +22,8 @@
 // Threads: each watched resource has its own thread. Listener callbacks run on those
 // threads, without any Discovery lock held (they may read the snapshot); callbacks for one
 // resource are delivered in order. The read functions may be called from any thread.
-#ifndef KUBESTAT_SCRAPERS_DISCOVERY_H_
-#define KUBESTAT_SCRAPERS_DISCOVERY_H_
+#ifndef KUBESTAT_DISCOVERY_DISCOVERY_H_
+#define KUBESTAT_DISCOVERY_DISCOVERY_H_
 
 #include <atomic>
 #include <chrono>
@@ -43,10 +43,10 @@
 #include "absl/status/statusor.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/time.h"
+#include "kubestat/discovery/cluster_objects.h"
 #include "kubestat/kube/kubeconfig.h"
-#include "kubestat/scrapers/cluster_objects.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::discovery {
 
 enum class ChangeType { kAdded, kModified, kDeleted };
 
@@ -212,6 +212,6 @@ class KubeApiDiscovery final : public Discovery {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::discovery
 
-#endif  // KUBESTAT_SCRAPERS_DISCOVERY_H_
+#endif  // KUBESTAT_DISCOVERY_DISCOVERY_H_

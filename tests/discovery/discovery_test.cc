@@ -1,6 +1,6 @@
 // cpprestsdk's U() macro collides with GoogleTest's template parameters.
 #define _TURN_OFF_PLATFORM_STRING
-#include "kubestat/scrapers/discovery.h"
+#include "kubestat/discovery/discovery.h"
 
 #include <arpa/inet.h>
 #include <cpprest/base_uri.h>
@@ -29,7 +29,7 @@
 #include "support/net.h"
 #include "support/poll.h"
 
-namespace kubestat::scrapers {
+namespace kubestat::discovery {
 namespace {
 
 using testing::FreeLoopbackPort;
@@ -708,4 +708,4 @@ TEST(StaticDiscoveryTest, RejectsMalformedEntriesNamingThem) {
 }
 
 }  // namespace
-}  // namespace kubestat::scrapers
+}  // namespace kubestat::discovery
