@@ -61,7 +61,8 @@ void BM_OnRoundNothingChanged(benchmark::State& state) {
 BENCHMARK(BM_OnRoundNothingChanged)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 void BM_PodToProto(benchmark::State& state) {
-  PodView pod = MakePod("shop", "web-1", "node-a", {{"app", "web"}}, BaseTime(), 100, 2);
+  metrics_api::PodMetrics pod =
+      MakePod("shop", "web-1", "node-a", {{"app", "web"}}, BaseTime(), 100, 2);
   for (auto _ : state) benchmark::DoNotOptimize(metrics_api::ToProto(pod));
 }
 BENCHMARK(BM_PodToProto);

@@ -128,7 +128,7 @@ void NodeReadCost(const Ingestor& ingestor, const std::string& node, size_t pods
   kubestat::aggregator::testing::FakeLabels labels;
   labels.synced = true;
   auto five_labels = [](const std::string& name) {
-    kubestat::aggregator::Labels out;
+    kubestat::metrics_api::Labels out;
     for (const char* key : {"app", "team", "tier", "version", "zone"}) {
       out[std::string("example.com/") + key] = name + "-" + key;
     }
@@ -270,7 +270,7 @@ void Day(size_t nodes, int step_s, bool sim) {
          disk / (1 << 20) / nodes * 24 / 25 * step_s / 10.0);
 
   // Rebuild from the store.
-  const std::vector<kubestat::aggregator::SeriesWindows> live = ingestor->QueryAll();
+  const std::vector<kubestat::windows::SeriesWindows> live = ingestor->QueryAll();
   ingestor.reset();
   const long rss2 = RssKiB();
   const double rebuild0 = WallSeconds();
@@ -313,7 +313,7 @@ void Day(size_t nodes, int step_s, bool sim) {
         std::vector<uint64_t> values = by_id[e.id];
         if (values.size() != w.windows[3].count || values.empty()) continue;
         std::sort(values.begin(), values.end());
-        const uint64_t exact = values[kubestat::aggregator::NearestRank(95, values.size()) - 1];
+        const uint64_t exact = values[kubestat::windows::NearestRank(95, values.size()) - 1];
         if (exact == 0) continue;
         worst = std::max(
             worst, std::fabs(static_cast<double>(w.windows[3].p95) - static_cast<double>(exact)) /
@@ -339,9 +339,9 @@ std::pair<uint64_t, uint64_t> ReadBytes() {
 }
 
 using kubestat::aggregator::NodeHistoryWriter;
-using kubestat::aggregator::ObjectKind;
-using kubestat::aggregator::Resource;
-using kubestat::aggregator::SeriesKey;
+using kubestat::windows::ObjectKind;
+using kubestat::windows::Resource;
+using kubestat::windows::SeriesKey;
 
 // The samples of one node of the synthetic cluster (the shape SyntheticCluster's scrapes
 // give after Ingest: rates in nanocores, working-set bytes, pods the sum of their two
@@ -570,7 +570,7 @@ void FillStore(const std::string& dir, size_t nodes, int step_s, size_t threads,
   const Timestamp end = shape.end_now ? PresentStep(step) : kT0 + std::chrono::hours(25);
   const Timestamp start = end - std::chrono::hours(25);
   const double wall0 = WallSeconds();
-  const kubestat::aggregator::WindowEngineOptions engine_options;
+  const kubestat::windows::WindowEngineOptions engine_options;
   std::optional<kubestat::sim::ClusterModel> model;
   if (shape.sim) {
     auto created = kubestat::sim::ClusterModel::Create(shape.ModelOptions(nodes));
@@ -650,7 +650,7 @@ Timestamp ExtendStore(const std::string& dir, size_t nodes, int step_s, size_t t
   auto model = kubestat::sim::ClusterModel::Create(shape.ModelOptions(nodes));
   if (!model.ok()) exit(1);
   Timestamp end = PresentStep(step);
-  const kubestat::aggregator::WindowEngineOptions engine_options;
+  const kubestat::windows::WindowEngineOptions engine_options;
   std::vector<std::unique_ptr<NodeHistoryWriter>> writers(nodes);
   std::vector<std::unique_ptr<SimNodeSamples>> samples(nodes);
   std::atomic<size_t> series_new{0}, series_retired{0};
@@ -880,7 +880,7 @@ void RebuildAtScale(std::string dir, size_t nodes, int step_s, size_t fill_threa
         ++bad;
         continue;
       }
-      const uint64_t exact = values[kubestat::aggregator::NearestRank(95, values.size()) - 1];
+      const uint64_t exact = values[kubestat::windows::NearestRank(95, values.size()) - 1];
       if (std::fabs(static_cast<double>(win.p95) - static_cast<double>(exact)) >
           0.01 * static_cast<double>(exact)) {
         ++bad;

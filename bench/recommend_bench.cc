@@ -42,9 +42,9 @@ using aggregator::Recommender;
 using aggregator::RecommenderCacheStats;
 using aggregator::RecommenderCost;
 using aggregator::RecommenderOptions;
-using aggregator::SeriesKey;
 using std::chrono::hours;
 using std::chrono::seconds;
+using windows::SeriesKey;
 using windows::UsageHistogram;
 
 constexpr char kHash[] = "5f6c7b8d9";

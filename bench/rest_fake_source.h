@@ -51,21 +51,21 @@ class SyntheticMetricsSource final : public MetricsSource {
       return s;
     };
     auto usage = [&]() {
-      return ResourceWindows{series(1000000 + rng() % 900000000),
-                             series(1048576 + rng() % 4294967296ULL)};
+      return metrics_api::ResourceWindows{series(1000000 + rng() % 900000000),
+                                          series(1048576 + rng() % 4294967296ULL)};
     };
     int pod_index = 0;
     for (int n = 0; n < nodes; ++n) {
-      NodeView node;
+      metrics_api::NodeMetrics node;
       node.name = "node-" + Padded(n, 5);
       node.labels = {{"kubernetes.io/hostname", node.name},
                      {"node-role.kubernetes.io/worker", ""},
                      {"topology.kubernetes.io/zone", "zone-" + std::to_string(n % 3)}};
       node.machine = usage();
-      node.system_containers.push_back(ContainerView{"kubelet", usage()});
+      node.system_containers.push_back(metrics_api::ContainerMetrics{"kubelet", usage()});
       nodes_.push_back(node);
       for (int p = 0; p < pods_per_node; ++p, ++pod_index) {
-        PodView pod;
+        metrics_api::PodMetrics pod;
         pod.namespace_name = "ns-" + Padded(pod_index % namespaces, 4);
         pod.name = "app-" + Padded(pod_index, 6) + "-7d9f8c6b5-x2x9z";
         pod.node_name = node.name;
@@ -73,13 +73,13 @@ class SyntheticMetricsSource final : public MetricsSource {
                       {"pod-template-hash", "7d9f8c6b5"},
                       {"tier", pod_index % 2 == 0 ? "frontend" : "backend"}};
         pod.pod = usage();
-        pod.containers.push_back(ContainerView{"app", usage()});
-        pod.containers.push_back(ContainerView{"istio-proxy", usage()});
+        pod.containers.push_back(metrics_api::ContainerMetrics{"app", usage()});
+        pod.containers.push_back(metrics_api::ContainerMetrics{"istio-proxy", usage()});
         pods_[pod.namespace_name].push_back(pod);
       }
     }
     for (const auto& [ns, list] : pods_) {
-      for (const PodView& pod : list) all_pods_.push_back(pod);
+      for (const metrics_api::PodMetrics& pod : list) all_pods_.push_back(pod);
     }
     // Built once, as the aggregator's SnapshotSource does once per round.
     snapshot_ = MetricsSource::Snapshot();
@@ -88,30 +88,30 @@ class SyntheticMetricsSource final : public MetricsSource {
   std::shared_ptr<const MetricsSnapshot> Snapshot() const override { return snapshot_; }
 
   bool Ready() const override { return true; }
-  std::vector<NodeView> ListNodes() const override { return nodes_; }
-  std::optional<NodeView> GetNode(std::string_view name) const override {
-    for (const NodeView& node : nodes_) {
+  std::vector<metrics_api::NodeMetrics> ListNodes() const override { return nodes_; }
+  std::optional<metrics_api::NodeMetrics> GetNode(std::string_view name) const override {
+    for (const metrics_api::NodeMetrics& node : nodes_) {
       if (node.name == name) return node;
     }
     return std::nullopt;
   }
-  std::vector<PodView> ListPods(std::string_view namespace_name) const override {
+  std::vector<metrics_api::PodMetrics> ListPods(std::string_view namespace_name) const override {
     if (namespace_name.empty()) return all_pods_;
     auto it = pods_.find(namespace_name);
-    return it == pods_.end() ? std::vector<PodView>{} : it->second;
+    return it == pods_.end() ? std::vector<metrics_api::PodMetrics>{} : it->second;
   }
-  std::optional<PodView> GetPod(std::string_view namespace_name,
-                                std::string_view name) const override {
+  std::optional<metrics_api::PodMetrics> GetPod(std::string_view namespace_name,
+                                                std::string_view name) const override {
     auto it = pods_.find(namespace_name);
     if (it == pods_.end()) return std::nullopt;
-    for (const PodView& pod : it->second) {
+    for (const metrics_api::PodMetrics& pod : it->second) {
       if (pod.name == name) return pod;
     }
     return std::nullopt;
   }
 
-  const std::vector<NodeView>& nodes() const { return nodes_; }
-  const std::vector<PodView>& pods_of(const std::string& namespace_name) const {
+  const std::vector<metrics_api::NodeMetrics>& nodes() const { return nodes_; }
+  const std::vector<metrics_api::PodMetrics>& pods_of(const std::string& namespace_name) const {
     return pods_.at(namespace_name);
   }
 
@@ -121,10 +121,10 @@ class SyntheticMetricsSource final : public MetricsSource {
     return std::string(digits.size() < width ? width - digits.size() : 0, '0') + digits;
   }
 
-  std::vector<NodeView> nodes_;
-  std::map<std::string, std::vector<PodView>, std::less<>> pods_;
+  std::vector<metrics_api::NodeMetrics> nodes_;
+  std::map<std::string, std::vector<metrics_api::PodMetrics>, std::less<>> pods_;
   std::shared_ptr<const MetricsSnapshot> snapshot_;
-  std::vector<PodView> all_pods_;
+  std::vector<metrics_api::PodMetrics> all_pods_;
 };
 
 }  // namespace kubestat::aggregator::bench

@@ -39,7 +39,7 @@ RenderContext Context(GroupVersion api) {
 }
 
 void RenderNamespacePods(benchmark::State& state, GroupVersion api) {
-  const std::vector<PodView>& pods = Source().pods_of("ns-0007");
+  const std::vector<metrics_api::PodMetrics>& pods = Source().pods_of("ns-0007");
   const ListQuery query;
   const RenderContext ctx = Context(api);
   size_t bytes = 0;
@@ -54,7 +54,7 @@ void RenderNamespacePods(benchmark::State& state, GroupVersion api) {
 }
 
 void RenderAllNodes(benchmark::State& state, GroupVersion api) {
-  const std::vector<NodeView>& nodes = Source().nodes();
+  const std::vector<metrics_api::NodeMetrics>& nodes = Source().nodes();
   const ListQuery query;
   const RenderContext ctx = Context(api);
   size_t bytes = 0;
@@ -83,7 +83,7 @@ void BM_RenderNodeListV1alpha1(benchmark::State& state) {
 
 // A label selector over every pod of the cluster (30,000), v1beta1.
 void BM_RenderAllPodsWithLabelSelectorV1beta1(benchmark::State& state) {
-  const std::vector<PodView> pods = Source().ListPods("");
+  const std::vector<metrics_api::PodMetrics> pods = Source().ListPods("");
   absl::StatusOr<ListQuery> query = ParseListQuery(
       ParseQueryString("labelSelector=app%3Dapp-7,tier%3Dbackend"), ApiResource::kPods, "");
   const RenderContext ctx = Context(GroupVersion::kV1beta1);

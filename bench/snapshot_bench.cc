@@ -33,13 +33,13 @@ using ::kubestat::bench::ThreadCpuSeconds;
 std::vector<std::string> Fill(const bench::SyntheticMetricsSource& synthetic,
                               testing::PartsSource* live) {
   live->fresh_views = true;
-  for (const NodeView& node : synthetic.nodes()) {
+  for (const metrics_api::NodeMetrics& node : synthetic.nodes()) {
     NodeObjects& part = live->parts[node.name];
     part.node_name = node.name;
-    part.node = std::make_shared<const NodeView>(node);
+    part.node = std::make_shared<const metrics_api::NodeMetrics>(node);
   }
-  for (const PodView& pod : synthetic.ListPods("")) {
-    live->parts[pod.node_name].pods.push_back(std::make_shared<const PodView>(pod));
+  for (const metrics_api::PodMetrics& pod : synthetic.ListPods("")) {
+    live->parts[pod.node_name].pods.push_back(std::make_shared<const metrics_api::PodMetrics>(pod));
   }
   std::vector<std::string> names;
   for (auto& [name, part] : live->parts) {

@@ -15,10 +15,10 @@
 
 namespace {
 
-using kubestat::aggregator::ContainerView;
-using kubestat::aggregator::NodeView;
-using kubestat::aggregator::PodView;
-using kubestat::aggregator::ResourceWindows;
+using kubestat::metrics_api::ContainerMetrics;
+using kubestat::metrics_api::NodeMetrics;
+using kubestat::metrics_api::PodMetrics;
+using kubestat::metrics_api::ResourceWindows;
 
 ResourceWindows Usage(uint64_t v) {
   kubestat::metrics_api::StatisticsList series;
@@ -33,39 +33,39 @@ ResourceWindows Usage(uint64_t v) {
 class SmallSource final : public kubestat::aggregator::MetricsSource {
  public:
   SmallSource() {
-    NodeView node;
+    NodeMetrics node;
     node.name = "node-1";
     node.labels = {{"role", "worker"}};
     node.machine = Usage(120000000);
-    node.system_containers.push_back(ContainerView{"kubelet", Usage(1000)});
+    node.system_containers.push_back(ContainerMetrics{"kubelet", Usage(1000)});
     nodes_.push_back(node);
-    PodView pod;
+    PodMetrics pod;
     pod.name = "web-1";
     pod.namespace_name = "shop";
     pod.node_name = "node-1";
     pod.labels = {{"app", "web"}};
     pod.pod = Usage(5);
-    pod.containers.push_back(ContainerView{"app", Usage(5)});
+    pod.containers.push_back(ContainerMetrics{"app", Usage(5)});
     pods_.push_back(pod);
   }
   bool Ready() const override { return true; }
-  std::vector<NodeView> ListNodes() const override { return nodes_; }
-  std::optional<NodeView> GetNode(std::string_view name) const override {
+  std::vector<NodeMetrics> ListNodes() const override { return nodes_; }
+  std::optional<NodeMetrics> GetNode(std::string_view name) const override {
     if (name == nodes_[0].name) return nodes_[0];
     return std::nullopt;
   }
-  std::vector<PodView> ListPods(std::string_view ns) const override {
+  std::vector<PodMetrics> ListPods(std::string_view ns) const override {
     if (ns.empty() || ns == pods_[0].namespace_name) return pods_;
     return {};
   }
-  std::optional<PodView> GetPod(std::string_view ns, std::string_view name) const override {
+  std::optional<PodMetrics> GetPod(std::string_view ns, std::string_view name) const override {
     if (ns == pods_[0].namespace_name && name == pods_[0].name) return pods_[0];
     return std::nullopt;
   }
 
  private:
-  std::vector<NodeView> nodes_;
-  std::vector<PodView> pods_;
+  std::vector<NodeMetrics> nodes_;
+  std::vector<PodMetrics> pods_;
 };
 
 }  // namespace

@@ -12,14 +12,15 @@ namespace kubestat::aggregator {
 
 namespace {
 
-void Assign(ResourceWindows* windows, Resource resource, std::span<const WindowStats> stats) {
-  (resource == Resource::kCpu ? windows->cpu : windows->memory) = ToApiStatistics(stats);
+void Assign(metrics_api::ResourceWindows* windows, windows::Resource resource,
+            std::span<const windows::WindowStats> stats) {
+  (resource == windows::Resource::kCpu ? windows->cpu : windows->memory) = ToApiStatistics(stats);
 }
 
 // Series of one kind grouped by container name (series arrive in key order, so the
 // containers come out sorted by name).
-void AddContainer(std::vector<ContainerView>* containers, const SeriesKey& key,
-                  std::span<const WindowStats> stats) {
+void AddContainer(std::vector<metrics_api::ContainerMetrics>* containers,
+                  const windows::SeriesKey& key, std::span<const windows::WindowStats> stats) {
   if (containers->empty() || containers->back().name != key.container) {
     containers->push_back({key.container, {}});
   }
@@ -27,26 +28,28 @@ void AddContainer(std::vector<ContainerView>* containers, const SeriesKey& key,
 }
 
 // One series of a node into its view: the machine's, or a system container's.
-void AddNodeSeries(NodeView* view, const SeriesKey& key, std::span<const WindowStats> windows) {
-  if (key.kind == ObjectKind::kNode) {
+void AddNodeSeries(metrics_api::NodeMetrics* view, const windows::SeriesKey& key,
+                   std::span<const windows::WindowStats> windows) {
+  if (key.kind == windows::ObjectKind::kNode) {
     Assign(&view->machine, key.resource, windows);
-  } else if (key.kind == ObjectKind::kSystemContainer) {
+  } else if (key.kind == windows::ObjectKind::kSystemContainer) {
     AddContainer(&view->system_containers, key, windows);
   }
 }
 
 // One series of a pod into its view: the pod's own, or a container's.
-void AddPodSeries(PodView* view, const SeriesKey& key, std::span<const WindowStats> windows) {
-  if (key.kind == ObjectKind::kPod) {
+void AddPodSeries(metrics_api::PodMetrics* view, const windows::SeriesKey& key,
+                  std::span<const windows::WindowStats> windows) {
+  if (key.kind == windows::ObjectKind::kPod) {
     Assign(&view->pod, key.resource, windows);
-  } else if (key.kind == ObjectKind::kContainer) {
+  } else if (key.kind == windows::ObjectKind::kContainer) {
     AddContainer(&view->containers, key, windows);
   }
 }
 
 // The requests and limits `declared` gives each container view of the same name (cpu from
 // millicores to nanocores).
-void AddDeclared(std::vector<ContainerView>* containers,
+void AddDeclared(std::vector<metrics_api::ContainerMetrics>* containers,
                  const std::vector<limits::ContainerResources>& declared) {
   auto convert = [](const limits::Amounts& in) {
     metrics_api::DeclaredResources out;
@@ -54,7 +57,7 @@ void AddDeclared(std::vector<ContainerView>* containers,
     if (in.memory && *in.memory >= 0) out.memory = static_cast<uint64_t>(*in.memory);
     return out;
   };
-  for (ContainerView& view : *containers) {
+  for (metrics_api::ContainerMetrics& view : *containers) {
     for (const limits::ContainerResources& spec : declared) {
       if (spec.name != view.name) continue;
       view.requests = convert(spec.requests);
@@ -68,24 +71,25 @@ void AddDeclared(std::vector<ContainerView>* containers,
 // shared at once, so that publishing them moves no view.
 class NodeViewBuilder final : public NodeObjectsVisitor {
  public:
-  explicit NodeViewBuilder(std::string_view node) : node(std::make_shared<NodeView>()) {
+  explicit NodeViewBuilder(std::string_view node)
+      : node(std::make_shared<metrics_api::NodeMetrics>()) {
     this->node->name = std::string(node);
   }
-  void NodeSeries(const SeriesKey& key, Timestamp /*endtime*/,
-                  std::span<const WindowStats> windows) override {
+  void NodeSeries(const windows::SeriesKey& key, Timestamp /*endtime*/,
+                  std::span<const windows::WindowStats> windows) override {
     AddNodeSeries(node.get(), key, windows);
   }
   void BeginPod(std::string_view namespace_name, std::string_view name) override {
     EndPod();
-    auto pod = std::make_shared<PodView>();
+    auto pod = std::make_shared<metrics_api::PodMetrics>();
     pod->name = std::string(name);
     pod->namespace_name = std::string(namespace_name);
     pod->node_name = node->name;
     pods.push_back(std::move(pod));
   }
-  void PodSeries(const SeriesKey& key, Timestamp /*endtime*/,
-                 std::span<const WindowStats> windows) override {
-    if (key.kind == ObjectKind::kContainer) {
+  void PodSeries(const windows::SeriesKey& key, Timestamp /*endtime*/,
+                 std::span<const windows::WindowStats> windows) override {
+    if (key.kind == windows::ObjectKind::kContainer) {
       AddContainer(&containers_, key, windows);
     } else {
       AddPodSeries(pods.back().get(), key, windows);
@@ -94,20 +98,20 @@ class NodeViewBuilder final : public NodeObjectsVisitor {
   // Call after the visit: the last pod gets its containers.
   void Finish() { EndPod(); }
 
-  std::shared_ptr<NodeView> node;
-  std::vector<std::shared_ptr<PodView>> pods;  // by (namespace, name)
+  std::shared_ptr<metrics_api::NodeMetrics> node;
+  std::vector<std::shared_ptr<metrics_api::PodMetrics>> pods;  // by (namespace, name)
 
  private:
   // The containers read for the newest pod go to it in one list of their exact number (one
   // allocation, where growing the list as they come took one per container).
   void EndPod() {
     if (pods.empty() || containers_.empty()) return;
-    std::vector<ContainerView>& out = pods.back()->containers;
+    std::vector<metrics_api::ContainerMetrics>& out = pods.back()->containers;
     out.reserve(out.size() + containers_.size());
     std::move(containers_.begin(), containers_.end(), std::back_inserter(out));
     containers_.clear();
   }
-  std::vector<ContainerView> containers_;  // of the newest pod, not given to it yet
+  std::vector<metrics_api::ContainerMetrics> containers_;  // of the newest pod, not given to it yet
 };
 
 }  // namespace
@@ -122,7 +126,7 @@ std::vector<std::optional<PodLabels>> LabelProvider::PodInfos(
 
 bool AggregatorState::Ready() const { return ingestor_->ready() && labels_->HasSynced(); }
 
-void AggregatorState::JoinNode(NodeView* view) const {
+void AggregatorState::JoinNode(metrics_api::NodeMetrics* view) const {
   view->labels = labels_->NodeLabels(view->name).value_or(SharedLabels{});
   if (topology_ != nullptr) {
     if (std::optional<NodeTopology> topology = topology_->Node(view->name)) {
@@ -132,7 +136,7 @@ void AggregatorState::JoinNode(NodeView* view) const {
   }
 }
 
-void AggregatorState::JoinPod(PodView* view, std::optional<PodLabels> info) const {
+void AggregatorState::JoinPod(metrics_api::PodMetrics* view, std::optional<PodLabels> info) const {
   // The agent beside the kubelet that reported the pod knows its assignments: asked before
   // the node name is replaced by discovery's.
   std::optional<metrics_api::PodAssignment> assigned;
@@ -146,7 +150,7 @@ void AggregatorState::JoinPod(PodView* view, std::optional<PodLabels> info) cons
   }
   if (assigned) {
     view->exclusive = std::move(assigned->exclusive);
-    for (ContainerView& container : view->containers) {
+    for (metrics_api::ContainerMetrics& container : view->containers) {
       for (metrics_api::ContainerAssignment& c : assigned->containers) {
         if (c.name == container.name) container.exclusive = std::move(c.exclusive);
       }
@@ -154,44 +158,45 @@ void AggregatorState::JoinPod(PodView* view, std::optional<PodLabels> info) cons
   }
 }
 
-NodeView AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
-  NodeView view;
+metrics_api::NodeMetrics AggregatorState::MakeNodeView(NodeSnapshot snapshot) const {
+  metrics_api::NodeMetrics view;
   view.name = std::move(snapshot.name);
-  for (const SeriesWindows& series : snapshot.series) {
+  for (const windows::SeriesWindows& series : snapshot.series) {
     AddNodeSeries(&view, series.key, series.windows);
   }
   JoinNode(&view);
   return view;
 }
 
-PodView AggregatorState::MakePodView(PodSnapshot snapshot) const {
-  PodView view;
+metrics_api::PodMetrics AggregatorState::MakePodView(PodSnapshot snapshot) const {
+  metrics_api::PodMetrics view;
   view.name = std::move(snapshot.pod.name);
   view.namespace_name = std::move(snapshot.pod.namespace_name);
   view.node_name = std::move(snapshot.pod.node);
-  for (const SeriesWindows& series : snapshot.series) {
+  for (const windows::SeriesWindows& series : snapshot.series) {
     AddPodSeries(&view, series.key, series.windows);
   }
   JoinPod(&view, labels_->PodInfo(view.namespace_name, view.name));
   return view;
 }
 
-std::vector<NodeView> AggregatorState::ListNodes() const {
-  std::vector<NodeView> views;
+std::vector<metrics_api::NodeMetrics> AggregatorState::ListNodes() const {
+  std::vector<metrics_api::NodeMetrics> views;
   for (NodeSnapshot& snapshot : ingestor_->QueryNodes()) {
     views.push_back(MakeNodeView(std::move(snapshot)));
   }
   return views;
 }
 
-std::optional<NodeView> AggregatorState::GetNode(std::string_view name) const {
+std::optional<metrics_api::NodeMetrics> AggregatorState::GetNode(std::string_view name) const {
   std::optional<NodeSnapshot> snapshot = ingestor_->QueryNode(name);
   if (!snapshot) return std::nullopt;
   return MakeNodeView(std::move(*snapshot));
 }
 
-std::vector<PodView> AggregatorState::ListPods(std::string_view namespace_name) const {
-  std::vector<PodView> views;
+std::vector<metrics_api::PodMetrics> AggregatorState::ListPods(
+    std::string_view namespace_name) const {
+  std::vector<metrics_api::PodMetrics> views;
   for (PodSnapshot& snapshot : ingestor_->QueryPods(namespace_name)) {
     // A pod reported by two nodes at once (it moved) is listed once.
     if (!views.empty() && views.back().namespace_name == snapshot.pod.namespace_name &&
@@ -203,8 +208,8 @@ std::vector<PodView> AggregatorState::ListPods(std::string_view namespace_name) 
   return views;
 }
 
-std::optional<PodView> AggregatorState::GetPod(std::string_view namespace_name,
-                                               std::string_view name) const {
+std::optional<metrics_api::PodMetrics> AggregatorState::GetPod(std::string_view namespace_name,
+                                                               std::string_view name) const {
   std::optional<PodSnapshot> snapshot = ingestor_->QueryPod(namespace_name, name);
   if (!snapshot) return std::nullopt;
   return MakePodView(std::move(*snapshot));
@@ -218,7 +223,7 @@ std::optional<NodeObjects> AggregatorState::ObjectsOfNode(std::string_view node)
   JoinNode(views.node.get());
   std::vector<PodNameRef> names;
   names.reserve(views.pods.size());
-  for (const std::shared_ptr<PodView>& pod : views.pods) {
+  for (const std::shared_ptr<metrics_api::PodMetrics>& pod : views.pods) {
     names.push_back({pod->namespace_name, pod->name});
   }
   std::vector<std::optional<PodLabels>> infos = labels_->PodInfos(names);

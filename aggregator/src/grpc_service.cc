@@ -339,7 +339,7 @@ grpc::Status AggregatorService::DoListPods(const v1::ListPodsRequest& request,
   *response->mutable_tick_time() = ToProtoTimestamp(hub_->last_tick());
   const std::shared_ptr<const MetricsSnapshot> cut = source_->Snapshot();
   const auto [first, last] = cut->NamespaceRange(request.namespace_());
-  const std::span<const PodViewRef> pods(cut->pods.data() + first, last - first);
+  const std::span<const metrics_api::PodRef> pods(cut->pods.data() + first, last - first);
   const metrics_api::Page page = Select(*filter, GroupVersion::kV1alpha1, pods);
   response->mutable_items()->Reserve(static_cast<int>(page.indices.size()));
   for (size_t i : page.indices) {

@@ -45,7 +45,7 @@ struct SeriesState {
   Timestamp newest{};  // time of the newest stored sample
   // The series in the shard's engine, found by the last ingest. The engine's series leaves
   // only with this state (retired, its pod or node deleted) or through that ingest's error.
-  WindowEngine::SeriesHandle engine;
+  windows::WindowEngine::SeriesHandle engine;
 };
 
 using PodName = std::pair<std::string, std::string>;  // namespace, name
@@ -87,8 +87,8 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
                                                       : a + b;
 }
 
-bool IsPodSeries(const SeriesKey& k) {
-  return k.kind == ObjectKind::kPod || k.kind == ObjectKind::kContainer;
+bool IsPodSeries(const windows::SeriesKey& k) {
+  return k.kind == windows::ObjectKind::kPod || k.kind == windows::ObjectKind::kContainer;
 }
 
 std::optional<Timestamp> ScrapeTime(const NodeScrape& scrape) {
@@ -111,12 +111,12 @@ std::optional<Timestamp> ScrapeTime(const NodeScrape& scrape) {
 
 // The usage histogram of a container series' closed bucket: the right-sizing history,
 // kept longer than the rollups under the pod's workload (workload_history.h).
-void PutUsageHistory(const SeriesKey& key, const PodWorkloads* workloads, SeriesId id,
-                     Timestamp bucket_start, std::span<const Sample> samples,
+void PutUsageHistory(const windows::SeriesKey& key, const PodWorkloads* workloads, SeriesId id,
+                     Timestamp bucket_start, std::span<const windows::Sample> samples,
                      storage::ScrapeBatch* batch) {
-  if (key.kind != ObjectKind::kContainer || samples.empty()) return;
+  if (key.kind != windows::ObjectKind::kContainer || samples.empty()) return;
   UsageHistogram histogram;
-  for (const Sample& s : samples) histogram.Add(s.value);
+  for (const windows::Sample& s : samples) histogram.Add(s.value);
   const std::string owner =
       HistoryOwner(key.pod_namespace, HistoryWorkload(workloads, key.pod_namespace, key.pod),
                    key.container, key.resource);
@@ -136,8 +136,8 @@ struct StoredRollup {
 struct Ingestor::RestoreScratch {
   IngestSampleCache cache;
   std::string rollup_bytes;
-  std::vector<StoredRollup> rollups;  // by series id, then bucket start
-  std::vector<BucketRollup> parsed;   // of the series being restored
+  std::vector<StoredRollup> rollups;          // by series id, then bucket start
+  std::vector<windows::BucketRollup> parsed;  // of the series being restored
 };
 
 // The shape of a node's last scrape, so that the next one with the same objects in the
@@ -147,17 +147,17 @@ struct Ingestor::RestoreScratch {
 // nothing; dropped whenever the node's series change outside IngestAt (DeletePod).
 // While a node has one, its cpu counters live here (`counters`), not in NodeState::counters.
 struct ScrapeLayout {
-  std::vector<const SeriesKey*> keys;  // per series: into NodeState::series or `own_keys`
-  std::vector<SeriesState*> states;    // per series: null until it has a stored sample
+  std::vector<const windows::SeriesKey*> keys;  // per series: into NodeState::series or `own_keys`
+  std::vector<SeriesState*> states;             // per series: null until it has a stored sample
   std::vector<std::optional<CpuCounter>> counters;  // per object (unused for pods)
   std::vector<uint32_t> order;                      // series indices in key order
-  std::deque<SeriesKey> own_keys;                   // keys of series without a stored sample
+  std::deque<windows::SeriesKey> own_keys;          // keys of series without a stored sample
   size_t own_keys_in_use = 0;                       // of `own_keys`, those `keys` still points to
   size_t system_containers = 0;
   size_t pods = 0;
 
   size_t objects() const { return keys.size() / 2; }
-  ObjectKind Kind(size_t object) const { return keys[2 * object]->kind; }
+  windows::ObjectKind Kind(size_t object) const { return keys[2 * object]->kind; }
 
   // Whether `scrape` has exactly these objects, in this order.
   bool Matches(const NodeScrape& scrape) const {
@@ -171,16 +171,16 @@ struct ScrapeLayout {
     }
     for (const scrapers::PodScrape& pod : scrape.pods) {
       for (const ContainerScrape& c : pod.containers) {
-        if (object >= objects() || Kind(object) != ObjectKind::kContainer) return false;
-        const SeriesKey& key = *keys[2 * object];
+        if (object >= objects() || Kind(object) != windows::ObjectKind::kContainer) return false;
+        const windows::SeriesKey& key = *keys[2 * object];
         if (key.container != c.name || key.pod != pod.name ||
             key.pod_namespace != pod.namespace_name) {
           return false;
         }
         ++object;
       }
-      if (object >= objects() || Kind(object) != ObjectKind::kPod) return false;
-      const SeriesKey& key = *keys[2 * object];
+      if (object >= objects() || Kind(object) != windows::ObjectKind::kPod) return false;
+      const windows::SeriesKey& key = *keys[2 * object];
       if (key.pod != pod.name || key.pod_namespace != pod.namespace_name) return false;
       ++object;
     }
@@ -192,8 +192,8 @@ struct ScrapeLayout {
     size_t bytes = (keys.capacity() + states.capacity()) * sizeof(void*) +
                    counters.capacity() * sizeof(decltype(counters)::value_type) +
                    order.capacity() * sizeof(decltype(order)::value_type);
-    for (const SeriesKey& key : own_keys) {
-      bytes += sizeof(SeriesKey) + key.node.capacity() + key.pod_namespace.capacity() +
+    for (const windows::SeriesKey& key : own_keys) {
+      bytes += sizeof(windows::SeriesKey) + key.node.capacity() + key.pod_namespace.capacity() +
                key.pod.capacity() + key.container.capacity();
     }
     return bytes;
@@ -209,9 +209,10 @@ struct NodeState {
   uint64_t salvage_epoch = 0;
   bool has_scrape = false;
   Timestamp last_scrape{};
-  std::map<SeriesKey, SeriesState> series;  // live series with at least one stored sample
-  std::unordered_map<SeriesKey, CpuCounter, SeriesKeyHash> counters;  // by cpu key
-  std::set<PodName> pods;                                             // pods in the last scrape
+  std::map<windows::SeriesKey, SeriesState> series;  // live series with at least one stored sample
+  std::unordered_map<windows::SeriesKey, CpuCounter, windows::SeriesKeyHash>
+      counters;                          // by cpu key
+  std::set<PodName> pods;                // pods in the last scrape
   std::set<PodName> deleted_pods;        // deleted by DeletePod, ignored until they disappear
   std::unique_ptr<ScrapeLayout> layout;  // of the last scrape, when it can be reused
   storage::ScrapeChain chain;            // the node's newest stored blob
@@ -222,7 +223,7 @@ struct NodeState {
 
 struct Ingestor::Shard {
   mutable std::mutex mu;
-  std::unique_ptr<WindowEngine> engine;
+  std::unique_ptr<windows::WindowEngine> engine;
   std::map<std::string, NodeState, std::less<>> nodes;
 };
 
@@ -275,7 +276,7 @@ absl::StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(IngestOptions options
   std::unique_ptr<Ingestor> ingestor(new Ingestor(std::move(options), store, clock, workloads));
   for (size_t i = 0; i < ingestor->options_.shards; ++i) {
     auto shard = std::make_unique<Shard>();
-    auto engine = WindowEngine::Create(ingestor->options_.engine);
+    auto engine = windows::WindowEngine::Create(ingestor->options_.engine);
     if (!engine.ok()) return engine.status();
     shard->engine = std::move(*engine);
     ingestor->shards_.push_back(std::move(shard));
@@ -318,15 +319,15 @@ template <typename Visit>
 bool ForEachObject(const NodeScrape& scrape, const std::set<PodName>& deleted_pods,
                    std::set<PodName>* present, Visit&& visit) {
   bool clean = true;
-  visit(ObjectKind::kNode, nullptr, std::string_view(), std::string_view(), std::string_view(),
-        static_cast<const ContainerScrape*>(nullptr));
+  visit(windows::ObjectKind::kNode, nullptr, std::string_view(), std::string_view(),
+        std::string_view(), static_cast<const ContainerScrape*>(nullptr));
   std::set<std::string_view> seen_system;
   for (const ContainerScrape& c : scrape.system_containers) {
     if (c.name.empty() || !seen_system.insert(c.name).second) {
       clean = false;
       continue;
     }
-    visit(ObjectKind::kSystemContainer, nullptr, std::string_view(), std::string_view(),
+    visit(windows::ObjectKind::kSystemContainer, nullptr, std::string_view(), std::string_view(),
           std::string_view(c.name), &c);
   }
   for (const scrapers::PodScrape& pod : scrape.pods) {
@@ -345,11 +346,12 @@ bool ForEachObject(const NodeScrape& scrape, const std::set<PodName>& deleted_po
         clean = false;
         continue;
       }
-      visit(ObjectKind::kContainer, &pod, std::string_view(pod.namespace_name),
+      visit(windows::ObjectKind::kContainer, &pod, std::string_view(pod.namespace_name),
             std::string_view(pod.name), std::string_view(c.name), &c);
     }
-    visit(ObjectKind::kPod, &pod, std::string_view(pod.namespace_name), std::string_view(pod.name),
-          std::string_view(), static_cast<const ContainerScrape*>(nullptr));
+    visit(windows::ObjectKind::kPod, &pod, std::string_view(pod.namespace_name),
+          std::string_view(pod.name), std::string_view(),
+          static_cast<const ContainerScrape*>(nullptr));
   }
   return clean;
 }
@@ -378,7 +380,7 @@ void BuildLayout(const NodeScrape& scrape, NodeState& node) {
   layout->system_containers = scrape.system_containers.size();
   layout->pods = scrape.pods.size();
   const std::string& name = scrape.node_name;
-  auto add = [&](SeriesKey key) {
+  auto add = [&](windows::SeriesKey key) {
     auto it = node.series.find(key);
     if (it != node.series.end()) {
       layout->keys.push_back(&it->first);
@@ -390,24 +392,28 @@ void BuildLayout(const NodeScrape& scrape, NodeState& node) {
     }
   };
   std::set<PodName> present;
-  ForEachObject(
-      scrape, node.deleted_pods, &present,
-      [&](ObjectKind kind, const scrapers::PodScrape*, std::string_view ns, std::string_view pod,
-          std::string_view container, const ContainerScrape*) {
-        SeriesKey cpu{
-            name, kind, std::string(ns), std::string(pod), std::string(container), Resource::kCpu};
-        SeriesKey memory = cpu;
-        memory.resource = Resource::kMemory;
-        if (kind == ObjectKind::kPod) {
-          layout->counters.emplace_back();
-        } else {
-          auto counter = node.counters.find(cpu);
-          layout->counters.push_back(
-              counter == node.counters.end() ? std::nullopt : std::optional(counter->second));
-        }
-        add(std::move(cpu));
-        add(std::move(memory));
-      });
+  ForEachObject(scrape, node.deleted_pods, &present,
+                [&](windows::ObjectKind kind, const scrapers::PodScrape*, std::string_view ns,
+                    std::string_view pod, std::string_view container, const ContainerScrape*) {
+                  windows::SeriesKey cpu{name,
+                                         kind,
+                                         std::string(ns),
+                                         std::string(pod),
+                                         std::string(container),
+                                         windows::Resource::kCpu};
+                  windows::SeriesKey memory = cpu;
+                  memory.resource = windows::Resource::kMemory;
+                  if (kind == windows::ObjectKind::kPod) {
+                    layout->counters.emplace_back();
+                  } else {
+                    auto counter = node.counters.find(cpu);
+                    layout->counters.push_back(counter == node.counters.end()
+                                                   ? std::nullopt
+                                                   : std::optional(counter->second));
+                  }
+                  add(std::move(cpu));
+                  add(std::move(memory));
+                });
   layout->order.resize(layout->keys.size());
   for (uint32_t i = 0; i < layout->order.size(); ++i) layout->order[i] = i;
   std::sort(layout->order.begin(), layout->order.end(),
@@ -455,21 +461,21 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
     // 1. Samples of this step, in key order: the series (its key, and its state when it has a
     // stored sample) and the value.
     struct Pending {
-      const SeriesKey* key;
+      const windows::SeriesKey* key;
       SeriesState* state;
       uint64_t value;
       uint32_t layout_index;  // with a layout
     };
     std::vector<Pending> samples;
-    std::vector<SeriesKey> retired;
+    std::vector<windows::SeriesKey> retired;
     std::set<PodName> present;
     bool clean = false;
     uint64_t resets = 0;
     // The cpu counters after this step: in the layout's order with one, by key without.
     std::vector<std::optional<CpuCounter>> next_layout_counters;
-    std::unordered_map<SeriesKey, CpuCounter, SeriesKeyHash> next_counters;
+    std::unordered_map<windows::SeriesKey, CpuCounter, windows::SeriesKeyHash> next_counters;
     // Without a layout: the keys of this step (samples point into them).
-    std::vector<SeriesKey> owned;
+    std::vector<windows::SeriesKey> owned;
     if (same_layout) {
       const ScrapeLayout& layout = *node.layout;
       const size_t objects = layout.objects();
@@ -513,21 +519,24 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
         if (values[i]) samples.push_back({layout.keys[i], layout.states[i], *values[i], i});
       }
     } else {
-      std::vector<SeriesKey> alive;
+      std::vector<windows::SeriesKey> alive;
       std::vector<std::pair<size_t, uint64_t>> found;  // index into `owned`, value
       clean = ForEachObject(
           scrape, node.deleted_pods, &present,
           [&, cpu_sum = std::optional<uint64_t>(0), memory_sum = std::optional<uint64_t>(0),
-           containers = size_t{0}](ObjectKind kind, const scrapers::PodScrape*, std::string_view ns,
-                                   std::string_view pod, std::string_view container,
-                                   const ContainerScrape* c) mutable {
-            SeriesKey cpu_key{
-                name,          kind, std::string(ns), std::string(pod), std::string(container),
-                Resource::kCpu};
-            SeriesKey memory_key = cpu_key;
-            memory_key.resource = Resource::kMemory;
+           containers = size_t{0}](windows::ObjectKind kind, const scrapers::PodScrape*,
+                                   std::string_view ns, std::string_view pod,
+                                   std::string_view container, const ContainerScrape* c) mutable {
+            windows::SeriesKey cpu_key{name,
+                                       kind,
+                                       std::string(ns),
+                                       std::string(pod),
+                                       std::string(container),
+                                       windows::Resource::kCpu};
+            windows::SeriesKey memory_key = cpu_key;
+            memory_key.resource = windows::Resource::kMemory;
             std::optional<uint64_t> rate, bytes;
-            if (kind == ObjectKind::kPod) {
+            if (kind == windows::ObjectKind::kPod) {
               if (containers > 0) {
                 rate = cpu_sum;
                 bytes = memory_sum;
@@ -547,7 +556,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
               if (reset) ++resets;
               if (next) next_counters.insert_or_assign(cpu_key, *next);
               if (memory && memory->working_set_bytes) bytes = *memory->working_set_bytes;
-              if (kind == ObjectKind::kContainer) {
+              if (kind == windows::ObjectKind::kContainer) {
                 ++containers;
                 cpu_sum =
                     cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
@@ -590,8 +599,8 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
       }
       node.chain.Reset();
     }
-    for (const SeriesKey& key : retired) batch.RetireSeries(node.series.at(key).id, at);
-    auto lookup = [&node](const SeriesKey& key) -> std::optional<SeriesId> {
+    for (const windows::SeriesKey& key : retired) batch.RetireSeries(node.series.at(key).id, at);
+    auto lookup = [&node](const windows::SeriesKey& key) -> std::optional<SeriesId> {
       auto it = node.series.find(key);
       if (it == node.series.end()) return std::nullopt;
       return it->second.id;
@@ -602,7 +611,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
     std::vector<std::pair<size_t, SeriesId>> created;  // index into samples, id
     uint64_t rollups = 0;
     const Duration width = options_.engine.rollup_width;
-    std::vector<Sample> bucket;
+    std::vector<windows::Sample> bucket;
     for (size_t i = 0; i < samples.size(); ++i) {
       const Pending& sample = samples[i];
       SeriesId id = 0;
@@ -623,10 +632,10 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
             return s;
           }
           if (!bucket.empty()) {
-            absl::StatusOr<BucketRollup> rollup =
+            absl::StatusOr<windows::BucketRollup> rollup =
                 shard.engine->BuildRollup(previous_bucket, bucket);
             if (rollup.ok()) {
-              batch.PutRollup(node.id, id, previous_bucket, SerializeRollup(*rollup));
+              batch.PutRollup(node.id, id, previous_bucket, windows::SerializeRollup(*rollup));
               PutUsageHistory(*sample.key, workloads_, id, previous_bucket, bucket, &batch);
               ++rollups;
             }
@@ -646,7 +655,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
     node.salvage_epoch = salvage_epoch;
     node.has_scrape = true;
     node.last_scrape = at;
-    for (const SeriesKey& key : retired) {
+    for (const windows::SeriesKey& key : retired) {
       node.series.erase(key);
       shard.engine->DeleteSeries(key);
     }
@@ -660,7 +669,7 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
         ScrapeLayout& layout = *node.layout;
         layout.keys[sample.layout_index] = &it->first;
         layout.states[sample.layout_index] = &it->second;
-        if (--layout.own_keys_in_use == 0) std::deque<SeriesKey>().swap(layout.own_keys);
+        if (--layout.own_keys_in_use == 0) std::deque<windows::SeriesKey>().swap(layout.own_keys);
       }
     }
     for (Pending& sample : samples) sample.state->newest = at;
@@ -713,7 +722,7 @@ absl::StatusOr<bool> Ingestor::DeletePod(std::string_view namespace_name, std::s
     if (!state.pods.contains(pod_name)) return absl::OkStatus();
     DropLayout(state);
     storage::ScrapeBatch batch;
-    std::vector<SeriesKey> keys;
+    std::vector<windows::SeriesKey> keys;
     for (const auto& [key, series] : state.series) {
       if (IsPodSeries(key) && key.pod_namespace == namespace_name && key.pod == name) {
         batch.RetireSeries(series.id, state.last_scrape);
@@ -726,10 +735,10 @@ absl::StatusOr<bool> Ingestor::DeletePod(std::string_view namespace_name, std::s
         return s;
       }
     }
-    for (const SeriesKey& key : keys) {
+    for (const windows::SeriesKey& key : keys) {
       state.series.erase(key);
-      state.counters.erase(
-          SeriesKey{key.node, key.kind, key.pod_namespace, key.pod, key.container, Resource::kCpu});
+      state.counters.erase(windows::SeriesKey{key.node, key.kind, key.pod_namespace, key.pod,
+                                              key.container, windows::Resource::kCpu});
     }
     shard.engine->DeletePod(node_name, namespace_name, name);
     state.pods.erase(pod_name);
@@ -783,7 +792,7 @@ Ingestor::NodeMap::iterator Ingestor::RestoreAfterLoss(Shard& shard, NodeMap::it
   const NodeId id = node.id;
   const bool persisted = node.persisted;
   const uint64_t salvage_epoch = node.salvage_epoch;
-  std::vector<std::pair<SeriesId, SeriesKey>> series;
+  std::vector<std::pair<SeriesId, windows::SeriesKey>> series;
   series.reserve(node.series.size());
   for (const auto& [key, state] : node.series) {
     series.emplace_back(state.id, key);
@@ -810,9 +819,10 @@ Ingestor::NodeMap::iterator Ingestor::RestoreAfterLoss(Shard& shard, NodeMap::it
   return it;
 }
 
-absl::Status Ingestor::RestoreNode(NodeId node_id, const std::string& name,
-                                   const std::vector<std::pair<SeriesId, SeriesKey>>& stored,
-                                   RestoreScratch& scratch, bool take_lock) {
+absl::Status Ingestor::RestoreNode(
+    NodeId node_id, const std::string& name,
+    const std::vector<std::pair<SeriesId, windows::SeriesKey>>& stored, RestoreScratch& scratch,
+    bool take_lock) {
   Duration longest = Duration(0);
   for (Duration w : options_.engine.windows) longest = std::max(longest, w);
   const Duration retention = store_->options().retention;
@@ -822,7 +832,7 @@ absl::Status Ingestor::RestoreNode(NodeId node_id, const std::string& name,
   state.salvage_epoch = store_->SalvageEpoch();
   // Read first: a drop after the reads would be seen at the node's next scrape.
   const uint64_t generation = store_->LossGeneration();
-  std::unordered_map<SeriesId, const SeriesKey*> wanted;
+  std::unordered_map<SeriesId, const windows::SeriesKey*> wanted;
   for (const auto& [id, key] : stored) wanted.emplace(id, &key);
   std::unordered_map<SeriesId, Timestamp> newest;
   std::optional<Timestamp> last;
@@ -861,10 +871,10 @@ absl::Status Ingestor::RestoreNode(NodeId node_id, const std::string& name,
   }
   // The series being restored asks for its samples with the key it was given, the map's
   // own: that one is answered without a search.
-  const SeriesKey* restoring = nullptr;
+  const windows::SeriesKey* restoring = nullptr;
   SeriesId restoring_id = 0;
   auto lookup = [&state, &restoring,
-                 &restoring_id](const SeriesKey& key) -> std::optional<SeriesId> {
+                 &restoring_id](const windows::SeriesKey& key) -> std::optional<SeriesId> {
     if (&key == restoring) return restoring_id;
     auto it = state.series.find(key);
     if (it == state.series.end()) return std::nullopt;
@@ -883,24 +893,25 @@ absl::Status Ingestor::RestoreNode(NodeId node_id, const std::string& name,
     }
     state.series.emplace(key, SeriesState{id, found->second, {}});
   }
-  std::vector<BucketRollup>& parsed = scratch.parsed;
+  std::vector<windows::BucketRollup>& parsed = scratch.parsed;
   for (const auto& [key, series] : state.series) {
     parsed.clear();
     // Every bucket closed by a later sample has its rollup (written in that sample's
     // batch), so the hours without one hold none of the series' samples and are not read,
     // unless a rollup could not be parsed.
-    WindowEngine::RollupCoverage coverage = WindowEngine::RollupCoverage::kComplete;
+    windows::WindowEngine::RollupCoverage coverage =
+        windows::WindowEngine::RollupCoverage::kComplete;
     auto [first, end] = std::equal_range(
         scratch.rollups.begin(), scratch.rollups.end(), StoredRollup{series.id, 0, 0},
         [](const StoredRollup& a, const StoredRollup& b) { return a.id < b.id; });
     for (auto r = first; r != end; ++r) {
-      absl::StatusOr<BucketRollup> rollup =
-          ParseRollup(std::string_view(scratch.rollup_bytes).substr(r->offset, r->size));
+      absl::StatusOr<windows::BucketRollup> rollup =
+          windows::ParseRollup(std::string_view(scratch.rollup_bytes).substr(r->offset, r->size));
       if (rollup.ok()) {
         parsed.push_back(std::move(*rollup));
       } else {
         // Without it the engine reads the bucket's samples instead.
-        coverage = WindowEngine::RollupCoverage::kPartial;
+        coverage = windows::WindowEngine::RollupCoverage::kPartial;
         counters_->Unrestored(
             absl::StrCat(key.ToString(), " (an hourly rollup: ", rollup.status().message(), ")"));
       }
@@ -939,7 +950,8 @@ absl::Status Ingestor::Rebuild() {
   for (const auto& shard : shards_) {
     std::lock_guard lock(shard->mu);
     if (shard->nodes.empty()) continue;
-    absl::StatusOr<std::unique_ptr<WindowEngine>> engine = WindowEngine::Create(options_.engine);
+    absl::StatusOr<std::unique_ptr<windows::WindowEngine>> engine =
+        windows::WindowEngine::Create(options_.engine);
     if (!engine.ok()) return engine.status();
     shard->engine = *std::move(engine);
     shard->nodes.clear();
@@ -959,13 +971,13 @@ absl::Status Ingestor::Rebuild() {
   struct NodeWork {
     NodeId id = 0;
     std::string name;
-    std::vector<std::pair<SeriesId, SeriesKey>> series;
+    std::vector<std::pair<SeriesId, windows::SeriesKey>> series;
   };
   std::map<NodeId, NodeWork> work;
   for (const storage::NodeEntry& n : dict->nodes) work[n.id] = NodeWork{n.id, n.name, {}};
   for (const storage::SeriesEntry& e : dict->series) {
     auto node = work.find(e.node);
-    absl::StatusOr<SeriesKey> key = DecodeSeriesKey(e.key);
+    absl::StatusOr<windows::SeriesKey> key = DecodeSeriesKey(e.key);
     if (node == work.end() || !key.ok() || key->node != node->second.name) {
       counters_->Unrestored(key.ok() ? absl::StrCat(key->ToString(), " (its node entry is missing)")
                                      : absl::StrCat("series ", e.id, " of node ", e.node,
@@ -1047,8 +1059,8 @@ namespace {
 
 // Moves the node's own series, which come first in a node's key order, from `series` into
 // `node`; returns where its pods' series begin.
-std::vector<SeriesWindows>::iterator TakeNodeSeries(std::vector<SeriesWindows>& series,
-                                                    NodeSnapshot* node) {
+std::vector<windows::SeriesWindows>::iterator TakeNodeSeries(
+    std::vector<windows::SeriesWindows>& series, NodeSnapshot* node) {
   auto it = series.begin();
   for (; it != series.end() && !IsPodSeries(it->key); ++it) node->series.push_back(std::move(*it));
   return it;
@@ -1062,7 +1074,7 @@ std::optional<NodeSnapshot> Ingestor::QueryNode(std::string_view name) const {
   if (!shard.nodes.contains(name)) return std::nullopt;
   NodeSnapshot snapshot;
   snapshot.name = std::string(name);
-  std::vector<SeriesWindows> series = shard.engine->QueryNode(name);
+  std::vector<windows::SeriesWindows> series = shard.engine->QueryNode(name);
   TakeNodeSeries(series, &snapshot);
   return snapshot;
 }
@@ -1073,16 +1085,16 @@ namespace {
 class SnapshotBuilder final : public NodeObjectsVisitor {
  public:
   explicit SnapshotBuilder(std::string_view node) { objects.node.name = std::string(node); }
-  void NodeSeries(const SeriesKey& key, Timestamp endtime,
-                  std::span<const WindowStats> windows) override {
+  void NodeSeries(const windows::SeriesKey& key, Timestamp endtime,
+                  std::span<const windows::WindowStats> windows) override {
     objects.node.series.push_back({key, endtime, {windows.begin(), windows.end()}});
   }
   void BeginPod(std::string_view namespace_name, std::string_view name) override {
     objects.pods.push_back(
         {{std::string(namespace_name), std::string(name), objects.node.name}, {}});
   }
-  void PodSeries(const SeriesKey& key, Timestamp endtime,
-                 std::span<const WindowStats> windows) override {
+  void PodSeries(const windows::SeriesKey& key, Timestamp endtime,
+                 std::span<const windows::WindowStats> windows) override {
     objects.pods.back().series.push_back({key, endtime, {windows.begin(), windows.end()}});
   }
 
@@ -1108,8 +1120,8 @@ bool Ingestor::VisitNodeObjects(std::string_view name, NodeObjectsVisitor& visit
   const std::set<PodName>& pods = node->second.pods;
   auto next = pods.begin();
   const PodName* current = nullptr;
-  shard.engine->VisitNode(name, [&](const SeriesKey& key, Timestamp endtime,
-                                    std::span<const WindowStats> windows) {
+  shard.engine->VisitNode(name, [&](const windows::SeriesKey& key, Timestamp endtime,
+                                    std::span<const windows::WindowStats> windows) {
     if (!IsPodSeries(key)) {
       visitor.NodeSeries(key, endtime, windows);
       return;
@@ -1158,7 +1170,7 @@ std::vector<StoredSeries> Ingestor::ContainerSeries(std::string_view namespace_n
     for (const auto& entry : shard->nodes) {
       const NodeState& node = entry.second;
       for (const auto& [key, state] : node.series) {
-        if (key.kind != ObjectKind::kContainer) continue;
+        if (key.kind != windows::ObjectKind::kContainer) continue;
         if (!namespace_name.empty() && key.pod_namespace != namespace_name) continue;
         out.push_back({key, node.id, state.id});
       }
@@ -1174,7 +1186,7 @@ std::vector<NodeSnapshot> Ingestor::QueryNodes() const {
     for (const auto& [name, node] : shard->nodes) {
       NodeSnapshot snapshot;
       snapshot.name = name;
-      std::vector<SeriesWindows> series = shard->engine->QueryNode(name);
+      std::vector<windows::SeriesWindows> series = shard->engine->QueryNode(name);
       TakeNodeSeries(series, &snapshot);
       nodes.push_back(std::move(snapshot));
     }
@@ -1205,8 +1217,8 @@ std::vector<PodSnapshot> Ingestor::QueryPods(std::string_view namespace_name) co
   return pods;
 }
 
-std::vector<SeriesWindows> Ingestor::QueryAll() const {
-  std::vector<std::pair<std::string, std::vector<SeriesWindows>>> per_node;
+std::vector<windows::SeriesWindows> Ingestor::QueryAll() const {
+  std::vector<std::pair<std::string, std::vector<windows::SeriesWindows>>> per_node;
   for (const auto& shard : shards_) {
     std::lock_guard lock(shard->mu);
     for (const auto& [name, node] : shard->nodes) {
@@ -1215,9 +1227,9 @@ std::vector<SeriesWindows> Ingestor::QueryAll() const {
   }
   std::sort(per_node.begin(), per_node.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<SeriesWindows> all;
+  std::vector<windows::SeriesWindows> all;
   for (auto& [name, series] : per_node) {
-    for (SeriesWindows& w : series) all.push_back(std::move(w));
+    for (windows::SeriesWindows& w : series) all.push_back(std::move(w));
   }
   return all;
 }
@@ -1251,7 +1263,7 @@ Ingestor::Memory Ingestor::MemoryByPart() const {
   constexpr size_t kTreeNode = 4 * sizeof(void*);
   constexpr size_t kHashNode = 2 * sizeof(void*);
   auto heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
-  auto key_heap = [&](const SeriesKey& k) {
+  auto key_heap = [&](const windows::SeriesKey& k) {
     return heap(k.node) + heap(k.pod_namespace) + heap(k.pod) + heap(k.container);
   };
   Memory m;
@@ -1264,12 +1276,12 @@ Ingestor::Memory Ingestor::MemoryByPart() const {
       m.nodes += kTreeNode + sizeof(std::pair<const std::string, NodeState>) + heap(name);
       for (const auto& [key, state] : node.series) {
         m.series_index +=
-            kTreeNode + sizeof(std::pair<const SeriesKey, SeriesState>) + key_heap(key);
+            kTreeNode + sizeof(std::pair<const windows::SeriesKey, SeriesState>) + key_heap(key);
       }
       m.cpu_counters += node.counters.bucket_count() * sizeof(void*);
       for (const auto& [key, counter] : node.counters) {
         m.cpu_counters +=
-            kHashNode + sizeof(std::pair<const SeriesKey, CpuCounter>) + key_heap(key);
+            kHashNode + sizeof(std::pair<const windows::SeriesKey, CpuCounter>) + key_heap(key);
       }
       for (const PodName& p : node.pods) {
         m.nodes += kTreeNode + sizeof(PodName) + heap(p.first) + heap(p.second);
@@ -1285,18 +1297,18 @@ Ingestor::Memory Ingestor::MemoryByPart() const {
 struct NodeHistoryWriter::OpenBucket {
   SeriesId id = 0;  // 0 until the series' first sample (store ids start at 1)
   Timestamp start{};
-  std::vector<Sample> samples;  // of the bucket starting at `start`
+  std::vector<windows::Sample> samples;  // of the bucket starting at `start`
 };
 
 namespace {
 
 // Sorts a writer's keys; InvalidArgument for an empty node name, or a key of another node
 // or twice.
-absl::Status SortWriterKeys(std::string_view node_name, std::vector<SeriesKey>* keys) {
+absl::Status SortWriterKeys(std::string_view node_name, std::vector<windows::SeriesKey>* keys) {
   if (node_name.empty()) return absl::InvalidArgumentError("NodeHistoryWriter: empty node name");
   std::sort(keys->begin(), keys->end());
   for (size_t i = 0; i < keys->size(); ++i) {
-    const SeriesKey& key = (*keys)[i];
+    const windows::SeriesKey& key = (*keys)[i];
     if (key.node != node_name) {
       return absl::InvalidArgumentError(absl::StrCat("NodeHistoryWriter: series ", key.ToString(),
                                                      " is not of node ", std::string(node_name)));
@@ -1317,7 +1329,7 @@ absl::StatusOr<std::map<std::string, StoredNode, std::less<>>> StoredNodesByName
   for (const storage::NodeEntry& n : dictionary.nodes) by_id[n.id] = StoredNode{n.id, n.name, {}};
   for (const storage::SeriesEntry& e : dictionary.series) {
     auto node = by_id.find(e.node);
-    absl::StatusOr<SeriesKey> key = DecodeSeriesKey(e.key);
+    absl::StatusOr<windows::SeriesKey> key = DecodeSeriesKey(e.key);
     if (node == by_id.end() || !key.ok() || key->node != node->second.name) {
       return absl::DataLossError(absl::StrCat(
           "series ", e.id, " of node ", e.node, ": ",
@@ -1334,11 +1346,12 @@ absl::StatusOr<std::map<std::string, StoredNode, std::less<>>> StoredNodesByName
 }
 
 absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> NodeHistoryWriter::Create(
-    const WindowEngineOptions& options, storage::Store* store, std::string node_name,
-    std::vector<SeriesKey> keys, const PodWorkloads* workloads) {
+    const windows::WindowEngineOptions& options, storage::Store* store, std::string node_name,
+    std::vector<windows::SeriesKey> keys, const PodWorkloads* workloads) {
   if (store == nullptr) return absl::InvalidArgumentError("NodeHistoryWriter needs a store");
   if (absl::Status s = SortWriterKeys(node_name, &keys); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<WindowEngine>> engine = WindowEngine::Create(options);
+  absl::StatusOr<std::unique_ptr<windows::WindowEngine>> engine =
+      windows::WindowEngine::Create(options);
   if (!engine.ok()) return engine.status();
   const NodeId node_id = store->AllocateNodeId();
   return std::unique_ptr<NodeHistoryWriter>(new NodeHistoryWriter(
@@ -1346,11 +1359,12 @@ absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> NodeHistoryWriter::Create(
 }
 
 absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> NodeHistoryWriter::Resume(
-    const WindowEngineOptions& options, storage::Store* store, const StoredNode& node,
-    std::vector<SeriesKey> keys, const PodWorkloads* workloads) {
+    const windows::WindowEngineOptions& options, storage::Store* store, const StoredNode& node,
+    std::vector<windows::SeriesKey> keys, const PodWorkloads* workloads) {
   if (store == nullptr) return absl::InvalidArgumentError("NodeHistoryWriter needs a store");
   if (absl::Status s = SortWriterKeys(node.name, &keys); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<WindowEngine>> engine = WindowEngine::Create(options);
+  absl::StatusOr<std::unique_ptr<windows::WindowEngine>> engine =
+      windows::WindowEngine::Create(options);
   if (!engine.ok()) return engine.status();
   std::unique_ptr<NodeHistoryWriter> writer(new NodeHistoryWriter(
       std::move(*engine), store, node.id, node.name, std::move(keys), workloads));
@@ -1414,9 +1428,10 @@ absl::Status NodeHistoryWriter::LoadOpenBuckets() {
   return absl::OkStatus();
 }
 
-NodeHistoryWriter::NodeHistoryWriter(std::unique_ptr<WindowEngine> engine, storage::Store* store,
-                                     NodeId node_id, std::string node_name,
-                                     std::vector<SeriesKey> keys, const PodWorkloads* workloads)
+NodeHistoryWriter::NodeHistoryWriter(std::unique_ptr<windows::WindowEngine> engine,
+                                     storage::Store* store, NodeId node_id, std::string node_name,
+                                     std::vector<windows::SeriesKey> keys,
+                                     const PodWorkloads* workloads)
     : engine_(std::move(engine)),
       store_(store),
       workloads_(workloads),
@@ -1454,9 +1469,9 @@ absl::Status NodeHistoryWriter::Append(Timestamp time,
       open.start = bucket_start;
     } else if (open.start < bucket_start) {
       // This sample closes the bucket of the series' previous sample, as in IngestAt.
-      absl::StatusOr<BucketRollup> rollup = engine_->BuildRollup(open.start, open.samples);
+      absl::StatusOr<windows::BucketRollup> rollup = engine_->BuildRollup(open.start, open.samples);
       if (rollup.ok()) {
-        batch->PutRollup(node_id_, open.id, open.start, SerializeRollup(*rollup));
+        batch->PutRollup(node_id_, open.id, open.start, windows::SerializeRollup(*rollup));
         PutUsageHistory(keys_[i], workloads_, open.id, open.start, open.samples, batch);
       }
       open.samples.clear();

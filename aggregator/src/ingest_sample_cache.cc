@@ -7,8 +7,8 @@
 
 namespace kubestat::aggregator::internal {
 
-absl::Status IngestSampleCache::ReadSamples(const SeriesKey& key, Timestamp after,
-                                            Timestamp through, std::vector<Sample>* out) {
+absl::Status IngestSampleCache::ReadSamples(const windows::SeriesKey& key, Timestamp after,
+                                            Timestamp through, std::vector<windows::Sample>* out) {
   const std::optional<storage::SeriesId> id = lookup_(key);
   if (!id) return absl::OkStatus();
   return Read(*id, after, through, out);
@@ -30,7 +30,7 @@ void IngestSampleCache::Reset(storage::NodeId node, Lookup lookup) {
 }
 
 absl::Status IngestSampleCache::Read(storage::SeriesId id, Timestamp after, Timestamp through,
-                                     std::vector<Sample>* out) {
+                                     std::vector<windows::Sample>* out) {
   if (after >= through) return absl::OkStatus();
   const int64_t lo = Nanos(after), hi = Nanos(through);
   if (absl::Status s = EnsureLoaded(lo, hi); !s.ok()) return s;
@@ -42,9 +42,9 @@ absl::Status IngestSampleCache::Read(storage::SeriesId id, Timestamp after, Time
                                   [](int64_t t, const Segment& s) { return t < s.through; });
   for (; segment != segments_.end() && segment->after < hi; ++segment) {
     if (column + 1 >= segment->begin.size()) continue;
-    const Sample* first = segment->samples.data() + segment->begin[column];
-    const Sample* last = segment->samples.data() + segment->begin[column + 1];
-    auto later = [](Timestamp t, const Sample& s) { return t < s.time; };
+    const windows::Sample* first = segment->samples.data() + segment->begin[column];
+    const windows::Sample* last = segment->samples.data() + segment->begin[column + 1];
+    auto later = [](Timestamp t, const windows::Sample& s) { return t < s.time; };
     first = std::upper_bound(first, last, after, later);
     out->insert(out->end(), first, std::upper_bound(first, last, through, later));
   }
@@ -101,7 +101,7 @@ absl::Status IngestSampleCache::Load(int64_t after, int64_t through, Segment* se
       [&](Timestamp t, std::span<const storage::SeriesValue> values) {
         ++blobs_decoded_;
         for (size_t i = 0; i < values.size(); ++i) {
-          cells_.push_back({ColumnOf(i, values[i].id), Sample{t, values[i].value}});
+          cells_.push_back({ColumnOf(i, values[i].id), windows::Sample{t, values[i].value}});
         }
       });
   if (!s.ok()) return s;

@@ -21,14 +21,16 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kubestat/aggregator/window_types.h"
 #include "kubestat/storage/store.h"
+#include "kubestat/windows/series_key.h"
+#include "kubestat/windows/window_engine.h"
+#include "kubestat/windows/window_stats.h"
 
 namespace kubestat::aggregator::internal {
 
-class IngestSampleCache final : public SampleSource {
+class IngestSampleCache final : public windows::SampleSource {
  public:
-  using Lookup = std::function<std::optional<storage::SeriesId>(const SeriesKey&)>;
+  using Lookup = std::function<std::optional<storage::SeriesId>(const windows::SeriesKey&)>;
 
   // `max_hole_fill`: a read whose range ends in a hole between loaded ranges loads the
   // whole hole when it is at most this long, so that a caller walking a window forward in
@@ -42,11 +44,11 @@ class IngestSampleCache final : public SampleSource {
         max_hole_fill_(max_hole_fill.count()) {}
 
   // Samples of the series `lookup` maps `key` to; none for an unknown key.
-  absl::Status ReadSamples(const SeriesKey& key, Timestamp after, Timestamp through,
-                           std::vector<Sample>* out) override;
+  absl::Status ReadSamples(const windows::SeriesKey& key, Timestamp after, Timestamp through,
+                           std::vector<windows::Sample>* out) override;
   // Samples of series `id` with after < time <= through, appended in time order.
   [[nodiscard]] absl::Status Read(storage::SeriesId id, Timestamp after, Timestamp through,
-                                  std::vector<Sample>* out);
+                                  std::vector<windows::Sample>* out);
   // Loads (after, through] now (one store read for what is not loaded yet), so that later
   // reads inside it cost no store access.
   [[nodiscard]] absl::Status Prefetch(Timestamp after, Timestamp through);
@@ -66,12 +68,12 @@ class IngestSampleCache final : public SampleSource {
     // Column c (a series) is samples[begin[c], begin[c + 1]); columns at or past
     // begin.size() - 1 (series first seen after this segment was loaded) are empty.
     std::vector<uint32_t> begin;
-    std::vector<Sample> samples;
+    std::vector<windows::Sample> samples;
   };
   // A decoded value before it is put into its column.
   struct Cell {
     uint32_t column;
-    Sample sample;
+    windows::Sample sample;
   };
 
   absl::Status EnsureLoaded(int64_t after, int64_t through);

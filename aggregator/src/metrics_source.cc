@@ -8,10 +8,10 @@
 
 namespace kubestat::aggregator {
 
-metrics_api::StatisticsList ToApiStatistics(std::span<const WindowStats> windows) {
+metrics_api::StatisticsList ToApiStatistics(std::span<const windows::WindowStats> windows) {
   metrics_api::StatisticsList out;
   out.reserve(windows.size());
-  for (const WindowStats& w : windows) {
+  for (const windows::WindowStats& w : windows) {
     out.push_back({w.window, w.endtime, w.count, w.mean, w.min, w.max, w.p50, w.p95, w.p99});
   }
   return out;
@@ -21,10 +21,10 @@ std::pair<size_t, size_t> MetricsSnapshot::NamespaceRange(std::string_view names
   if (namespace_name.empty()) return {0, pods.size()};
   auto first = std::lower_bound(
       pods.begin(), pods.end(), namespace_name,
-      [](const PodViewRef& pod, std::string_view ns) { return pod->namespace_name < ns; });
+      [](const metrics_api::PodRef& pod, std::string_view ns) { return pod->namespace_name < ns; });
   auto last = std::upper_bound(
       first, pods.end(), namespace_name,
-      [](std::string_view ns, const PodViewRef& pod) { return ns < pod->namespace_name; });
+      [](std::string_view ns, const metrics_api::PodRef& pod) { return ns < pod->namespace_name; });
   return {static_cast<size_t>(first - pods.begin()), static_cast<size_t>(last - pods.begin())};
 }
 
@@ -33,8 +33,8 @@ std::optional<size_t> MetricsSnapshot::FindPod(std::string_view namespace_name,
   return FindPodIn(pods, namespace_name, name);
 }
 
-std::vector<PodViewRef> MetricsSnapshot::PodsOfNode(std::string_view node) const {
-  std::vector<PodViewRef> on_node;
+std::vector<metrics_api::PodRef> MetricsSnapshot::PodsOfNode(std::string_view node) const {
+  std::vector<metrics_api::PodRef> on_node;
   auto part = std::lower_bound(parts.begin(), parts.end(), node,
                                [](const std::shared_ptr<const NodeObjects>& p, std::string_view n) {
                                  return p->node_name < n;
@@ -42,7 +42,7 @@ std::vector<PodViewRef> MetricsSnapshot::PodsOfNode(std::string_view node) const
   if (part == parts.end() || (*part)->node_name != node) return on_node;
   // A pod of the part is the node's when `pods` lists that very view (not another node's
   // pod of the same key, and not one removed since).
-  for (const std::shared_ptr<const PodView>& pod : (*part)->pods) {
+  for (const std::shared_ptr<const metrics_api::PodMetrics>& pod : (*part)->pods) {
     std::optional<size_t> index = FindPod(pod->namespace_name, pod->name);
     if (index && pods[*index].get() == pod.get()) on_node.emplace_back(pod);
   }
@@ -53,11 +53,11 @@ std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
   auto snapshot = std::make_shared<MetricsSnapshot>();
   // Ready() is read first: if it is true, the lists read after it are complete.
   snapshot->complete = Ready();
-  std::vector<NodeView> nodes = ListNodes();
-  std::vector<PodView> pods = ListPods("");
+  std::vector<metrics_api::NodeMetrics> nodes = ListNodes();
+  std::vector<metrics_api::PodMetrics> pods = ListPods("");
   snapshot->nodes.reserve(nodes.size());
-  for (NodeView& node : nodes) {
-    snapshot->nodes.push_back(std::make_shared<const NodeView>(std::move(node)));
+  for (metrics_api::NodeMetrics& node : nodes) {
+    snapshot->nodes.push_back(std::make_shared<const metrics_api::NodeMetrics>(std::move(node)));
   }
   // The contract says sorted; a source that is not must not break the lookups.
   auto node_less = [](const auto& a, const auto& b) { return a->name < b->name; };
@@ -69,10 +69,10 @@ std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
   }
   // The pods grouped into one part per node (in node-name order), which own them.
   std::map<std::string, NodeObjects, std::less<>> by_node;
-  for (PodView& pod : pods) {
+  for (metrics_api::PodMetrics& pod : pods) {
     NodeObjects& objects = by_node[pod.node_name];
     objects.node_name = pod.node_name;
-    objects.pods.push_back(std::make_shared<const PodView>(std::move(pod)));
+    objects.pods.push_back(std::make_shared<const metrics_api::PodMetrics>(std::move(pod)));
   }
   snapshot->parts.reserve(by_node.size());
   for (auto& [name, objects] : by_node) {
@@ -81,7 +81,8 @@ std::shared_ptr<const MetricsSnapshot> MetricsSource::Snapshot() const {
   }
   snapshot->pods.reserve(pods.size());
   for (const auto& part : snapshot->parts) {
-    for (const std::shared_ptr<const PodView>& pod : part->pods) snapshot->pods.emplace_back(pod);
+    for (const std::shared_ptr<const metrics_api::PodMetrics>& pod : part->pods)
+      snapshot->pods.emplace_back(pod);
   }
   std::sort(snapshot->pods.begin(), snapshot->pods.end(), pod_less);
   snapshot->newest_usage = metrics_api::NewestUsage(snapshot->nodes);
@@ -93,12 +94,12 @@ NodeObjectsList MetricsSource::AllNodeObjects() const {
   NodeObjectsList list;
   list.complete = snapshot->complete;
   std::map<std::string_view, NodeObjects> by_node;
-  for (const std::shared_ptr<const NodeView>& node : snapshot->nodes) {
+  for (const std::shared_ptr<const metrics_api::NodeMetrics>& node : snapshot->nodes) {
     NodeObjects& objects = by_node[node->name];
     objects.node_name = node->name;
     objects.node = node;
   }
-  for (const PodViewRef& pod : snapshot->pods) {
+  for (const metrics_api::PodRef& pod : snapshot->pods) {
     NodeObjects& objects = by_node[pod->node_name];
     objects.node_name = pod->node_name;
     objects.pods.push_back(pod.shared());

@@ -208,7 +208,7 @@ std::optional<MetricsRequest> RouteMetrics(GroupVersion api, std::vector<std::st
 }
 
 // The pod list in `encoding` (protobuf only for metrics.k8s.io).
-std::string RenderPodListAs(Encoding encoding, std::span<const PodViewRef> pods,
+std::string RenderPodListAs(Encoding encoding, std::span<const metrics_api::PodRef> pods,
                             const ListQuery& query, const RenderContext& ctx) {
   return encoding == Encoding::kProtobuf ? RenderPodListProtobuf(pods, query, ctx)
                                          : RenderPodList(pods, query, ctx);
@@ -222,15 +222,17 @@ std::string RenderPods(const MetricsSnapshot& cut, const ListQuery& query, const
   std::string_view ns = query.namespace_name;
   if (ns.empty()) ns = query.fields.RequiresExactMatch("metadata.namespace").value_or("");
   if (std::optional<std::string_view> node = query.fields.RequiresExactMatch("spec.nodeName")) {
-    std::vector<PodViewRef> on_node = cut.PodsOfNode(*node);
+    std::vector<metrics_api::PodRef> on_node = cut.PodsOfNode(*node);
     if (!ns.empty()) {
-      std::erase_if(on_node, [&](const PodViewRef& pod) { return pod->namespace_name != ns; });
+      std::erase_if(on_node,
+                    [&](const metrics_api::PodRef& pod) { return pod->namespace_name != ns; });
     }
     return RenderPodListAs(encoding, on_node, query, ctx);
   }
   const auto [first, last] = cut.NamespaceRange(ns);
   return RenderPodListAs(
-      encoding, std::span<const PodViewRef>(cut.pods.data() + first, last - first), query, ctx);
+      encoding, std::span<const metrics_api::PodRef>(cut.pods.data() + first, last - first), query,
+      ctx);
 }
 
 // A query for every pod.
@@ -298,7 +300,7 @@ std::shared_ptr<const std::vector<std::string>> RestHandler::NodeItems(
   std::call_once(cache->node_items_once, [&] {
     cache->node_items.reserve(cache->cut->nodes.size());
     const RenderContext ctx{GroupVersion::kV1alpha1, now, 0};
-    for (const std::shared_ptr<const NodeView>& node : cache->cut->nodes) {
+    for (const std::shared_ptr<const metrics_api::NodeMetrics>& node : cache->cut->nodes) {
       cache->node_items.push_back(RenderNodeListItem(*node, ctx));
     }
   });
@@ -308,7 +310,7 @@ std::shared_ptr<const std::vector<std::string>> RestHandler::NodeItems(
 std::shared_ptr<const std::string> RestHandler::WholeNodeListGzip(
     const std::shared_ptr<SnapshotCache>& cache, Timestamp now) const {
   GzipOnce(cache->nodes_gzip_once, cache->nodes_gzip, compression_.min_bytes, [&] {
-    const std::span<const std::shared_ptr<const NodeView>> nodes(cache->cut->nodes);
+    const std::span<const std::shared_ptr<const metrics_api::NodeMetrics>> nodes(cache->cut->nodes);
     return RenderNodeList(nodes, *NodeItems(cache, now),
                           Select(ListQuery{}, GroupVersion::kV1alpha1, nodes),
                           RenderContext{GroupVersion::kV1alpha1, now, 0});
@@ -553,7 +555,7 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   *matched_route = metrics->route;
 
   const std::string_view group = GroupName(api);
-  const std::string_view resource = ResourceName(metrics->resource);
+  const std::string_view resource = windows::ResourceName(metrics->resource);
   RestResponse response;
   if (!is_get) {
     response = ErrorResponse(
@@ -597,7 +599,7 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   if (metrics->resource == ApiResource::kNodes) {
     if (metrics->collection) {
       const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
-      const std::span<const std::shared_ptr<const NodeView>> nodes(cut->nodes);
+      const std::span<const std::shared_ptr<const metrics_api::NodeMetrics>> nodes(cut->nodes);
       if (api == GroupVersion::kV1alpha1 && indent == 0) {
         // Every window of every node: rendered once per snapshot, then copied.
         const std::shared_ptr<SnapshotCache> cache = CacheOf(cut);
@@ -615,7 +617,7 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
       } else {
         body = RenderNodeList(nodes, *query, ctx);
       }
-    } else if (std::optional<NodeView> node = source_.GetNode(metrics->name);
+    } else if (std::optional<metrics_api::NodeMetrics> node = source_.GetNode(metrics->name);
                node && Fresh(api, *node, query->fresh_since)) {
       body = *encoding == Encoding::kProtobuf ? RenderNodeProtobuf(*node, ctx)
                                               : RenderNode(*node, ctx);
@@ -631,7 +633,8 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
       if (response.content_encoding.empty()) {
         body = RenderPods(*cut, *query, ctx, *encoding);
       }
-    } else if (std::optional<PodView> pod = source_.GetPod(metrics->namespace_name, metrics->name);
+    } else if (std::optional<metrics_api::PodMetrics> pod =
+                   source_.GetPod(metrics->namespace_name, metrics->name);
                pod && Fresh(api, *pod, query->fresh_since)) {
       body = *encoding == Encoding::kProtobuf ? RenderPodProtobuf(*pod, ctx) : RenderPod(*pod, ctx);
     }

@@ -26,7 +26,7 @@ bool GetField(std::string_view* in, std::string* field) {
 
 }  // namespace
 
-std::string EncodeSeriesKey(const SeriesKey& key) {
+std::string EncodeSeriesKey(const windows::SeriesKey& key) {
   std::string out;
   out.reserve(8 + key.node.size() + key.pod_namespace.size() + key.pod.size() +
               key.container.size());
@@ -40,20 +40,20 @@ std::string EncodeSeriesKey(const SeriesKey& key) {
   return out;
 }
 
-absl::StatusOr<SeriesKey> DecodeSeriesKey(std::string_view bytes) {
+absl::StatusOr<windows::SeriesKey> DecodeSeriesKey(std::string_view bytes) {
   if (bytes.size() < 3 || bytes[0] != kVersion) {
     return absl::DataLossError("series key: bad version or too short");
   }
   const auto kind = static_cast<uint8_t>(bytes[1]);
   const auto resource = static_cast<uint8_t>(bytes[2]);
-  if (kind > static_cast<uint8_t>(ObjectKind::kContainer) ||
-      resource > static_cast<uint8_t>(Resource::kMemory)) {
+  if (kind > static_cast<uint8_t>(windows::ObjectKind::kContainer) ||
+      resource > static_cast<uint8_t>(windows::Resource::kMemory)) {
     return absl::DataLossError("series key: unknown kind or resource");
   }
   bytes.remove_prefix(3);
-  SeriesKey key;
-  key.kind = static_cast<ObjectKind>(kind);
-  key.resource = static_cast<Resource>(resource);
+  windows::SeriesKey key;
+  key.kind = static_cast<windows::ObjectKind>(kind);
+  key.resource = static_cast<windows::Resource>(resource);
   if (!GetField(&bytes, &key.node) || !GetField(&bytes, &key.pod_namespace) ||
       !GetField(&bytes, &key.pod) || !GetField(&bytes, &key.container) || !bytes.empty()) {
     return absl::DataLossError("series key: malformed field");
@@ -62,16 +62,16 @@ absl::StatusOr<SeriesKey> DecodeSeriesKey(std::string_view bytes) {
   const bool no_pod = key.pod_namespace.empty() && key.pod.empty();
   bool consistent = !key.node.empty();
   switch (key.kind) {
-    case ObjectKind::kNode:
+    case windows::ObjectKind::kNode:
       consistent = consistent && no_pod && key.container.empty();
       break;
-    case ObjectKind::kSystemContainer:
+    case windows::ObjectKind::kSystemContainer:
       consistent = consistent && no_pod && !key.container.empty();
       break;
-    case ObjectKind::kPod:
+    case windows::ObjectKind::kPod:
       consistent = consistent && has_pod && key.container.empty();
       break;
-    case ObjectKind::kContainer:
+    case windows::ObjectKind::kContainer:
       consistent = consistent && has_pod && !key.container.empty();
       break;
   }

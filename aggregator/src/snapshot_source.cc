@@ -13,9 +13,8 @@ namespace {
 // Index of the node with this name in the sorted vector; std::nullopt when absent.
 std::optional<size_t> FindNode(const MetricsSnapshot& snapshot, std::string_view name) {
   auto it = std::lower_bound(snapshot.nodes.begin(), snapshot.nodes.end(), name,
-                             [](const std::shared_ptr<const NodeView>& node, std::string_view n) {
-                               return node->name < n;
-                             });
+                             [](const std::shared_ptr<const metrics_api::NodeMetrics>& node,
+                                std::string_view n) { return node->name < n; });
   if (it == snapshot.nodes.end() || (*it)->name != name) return std::nullopt;
   return static_cast<size_t>(it - snapshot.nodes.begin());
 }
@@ -39,19 +38,19 @@ bool ErasePod(MetricsSnapshot* snapshot, std::string_view namespace_name, std::s
   return true;
 }
 
-bool SamePod(const PodView& a, const PodView& b) {
+bool SamePod(const metrics_api::PodMetrics& a, const metrics_api::PodMetrics& b) {
   return a.namespace_name == b.namespace_name && a.name == b.name;
 }
 
-bool PodKeyLess(const PodView& a, const PodView& b) {
+bool PodKeyLess(const metrics_api::PodMetrics& a, const metrics_api::PodMetrics& b) {
   if (a.namespace_name != b.namespace_name) return a.namespace_name < b.namespace_name;
   return a.name < b.name;
 }
 
 // Whether `now` holds pods of the keys `before` held, in the same order, each key greater
 // than the one before it (so the keys are sorted and unique in both).
-bool SameSortedKeys(const std::vector<std::shared_ptr<const PodView>>& before,
-                    const std::vector<std::shared_ptr<const PodView>>& now) {
+bool SameSortedKeys(const std::vector<std::shared_ptr<const metrics_api::PodMetrics>>& before,
+                    const std::vector<std::shared_ptr<const metrics_api::PodMetrics>>& now) {
   if (before.size() != now.size()) return false;
   for (size_t i = 0; i < now.size(); ++i) {
     if (!SamePod(*before[i], *now[i])) return false;
@@ -81,7 +80,7 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
   // (pod, its part's index), sorted by (namespace, name), each pod once. The references
   // point into the parts, which the snapshot and the next assembly's base keep.
   struct Sourced {
-    PodViewRef pod;
+    metrics_api::PodRef pod;
     uint32_t part;
   };
   std::vector<Sourced> kept;
@@ -127,8 +126,9 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
           kept.push_back({assembled_.pods[k], static_cast<uint32_t>(part)});
           break;
         case Fate::kInPlace:
-          kept.push_back({PodViewRef(parts[static_cast<size_t>(part)]->pods[next_pod[source]++]),
-                          static_cast<uint32_t>(part)});
+          kept.push_back(
+              {metrics_api::PodRef(parts[static_cast<size_t>(part)]->pods[next_pod[source]++]),
+               static_cast<uint32_t>(part)});
           break;
         case Fate::kFresh:  // the node is gone, or its pods are merged in as fresh ones
           break;
@@ -136,12 +136,12 @@ std::shared_ptr<MetricsSnapshot> SnapshotSource::Assemble(
     }
     for (uint32_t i = 0; i < parts.size(); ++i) {
       if (placed[i]) continue;
-      for (const auto& pod : parts[i]->pods) fresh.push_back({PodViewRef(pod), i});
+      for (const auto& pod : parts[i]->pods) fresh.push_back({metrics_api::PodRef(pod), i});
     }
   } else {
     fresh.reserve(pods);
     for (uint32_t i = 0; i < parts.size(); ++i) {
-      for (const auto& pod : parts[i]->pods) fresh.push_back({PodViewRef(pod), i});
+      for (const auto& pod : parts[i]->pods) fresh.push_back({metrics_api::PodRef(pod), i});
     }
   }
   // Stable: of a pod reported by two parts, the first part's (by node name) comes first.
@@ -228,7 +228,7 @@ bool SnapshotSource::ApplyRemovals(const Read& read, NodeObjects* objects) const
       continue;
     }
     if (!removal.pod_node.empty() && removal.pod_node != objects->node_name) continue;
-    std::erase_if(objects->pods, [&](const std::shared_ptr<const PodView>& pod) {
+    std::erase_if(objects->pods, [&](const std::shared_ptr<const metrics_api::PodMetrics>& pod) {
       return pod->namespace_name == removal.namespace_name && pod->name == removal.name;
     });
   }
@@ -391,32 +391,33 @@ SnapshotStats SnapshotSource::Stats() const {
 
 bool SnapshotSource::Ready() const { return Snapshot()->complete; }
 
-std::vector<NodeView> SnapshotSource::ListNodes() const {
+std::vector<metrics_api::NodeMetrics> SnapshotSource::ListNodes() const {
   std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
-  std::vector<NodeView> nodes;
+  std::vector<metrics_api::NodeMetrics> nodes;
   nodes.reserve(snapshot->nodes.size());
   for (const auto& node : snapshot->nodes) nodes.push_back(*node);
   return nodes;
 }
 
-std::optional<NodeView> SnapshotSource::GetNode(std::string_view name) const {
+std::optional<metrics_api::NodeMetrics> SnapshotSource::GetNode(std::string_view name) const {
   std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
   std::optional<size_t> index = FindNode(*snapshot, name);
   if (!index) return std::nullopt;
   return *snapshot->nodes[*index];
 }
 
-std::vector<PodView> SnapshotSource::ListPods(std::string_view namespace_name) const {
+std::vector<metrics_api::PodMetrics> SnapshotSource::ListPods(
+    std::string_view namespace_name) const {
   std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
   const auto [first, last] = snapshot->NamespaceRange(namespace_name);
-  std::vector<PodView> pods;
+  std::vector<metrics_api::PodMetrics> pods;
   pods.reserve(last - first);
   for (size_t i = first; i < last; ++i) pods.push_back(*snapshot->pods[i]);
   return pods;
 }
 
-std::optional<PodView> SnapshotSource::GetPod(std::string_view namespace_name,
-                                              std::string_view name) const {
+std::optional<metrics_api::PodMetrics> SnapshotSource::GetPod(std::string_view namespace_name,
+                                                              std::string_view name) const {
   std::shared_ptr<const MetricsSnapshot> snapshot = Snapshot();
   std::optional<size_t> index = snapshot->FindPod(namespace_name, name);
   if (!index) return std::nullopt;

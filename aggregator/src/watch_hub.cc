@@ -64,19 +64,23 @@ WatchHub::~WatchHub() { Shutdown(); }
 
 namespace {
 
-void Build(const NodeView& view, v1::NodeMetrics* proto) { *proto = metrics_api::ToProto(view); }
-void Build(const PodView& view, v1::PodMetrics* proto) { *proto = metrics_api::ToProto(view); }
+void Build(const metrics_api::NodeMetrics& view, v1::NodeMetrics* proto) {
+  *proto = metrics_api::ToProto(view);
+}
+void Build(const metrics_api::PodMetrics& view, v1::PodMetrics* proto) {
+  *proto = metrics_api::ToProto(view);
+}
 
 // Sort keys: a node's name; a pod's (namespace, name).
-std::tuple<std::string_view, std::string_view> KeyOf(const NodeView& node) {
+std::tuple<std::string_view, std::string_view> KeyOf(const metrics_api::NodeMetrics& node) {
   return {std::string_view(), node.name};
 }
-std::tuple<std::string_view, std::string_view> KeyOf(const PodView& pod) {
+std::tuple<std::string_view, std::string_view> KeyOf(const metrics_api::PodMetrics& pod) {
   return {pod.namespace_name, pod.name};
 }
 
-void SetKey(const NodeView& node, WatchChange* change) { change->name = node.name; }
-void SetKey(const PodView& pod, WatchChange* change) {
+void SetKey(const metrics_api::NodeMetrics& node, WatchChange* change) { change->name = node.name; }
+void SetKey(const metrics_api::PodMetrics& pod, WatchChange* change) {
   change->is_pod = true;
   change->namespace_name = pod.namespace_name;
   change->name = pod.name;
@@ -90,8 +94,12 @@ void SetObject(std::shared_ptr<const WatchedPod> pod, WatchChange* change) {
 
 // Whether two views of one object are equal, their usage compared first: a view read after a
 // newer scrape differs there (its endtimes), so it is told apart without comparing labels.
-bool SameView(const NodeView& a, const NodeView& b) { return a.machine == b.machine && a == b; }
-bool SameView(const PodView& a, const PodView& b) { return a.pod == b.pod && a == b; }
+bool SameView(const metrics_api::NodeMetrics& a, const metrics_api::NodeMetrics& b) {
+  return a.machine == b.machine && a == b;
+}
+bool SameView(const metrics_api::PodMetrics& a, const metrics_api::PodMetrics& b) {
+  return a.pod == b.pod && a == b;
+}
 
 // One kind's diff: `held` (the previous round's objects) against `views` (this round's), both
 // sorted by key. Appends the objects now held to `next`, the changes, in key order, to
@@ -185,8 +193,8 @@ Proto Watched<View, Proto>::proto() const {
   return proto;
 }
 
-template class Watched<NodeView, v1::NodeMetrics>;
-template class Watched<PodView, v1::PodMetrics>;
+template class Watched<metrics_api::NodeMetrics, v1::NodeMetrics>;
+template class Watched<metrics_api::PodMetrics, v1::PodMetrics>;
 
 std::vector<std::shared_ptr<const void>> WatchHub::OnRound(Timestamp tick) {
   std::lock_guard round_lock(round_mu_);

@@ -41,14 +41,15 @@ class FakeMetricsSource final : public MetricsSource {
     throw_on_read_ = fail;
   }
   // Replaces every object.
-  void Set(std::vector<NodeView> nodes, std::vector<PodView> pods) {
+  void Set(std::vector<metrics_api::NodeMetrics> nodes, std::vector<metrics_api::PodMetrics> pods) {
     std::lock_guard lock(mu_);
     nodes_.clear();
     pods_.clear();
-    for (NodeView& node : nodes) nodes_[node.name] = std::move(node);
-    for (PodView& pod : pods) pods_[{pod.namespace_name, pod.name}] = std::move(pod);
+    for (metrics_api::NodeMetrics& node : nodes) nodes_[node.name] = std::move(node);
+    for (metrics_api::PodMetrics& pod : pods)
+      pods_[{pod.namespace_name, pod.name}] = std::move(pod);
   }
-  void PutNode(NodeView node) {
+  void PutNode(metrics_api::NodeMetrics node) {
     std::lock_guard lock(mu_);
     std::string name = node.name;
     nodes_[name] = std::move(node);
@@ -57,7 +58,7 @@ class FakeMetricsSource final : public MetricsSource {
     std::lock_guard lock(mu_);
     nodes_.erase(name);
   }
-  void PutPod(PodView pod) {
+  void PutPod(metrics_api::PodMetrics pod) {
     std::lock_guard lock(mu_);
     std::pair<std::string, std::string> key(pod.namespace_name, pod.name);
     pods_[key] = std::move(pod);
@@ -71,31 +72,31 @@ class FakeMetricsSource final : public MetricsSource {
     std::lock_guard lock(mu_);
     return ready_;
   }
-  std::vector<NodeView> ListNodes() const override {
+  std::vector<metrics_api::NodeMetrics> ListNodes() const override {
     std::lock_guard lock(mu_);
     if (throw_on_read_) throw std::runtime_error("store read failed");
-    std::vector<NodeView> out;
+    std::vector<metrics_api::NodeMetrics> out;
     for (const auto& [name, node] : nodes_) out.push_back(node);
     return out;
   }
-  std::optional<NodeView> GetNode(std::string_view name) const override {
+  std::optional<metrics_api::NodeMetrics> GetNode(std::string_view name) const override {
     std::lock_guard lock(mu_);
     if (throw_on_read_) throw std::runtime_error("store read failed");
     auto it = nodes_.find(std::string(name));
     if (it == nodes_.end()) return std::nullopt;
     return it->second;
   }
-  std::vector<PodView> ListPods(std::string_view namespace_name) const override {
+  std::vector<metrics_api::PodMetrics> ListPods(std::string_view namespace_name) const override {
     std::lock_guard lock(mu_);
     if (throw_on_read_) throw std::runtime_error("store read failed");
-    std::vector<PodView> out;
+    std::vector<metrics_api::PodMetrics> out;
     for (const auto& [key, pod] : pods_) {
       if (namespace_name.empty() || key.first == namespace_name) out.push_back(pod);
     }
     return out;
   }
-  std::optional<PodView> GetPod(std::string_view namespace_name,
-                                std::string_view name) const override {
+  std::optional<metrics_api::PodMetrics> GetPod(std::string_view namespace_name,
+                                                std::string_view name) const override {
     std::lock_guard lock(mu_);
     if (throw_on_read_) throw std::runtime_error("store read failed");
     auto it = pods_.find({std::string(namespace_name), std::string(name)});
@@ -107,8 +108,8 @@ class FakeMetricsSource final : public MetricsSource {
   mutable std::mutex mu_;
   bool ready_ = true;
   bool throw_on_read_ = false;
-  std::map<std::string, NodeView> nodes_;
-  std::map<std::pair<std::string, std::string>, PodView> pods_;
+  std::map<std::string, metrics_api::NodeMetrics> nodes_;
+  std::map<std::pair<std::string, std::string>, metrics_api::PodMetrics> pods_;
 };
 
 }  // namespace kubestat::aggregator::testing

@@ -152,7 +152,7 @@ TEST_F(GrpcListTest, ListNodesConvertsEveryWindowAndStatistic) {
 }
 
 TEST_F(GrpcListTest, ResourceWithoutSamplesIsLeftUnset) {
-  PodView pod = MakePod("shop", "fresh", "node-a", {}, BaseTime(), 7);
+  metrics_api::PodMetrics pod = MakePod("shop", "fresh", "node-a", {}, BaseTime(), 7);
   pod.pod.cpu.clear();  // one scrape: memory only, no rate yet
   source_.PutPod(pod);
   v1::ListPodsRequest request;

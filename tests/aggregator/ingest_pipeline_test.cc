@@ -63,8 +63,8 @@ class IngestTest : public ::testing::Test {
   }
 
   // The newest window stats of one series (the 1m window), or nullopt.
-  std::optional<WindowStats> Minute(const SeriesKey& key) {
-    for (const SeriesWindows& w : ingestor_->QueryAll()) {
+  std::optional<windows::WindowStats> Minute(const windows::SeriesKey& key) {
+    for (const windows::SeriesWindows& w : ingestor_->QueryAll()) {
       if (w.key == key) return w.windows[1];
     }
     return std::nullopt;
@@ -87,22 +87,22 @@ class IngestTest : public ::testing::Test {
 
 TEST_F(IngestTest, CpuIsTheCounterRateAndTheFirstScrapeGivesNone) {
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0, 5'000'000'000, 100)).ok());
-  EXPECT_FALSE(Minute(SeriesKey::Node("n1", Resource::kCpu)));
-  EXPECT_EQ(Minute(SeriesKey::Node("n1", Resource::kMemory))->max, 100u);
+  EXPECT_FALSE(Minute(windows::SeriesKey::Node("n1", windows::Resource::kCpu)));
+  EXPECT_EQ(Minute(windows::SeriesKey::Node("n1", windows::Resource::kMemory))->max, 100u);
   // 1.5 s of cpu over 10 s: 0.15 cores = 150,000,000 nanocores.
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(10), 6'500'000'000, 200)).ok());
   // 1 ns of cpu over 3 s rounds to 0.
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(13), 6'500'000'001, 300)).ok());
-  auto cpu = Minute(SeriesKey::Node("n1", Resource::kCpu));
+  auto cpu = Minute(windows::SeriesKey::Node("n1", windows::Resource::kCpu));
   ASSERT_TRUE(cpu);
   EXPECT_EQ(cpu->count, 2u);
   EXPECT_EQ(cpu->max, 150'000'000u);
   EXPECT_EQ(cpu->min, 0u);
-  EXPECT_EQ(Minute(SeriesKey::Node("n1", Resource::kMemory))->count, 3u);
+  EXPECT_EQ(Minute(windows::SeriesKey::Node("n1", windows::Resource::kMemory))->count, 3u);
 }
 
 TEST_F(IngestTest, CounterGoingBackwardsStartsANewSegment) {
-  const SeriesKey cpu = SeriesKey::Node("n1", Resource::kCpu);
+  const windows::SeriesKey cpu = windows::SeriesKey::Node("n1", windows::Resource::kCpu);
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0, 1'000'000'000, 1)).ok());
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(10), 2'000'000'000, 1)).ok());  // 100m
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(20), 500'000'000, 1)).ok());    // reset
@@ -131,7 +131,8 @@ TEST_F(IngestTest, RestartedContainerGivesNoRateForThatStep) {
   // Restarted: the counter is higher than before, but it is a new container.
   ASSERT_TRUE(ingestor_->Ingest(scrape(kT0 + seconds(20), 12'000'000'000, start2)).ok());
   ASSERT_TRUE(ingestor_->Ingest(scrape(kT0 + seconds(30), 12'300'000'000, start2)).ok());
-  auto stats = Minute(SeriesKey::Container("n1", "shop", "web", "app", Resource::kCpu));
+  auto stats =
+      Minute(windows::SeriesKey::Container("n1", "shop", "web", "app", windows::Resource::kCpu));
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->count, 2u);
   EXPECT_EQ(stats->max, 100'000'000u);
@@ -139,7 +140,7 @@ TEST_F(IngestTest, RestartedContainerGivesNoRateForThatStep) {
 }
 
 TEST_F(IngestTest, MissingReadingLeavesAGapAndTheNextRateSpansIt) {
-  const SeriesKey cpu = SeriesKey::Node("n1", Resource::kCpu);
+  const windows::SeriesKey cpu = windows::SeriesKey::Node("n1", windows::Resource::kCpu);
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0, 0, 1)).ok());
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(10), std::nullopt, 1)).ok());
   ASSERT_TRUE(ingestor_->Ingest(Node(kT0 + seconds(20), 4'000'000'000, 1)).ok());
@@ -156,8 +157,8 @@ TEST_F(IngestTest, RepeatedCachedReadingGivesNoRate) {
   ASSERT_TRUE(ingestor_->Ingest(s1).ok());
   ASSERT_TRUE(ingestor_->Ingest(s2).ok());
   ASSERT_TRUE(ingestor_->IngestAt(s3, kT0 + seconds(20)).ok());
-  EXPECT_EQ(Minute(SeriesKey::Node("n1", Resource::kCpu))->count, 1u);
-  EXPECT_EQ(Minute(SeriesKey::Node("n1", Resource::kMemory))->count, 3u);
+  EXPECT_EQ(Minute(windows::SeriesKey::Node("n1", windows::Resource::kCpu))->count, 1u);
+  EXPECT_EQ(Minute(windows::SeriesKey::Node("n1", windows::Resource::kMemory))->count, 3u);
 }
 
 TEST_F(IngestTest, ScrapesNotNewerThanThePreviousAreRejected) {
@@ -193,13 +194,13 @@ TEST_F(IngestTest, PodValueIsTheSumOfItsContainersAtEachScrape) {
   for (uint64_t i = 0; i < 4; ++i) {
     ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(10 * i), i, i != 2)).ok());
   }
-  auto cpu = Minute(SeriesKey::Pod("n1", "shop", "web", Resource::kCpu));
+  auto cpu = Minute(windows::SeriesKey::Pod("n1", "shop", "web", windows::Resource::kCpu));
   ASSERT_TRUE(cpu);
   EXPECT_EQ(cpu->count, 3u);
   EXPECT_EQ(cpu->max, 400'000'000u);  // 100m + 300m
   EXPECT_EQ(cpu->min, 400'000'000u);
   // Step 2 lacks container b's memory: no pod memory sample for that step.
-  auto memory = Minute(SeriesKey::Pod("n1", "shop", "web", Resource::kMemory));
+  auto memory = Minute(windows::SeriesKey::Pod("n1", "shop", "web", windows::Resource::kMemory));
   ASSERT_TRUE(memory);
   EXPECT_EQ(memory->count, 3u);
   EXPECT_EQ(memory->min, 1100u);
@@ -208,7 +209,7 @@ TEST_F(IngestTest, PodValueIsTheSumOfItsContainersAtEachScrape) {
   ASSERT_TRUE(pod);
   EXPECT_EQ(pod->pod.node, "n1");
   ASSERT_EQ(pod->series.size(), 6u);  // pod cpu/memory, then a and b
-  EXPECT_EQ(pod->series[0].key.kind, ObjectKind::kPod);
+  EXPECT_EQ(pod->series[0].key.kind, windows::ObjectKind::kPod);
 }
 
 // The first scrape stores no cpu sample (a rate needs two readings), so the shape kept for
@@ -221,10 +222,11 @@ TEST_F(IngestTest, TheKeptShapeLetsItsOwnKeysGoOnceTheirSeriesAreStored) {
   ASSERT_TRUE(ingestor_->Ingest(cluster.Scrape(0, kT0 + seconds(10))).ok());
   const size_t second = ingestor_->MemoryByPart().nodes;
   // One cpu series per object: the node, 3 system containers, 30 pods and 60 containers.
-  EXPECT_LE(second + 94 * sizeof(SeriesKey), first);
+  EXPECT_LE(second + 94 * sizeof(windows::SeriesKey), first);
   ASSERT_TRUE(ingestor_->Ingest(cluster.Scrape(0, kT0 + seconds(20))).ok());
   EXPECT_EQ(ingestor_->MemoryByPart().nodes, second);
-  auto cpu = Minute(SeriesKey::Container("node-0", "shop", "pod-0-1", "c1", Resource::kCpu));
+  auto cpu = Minute(
+      windows::SeriesKey::Container("node-0", "shop", "pod-0-1", "c1", windows::Resource::kCpu));
   ASSERT_TRUE(cpu);
   EXPECT_EQ(cpu->count, 2u);
 }
@@ -238,12 +240,14 @@ TEST_F(IngestTest, PodThatDisappearsLeavesAtOnceAndComesBackEmpty) {
   EXPECT_FALSE(ingestor_->QueryPod("shop", "web"));
   EXPECT_EQ(ingestor_->Stats().series_retired, 6u);
   ASSERT_TRUE(ingestor_->Ingest(PodScrape(kT0 + seconds(30), 3)).ok());
-  auto memory = Minute(SeriesKey::Container("n1", "shop", "web", "a", Resource::kMemory));
+  auto memory =
+      Minute(windows::SeriesKey::Container("n1", "shop", "web", "a", windows::Resource::kMemory));
   ASSERT_TRUE(memory);
   EXPECT_EQ(memory->count, 1u);  // the old samples do not come back
   // And not after a rebuild either.
   ingestor_ = NewIngestor();
-  memory = Minute(SeriesKey::Container("n1", "shop", "web", "a", Resource::kMemory));
+  memory =
+      Minute(windows::SeriesKey::Container("n1", "shop", "web", "a", windows::Resource::kMemory));
   ASSERT_TRUE(memory);
   EXPECT_EQ(memory->count, 1u);
 }
@@ -259,8 +263,10 @@ TEST_F(IngestTest, ADeletedPodIsLookedForOnItsNodeAloneWhenTheNodeIsGiven) {
   const size_t series = ingestor_->QueryAll().size();
   ASSERT_TRUE(*ingestor_->DeletePod("shop", "web", "n2"));
   EXPECT_LT(ingestor_->QueryAll().size(), series);
-  EXPECT_FALSE(Minute(SeriesKey::Container("n2", "shop", "web", "a", Resource::kMemory)));
-  EXPECT_TRUE(Minute(SeriesKey::Container("n1", "shop", "web", "a", Resource::kMemory)));
+  EXPECT_FALSE(
+      Minute(windows::SeriesKey::Container("n2", "shop", "web", "a", windows::Resource::kMemory)));
+  EXPECT_TRUE(
+      Minute(windows::SeriesKey::Container("n1", "shop", "web", "a", windows::Resource::kMemory)));
 }
 
 TEST_F(IngestTest, DeletedPodLeavesAndIsIgnoredUntilItDisappears) {
@@ -305,13 +311,13 @@ TEST_F(IngestTest, RebuildFromTheStoreEqualsTheLiveWindows) {
   const IngestStats stats = ingestor_->Stats();
   EXPECT_GT(stats.rollups_written, 27u * 3 * 26);
   EXPECT_EQ(stats.engine_errors, 0u);
-  const std::vector<SeriesWindows> live = ingestor_->QueryAll();
+  const std::vector<windows::SeriesWindows> live = ingestor_->QueryAll();
   ASSERT_EQ(live.size(), 3u * (2 + 6 + 4 * 2 + 8 * 2));
   clock_.Advance(seconds(3));
   auto rebuilt = NewIngestor(3);
   EXPECT_EQ(rebuilt->Stats().rebuild_errors, 0u);
   EXPECT_EQ(rebuilt->Stats().rebuilt_series, live.size());
-  const std::vector<SeriesWindows> restored = rebuilt->QueryAll();
+  const std::vector<windows::SeriesWindows> restored = rebuilt->QueryAll();
   ASSERT_EQ(restored.size(), live.size());
   for (size_t i = 0; i < live.size(); ++i) {
     ASSERT_EQ(restored[i], live[i]) << live[i].key.ToString();
@@ -332,10 +338,10 @@ TEST_F(IngestTest, RebuildFromTheStoreEqualsTheLiveWindows) {
 // and each pod the sum of its containers.
 class ExpectedSamples {
  public:
-  std::map<SeriesKey, std::optional<uint64_t>> Next(const scrapers::NodeScrape& s) {
-    std::map<SeriesKey, std::optional<uint64_t>> out;
-    auto object = [&](SeriesKey cpu, SeriesKey memory, const scrapers::CpuSample& c,
-                      const scrapers::MemorySample& m) {
+  std::map<windows::SeriesKey, std::optional<uint64_t>> Next(const scrapers::NodeScrape& s) {
+    std::map<windows::SeriesKey, std::optional<uint64_t>> out;
+    auto object = [&](windows::SeriesKey cpu, windows::SeriesKey memory,
+                      const scrapers::CpuSample& c, const scrapers::MemorySample& m) {
       std::optional<uint64_t> rate;
       auto previous = counters_.find(cpu);
       if (previous != counters_.end()) {
@@ -349,32 +355,36 @@ class ExpectedSamples {
       out[memory] = *m.working_set_bytes;
       return std::pair(rate, *m.working_set_bytes);
     };
-    object(SeriesKey::Node(s.node_name, Resource::kCpu),
-           SeriesKey::Node(s.node_name, Resource::kMemory), *s.cpu, *s.memory);
+    object(windows::SeriesKey::Node(s.node_name, windows::Resource::kCpu),
+           windows::SeriesKey::Node(s.node_name, windows::Resource::kMemory), *s.cpu, *s.memory);
     for (const scrapers::ContainerScrape& c : s.system_containers) {
-      object(SeriesKey::SystemContainer(s.node_name, c.name, Resource::kCpu),
-             SeriesKey::SystemContainer(s.node_name, c.name, Resource::kMemory), *c.cpu, *c.memory);
+      object(windows::SeriesKey::SystemContainer(s.node_name, c.name, windows::Resource::kCpu),
+             windows::SeriesKey::SystemContainer(s.node_name, c.name, windows::Resource::kMemory),
+             *c.cpu, *c.memory);
     }
     for (const scrapers::PodScrape& pod : s.pods) {
       std::optional<uint64_t> cpu = 0;
       uint64_t memory = 0;
       for (const scrapers::ContainerScrape& c : pod.containers) {
-        auto [rate, bytes] = object(
-            SeriesKey::Container(s.node_name, pod.namespace_name, pod.name, c.name, Resource::kCpu),
-            SeriesKey::Container(s.node_name, pod.namespace_name, pod.name, c.name,
-                                 Resource::kMemory),
-            *c.cpu, *c.memory);
+        auto [rate, bytes] =
+            object(windows::SeriesKey::Container(s.node_name, pod.namespace_name, pod.name, c.name,
+                                                 windows::Resource::kCpu),
+                   windows::SeriesKey::Container(s.node_name, pod.namespace_name, pod.name, c.name,
+                                                 windows::Resource::kMemory),
+                   *c.cpu, *c.memory);
         cpu = cpu && rate ? std::optional(*cpu + *rate) : std::nullopt;
         memory += bytes;
       }
-      out[SeriesKey::Pod(s.node_name, pod.namespace_name, pod.name, Resource::kCpu)] = cpu;
-      out[SeriesKey::Pod(s.node_name, pod.namespace_name, pod.name, Resource::kMemory)] = memory;
+      out[windows::SeriesKey::Pod(s.node_name, pod.namespace_name, pod.name,
+                                  windows::Resource::kCpu)] = cpu;
+      out[windows::SeriesKey::Pod(s.node_name, pod.namespace_name, pod.name,
+                                  windows::Resource::kMemory)] = memory;
     }
     return out;
   }
 
  private:
-  std::map<SeriesKey, std::pair<Timestamp, uint64_t>> counters_;
+  std::map<windows::SeriesKey, std::pair<Timestamp, uint64_t>> counters_;
 };
 
 struct StoredScrape {
@@ -425,9 +435,10 @@ TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
       const scrapers::NodeScrape scrape = cluster.Scrape(n, t);
       last = t + seconds(n);
       ASSERT_TRUE(ingestor_->IngestAt(scrape, last).ok());
-      const std::map<SeriesKey, std::optional<uint64_t>> samples = expected[n].Next(scrape);
+      const std::map<windows::SeriesKey, std::optional<uint64_t>> samples =
+          expected[n].Next(scrape);
       if (!writers[n]) {
-        std::vector<SeriesKey> keys;
+        std::vector<windows::SeriesKey> keys;
         for (const auto& [key, value] : samples) keys.push_back(key);
         auto writer = NodeHistoryWriter::Create(ingestor_->engine_options(), other.get(),
                                                 cluster.NodeName(n), std::move(keys));
@@ -435,7 +446,7 @@ TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
         writers[n] = std::move(*writer);
       }
       std::vector<std::optional<uint64_t>> values;
-      for (const SeriesKey& key : writers[n]->keys()) values.push_back(samples.at(key));
+      for (const windows::SeriesKey& key : writers[n]->keys()) values.push_back(samples.at(key));
       ASSERT_TRUE(writers[n]->Append(last, values, &batch).ok());
     }
     ASSERT_TRUE(other->Write(batch).ok());
@@ -471,7 +482,7 @@ TEST_F(IngestTest, HistoryWriterFillsTheStoreExactlyAsIngestDoes) {
   }
 
   // Rebuilt, both give the live windows.
-  const std::vector<SeriesWindows> live = ingestor_->QueryAll();
+  const std::vector<windows::SeriesWindows> live = ingestor_->QueryAll();
   IngestOptions options;
   options.shards = 2;
   auto rebuilt = Ingestor::Create(options, other.get(), &clock_);
@@ -488,11 +499,11 @@ TEST_F(IngestTest, RebuildGivesTheSameWindowsWithAnyThreadAndShardCount) {
   std::vector<std::unique_ptr<NodeHistoryWriter>> writers;
   for (int n = 0; n < 5; ++n) {
     const std::string name = "node-" + std::to_string(n);
-    std::vector<SeriesKey> keys;
-    for (Resource r : {Resource::kCpu, Resource::kMemory}) {
-      keys.push_back(SeriesKey::Node(name, r));
-      keys.push_back(SeriesKey::Pod(name, "ns", "p" + std::to_string(n), r));
-      keys.push_back(SeriesKey::Container(name, "ns", "p" + std::to_string(n), "c", r));
+    std::vector<windows::SeriesKey> keys;
+    for (windows::Resource r : {windows::Resource::kCpu, windows::Resource::kMemory}) {
+      keys.push_back(windows::SeriesKey::Node(name, r));
+      keys.push_back(windows::SeriesKey::Pod(name, "ns", "p" + std::to_string(n), r));
+      keys.push_back(windows::SeriesKey::Container(name, "ns", "p" + std::to_string(n), "c", r));
     }
     auto writer = NodeHistoryWriter::Create(ingestor_->engine_options(), store_.get(), name, keys);
     ASSERT_TRUE(writer.ok());
@@ -516,7 +527,7 @@ TEST_F(IngestTest, RebuildGivesTheSameWindowsWithAnyThreadAndShardCount) {
     }
     ASSERT_TRUE(store_->Write(batch).ok());
   }
-  std::vector<SeriesWindows> first;
+  std::vector<windows::SeriesWindows> first;
   for (auto [threads, shards] : {std::pair<size_t, size_t>{1, 1}, {2, 16}, {8, 3}, {3, 1}}) {
     IngestOptions options;
     options.rebuild_threads = threads;
@@ -526,7 +537,7 @@ TEST_F(IngestTest, RebuildGivesTheSameWindowsWithAnyThreadAndShardCount) {
     ASSERT_TRUE((*rebuilt)->Rebuild().ok());
     EXPECT_EQ((*rebuilt)->Stats().rebuild_errors, 0u);
     EXPECT_EQ((*rebuilt)->Stats().rebuilt_series, 5u * 6);
-    std::vector<SeriesWindows> windows = (*rebuilt)->QueryAll();
+    std::vector<windows::SeriesWindows> windows = (*rebuilt)->QueryAll();
     ASSERT_EQ(windows.size(), 5u * 6);
     // The 1d window holds about a day of 30 s samples, less the gaps.
     EXPECT_GT(windows[0].windows[3].count, 2600u);
@@ -539,24 +550,25 @@ TEST_F(IngestTest, RebuildGivesTheSameWindowsWithAnyThreadAndShardCount) {
 }
 
 TEST_F(IngestTest, HistoryWriterRejectsForeignKeysAndScrapesNotNewer) {
-  const WindowEngineOptions& options = ingestor_->engine_options();
+  const windows::WindowEngineOptions& options = ingestor_->engine_options();
   EXPECT_EQ(NodeHistoryWriter::Create(options, store_.get(), "n1",
-                                      {SeriesKey::Node("n2", Resource::kCpu)})
+                                      {windows::SeriesKey::Node("n2", windows::Resource::kCpu)})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(NodeHistoryWriter::Create(
-                options, store_.get(), "n1",
-                {SeriesKey::Node("n1", Resource::kCpu), SeriesKey::Node("n1", Resource::kCpu)})
+  EXPECT_EQ(NodeHistoryWriter::Create(options, store_.get(), "n1",
+                                      {windows::SeriesKey::Node("n1", windows::Resource::kCpu),
+                                       windows::SeriesKey::Node("n1", windows::Resource::kCpu)})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(NodeHistoryWriter::Create(options, store_.get(), "", {}).ok());
-  auto writer = NodeHistoryWriter::Create(
-      options, store_.get(), "n1",
-      {SeriesKey::Node("n1", Resource::kMemory), SeriesKey::Node("n1", Resource::kCpu)});
+  auto writer =
+      NodeHistoryWriter::Create(options, store_.get(), "n1",
+                                {windows::SeriesKey::Node("n1", windows::Resource::kMemory),
+                                 windows::SeriesKey::Node("n1", windows::Resource::kCpu)});
   ASSERT_TRUE(writer.ok());
-  EXPECT_EQ((*writer)->keys()[0].resource, Resource::kCpu);  // sorted
+  EXPECT_EQ((*writer)->keys()[0].resource, windows::Resource::kCpu);  // sorted
   storage::ScrapeBatch batch;
   const std::vector<std::optional<uint64_t>> two = {std::nullopt, 5};
   EXPECT_EQ((*writer)->Append(kT0, std::vector<std::optional<uint64_t>>{5}, &batch).code(),
@@ -592,11 +604,11 @@ std::vector<std::tuple<std::string, storage::SeriesId, Timestamp, std::string>> 
 TEST_F(IngestTest, ResumedHistoryWriterWritesWhatOneThatNeverStoppedWrites) {
   const std::vector<std::string> names = {"node-0", "node-1"};
   auto keys_of = [](const std::string& name) {
-    std::vector<SeriesKey> keys;
-    for (Resource r : {Resource::kCpu, Resource::kMemory}) {
-      keys.push_back(SeriesKey::Node(name, r));
-      keys.push_back(SeriesKey::Pod(name, "ns", "p", r));
-      keys.push_back(SeriesKey::Container(name, "ns", "p", "c", r));
+    std::vector<windows::SeriesKey> keys;
+    for (windows::Resource r : {windows::Resource::kCpu, windows::Resource::kMemory}) {
+      keys.push_back(windows::SeriesKey::Node(name, r));
+      keys.push_back(windows::SeriesKey::Pod(name, "ns", "p", r));
+      keys.push_back(windows::SeriesKey::Container(name, "ns", "p", "c", r));
     }
     return keys;
   };
@@ -708,7 +720,7 @@ TEST_F(IngestTest, ResumedHistoryWriterWritesWhatOneThatNeverStoppedWrites) {
   ASSERT_TRUE((*rebuilt_a)->Rebuild().ok());
   ASSERT_TRUE((*rebuilt_b)->Rebuild().ok());
   EXPECT_EQ((*rebuilt_b)->Stats().rebuild_errors, 0u);
-  const std::vector<SeriesWindows> windows = (*rebuilt_a)->QueryAll();
+  const std::vector<windows::SeriesWindows> windows = (*rebuilt_a)->QueryAll();
   ASSERT_EQ(windows.size(), names.size() * 6);
   EXPECT_EQ((*rebuilt_b)->QueryAll(), windows);
 }
@@ -718,10 +730,12 @@ TEST_F(IngestTest, ResumedHistoryWriterWritesWhatOneThatNeverStoppedWrites) {
 // given to Resume is retired, as a restarted Ingestor retires an object that left the
 // node's scrape.
 TEST_F(IngestTest, ResumedHistoryWriterRefusesOlderScrapesAndGivesNewKeysNewIds) {
-  const WindowEngineOptions& options = ingestor_->engine_options();
-  const SeriesKey cpu = SeriesKey::Node("n1", Resource::kCpu);
-  const SeriesKey old_pod = SeriesKey::Pod("n1", "ns", "old", Resource::kMemory);
-  const SeriesKey new_pod = SeriesKey::Pod("n1", "ns", "new", Resource::kMemory);
+  const windows::WindowEngineOptions& options = ingestor_->engine_options();
+  const windows::SeriesKey cpu = windows::SeriesKey::Node("n1", windows::Resource::kCpu);
+  const windows::SeriesKey old_pod =
+      windows::SeriesKey::Pod("n1", "ns", "old", windows::Resource::kMemory);
+  const windows::SeriesKey new_pod =
+      windows::SeriesKey::Pod("n1", "ns", "new", windows::Resource::kMemory);
   auto writer = NodeHistoryWriter::Create(options, store_.get(), "n1", {cpu, old_pod});
   ASSERT_TRUE(writer.ok());
   const std::vector<std::optional<uint64_t>> two = {7, 9};
@@ -759,7 +773,7 @@ TEST_F(IngestTest, ResumedHistoryWriterRefusesOlderScrapesAndGivesNewKeysNewIds)
   ASSERT_TRUE(dict.ok());
   ASSERT_EQ(dict->nodes.size(), 1u);
   EXPECT_EQ(dict->nodes[0].id, node_id);
-  std::map<SeriesKey, storage::SeriesId> ids;
+  std::map<windows::SeriesKey, storage::SeriesId> ids;
   for (const storage::SeriesEntry& e : dict->series) {
     auto key = DecodeSeriesKey(e.key);
     ASSERT_TRUE(key.ok());
@@ -800,7 +814,7 @@ TEST_F(IngestTest, ManyNodesIngestConcurrentlyWhileQueriesRun) {
         auto snapshot = ingestor_->QueryPod(pod.namespace_name, pod.name);
         if (snapshot) {
           // Consistent per object: every series of the pod answers for the same node.
-          for (const SeriesWindows& w : snapshot->series) EXPECT_EQ(w.key.node, pod.node);
+          for (const windows::SeriesWindows& w : snapshot->series) EXPECT_EQ(w.key.node, pod.node);
         }
       }
       for (const std::string& node : ingestor_->ListNodes()) (void)ingestor_->QueryNode(node);
@@ -837,15 +851,17 @@ TEST_F(IngestTest, ManyNodesIngestConcurrentlyWhileQueriesRun) {
 }
 
 TEST(SeriesRegistryTest, KeysRoundTripAndGarbageIsDataLoss) {
-  for (const SeriesKey& key : {SeriesKey::Node("n", Resource::kCpu),
-                               SeriesKey::SystemContainer("n", "kubelet", Resource::kMemory),
-                               SeriesKey::Pod("n", "ns", std::string(300, 'p'), Resource::kCpu),
-                               SeriesKey::Container("n", "ns", "p", "c", Resource::kMemory)}) {
+  for (const windows::SeriesKey& key :
+       {windows::SeriesKey::Node("n", windows::Resource::kCpu),
+        windows::SeriesKey::SystemContainer("n", "kubelet", windows::Resource::kMemory),
+        windows::SeriesKey::Pod("n", "ns", std::string(300, 'p'), windows::Resource::kCpu),
+        windows::SeriesKey::Container("n", "ns", "p", "c", windows::Resource::kMemory)}) {
     auto decoded = DecodeSeriesKey(EncodeSeriesKey(key));
     ASSERT_TRUE(decoded.ok());
     EXPECT_EQ(*decoded, key);
   }
-  const std::string good = EncodeSeriesKey(SeriesKey::Pod("n", "ns", "p", Resource::kCpu));
+  const std::string good =
+      EncodeSeriesKey(windows::SeriesKey::Pod("n", "ns", "p", windows::Resource::kCpu));
   for (size_t cut = 0; cut < good.size(); ++cut) {
     EXPECT_FALSE(DecodeSeriesKey(good.substr(0, cut)).ok());
   }
@@ -853,7 +869,7 @@ TEST(SeriesRegistryTest, KeysRoundTripAndGarbageIsDataLoss) {
   bad_kind[1] = 9;
   EXPECT_EQ(DecodeSeriesKey(bad_kind).status().code(), absl::StatusCode::kDataLoss);
   std::string node_with_pod = good;
-  node_with_pod[1] = static_cast<char>(ObjectKind::kNode);
+  node_with_pod[1] = static_cast<char>(windows::ObjectKind::kNode);
   EXPECT_FALSE(DecodeSeriesKey(node_with_pod).ok());
 }
 
@@ -872,10 +888,10 @@ TEST_F(IngestTest, AggregatorStateJoinsWindowsWithLabels) {
   labels.synced = true;
   EXPECT_TRUE(state.Ready());
 
-  std::vector<NodeView> nodes = state.ListNodes();
+  std::vector<metrics_api::NodeMetrics> nodes = state.ListNodes();
   ASSERT_EQ(nodes.size(), 2u);
   EXPECT_EQ(nodes[0].name, "node-0");
-  EXPECT_EQ(nodes[0].labels, (Labels{{"zone", "a"}}));
+  EXPECT_EQ(nodes[0].labels, (metrics_api::Labels{{"zone", "a"}}));
   EXPECT_TRUE(nodes[1].labels.empty());  // unknown to discovery: still listed
   ASSERT_FALSE(nodes[0].machine.cpu.empty());
   ASSERT_FALSE(nodes[0].machine.memory.empty());
@@ -885,11 +901,11 @@ TEST_F(IngestTest, AggregatorStateJoinsWindowsWithLabels) {
   EXPECT_EQ(nodes[0].system_containers[0].name, "kubelet");
   EXPECT_EQ(nodes[0].system_containers[1].name, "pods");
 
-  std::vector<PodView> pods = state.ListPods("");
+  std::vector<metrics_api::PodMetrics> pods = state.ListPods("");
   ASSERT_EQ(pods.size(), 6u);
   EXPECT_EQ(pods[0].namespace_name, "default");
   EXPECT_EQ(pods[0].name, "pod-0-0");
-  EXPECT_EQ(pods[0].labels, (Labels{{"app", "web"}}));
+  EXPECT_EQ(pods[0].labels, (metrics_api::Labels{{"app", "web"}}));
   ASSERT_EQ(pods[0].containers.size(), 2u);
   EXPECT_EQ(pods[0].containers[1].name, "c1");
   ASSERT_FALSE(pods[0].pod.cpu.empty());
@@ -906,13 +922,14 @@ TEST_F(IngestTest, AggregatorStateJoinsWindowsWithLabels) {
   EXPECT_FALSE(state.GetNode("node-9"));
 }
 
-void ExpectSameWindows(const ResourceWindows& a, const ResourceWindows& b) {
+void ExpectSameWindows(const metrics_api::ResourceWindows& a,
+                       const metrics_api::ResourceWindows& b) {
   EXPECT_EQ(a.cpu, b.cpu);
   EXPECT_EQ(a.memory, b.memory);
 }
 
-void ExpectSameContainers(const std::vector<ContainerView>& a,
-                          const std::vector<ContainerView>& b) {
+void ExpectSameContainers(const std::vector<metrics_api::ContainerMetrics>& a,
+                          const std::vector<metrics_api::ContainerMetrics>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].name, b[i].name);
@@ -934,8 +951,8 @@ TEST_F(IngestTest, AggregatorStateReadsOneNodeAsItsListsDo) {
   labels.pods["shop/pod-1-1"] = PodLabels{{{"app", "cart"}}, "node-1"};
   AggregatorState state(ingestor_.get(), &labels);
 
-  const std::vector<NodeView> nodes = state.ListNodes();
-  const std::vector<PodView> pods = state.ListPods("");
+  const std::vector<metrics_api::NodeMetrics> nodes = state.ListNodes();
+  const std::vector<metrics_api::PodMetrics> pods = state.ListPods("");
   NodeObjectsList all = state.AllNodeObjects();
   EXPECT_TRUE(all.complete);
   ASSERT_EQ(all.nodes.size(), nodes.size());
@@ -951,13 +968,13 @@ TEST_F(IngestTest, AggregatorStateReadsOneNodeAsItsListsDo) {
       ExpectSameWindows(objects->node->machine, nodes[n].machine);
       ExpectSameContainers(objects->node->system_containers, nodes[n].system_containers);
       // Exactly the node's pods from the full list, in the same order and equal.
-      std::vector<const PodView*> expected;
-      for (const PodView& pod : pods) {
+      std::vector<const metrics_api::PodMetrics*> expected;
+      for (const metrics_api::PodMetrics& pod : pods) {
         if (pod.node_name == nodes[n].name) expected.push_back(&pod);
       }
       ASSERT_EQ(objects->pods.size(), expected.size());
       for (size_t p = 0; p < expected.size(); ++p) {
-        const PodView& got = *objects->pods[p];
+        const metrics_api::PodMetrics& got = *objects->pods[p];
         EXPECT_EQ(got.namespace_name, expected[p]->namespace_name);
         EXPECT_EQ(got.name, expected[p]->name);
         EXPECT_EQ(got.node_name, expected[p]->node_name);
@@ -970,15 +987,15 @@ TEST_F(IngestTest, AggregatorStateReadsOneNodeAsItsListsDo) {
   }
   EXPECT_EQ(pods_seen, pods.size());
   EXPECT_EQ(pods.size(), 3u * 4u - 1u);  // the deleted pod is in neither
-  EXPECT_EQ(all.nodes[1].node->labels, (Labels{{"zone", "b"}}));
+  EXPECT_EQ(all.nodes[1].node->labels, (metrics_api::Labels{{"zone", "b"}}));
   // The views hold the labels discovery holds, not copies of them.
   EXPECT_TRUE(all.nodes[1].node->labels.SharesWith(labels.nodes["node-1"]));
-  const PodView* cart = nullptr;
+  const metrics_api::PodMetrics* cart = nullptr;
   for (const auto& pod : all.nodes[1].pods) {
     if (pod->name == "pod-1-1") cart = pod.get();
   }
   ASSERT_NE(cart, nullptr);
-  EXPECT_EQ(cart->labels, (Labels{{"app", "cart"}}));
+  EXPECT_EQ(cart->labels, (metrics_api::Labels{{"app", "cart"}}));
   EXPECT_TRUE(cart->labels.SharesWith(labels.pods["shop/pod-1-1"].labels));
   EXPECT_FALSE(state.ObjectsOfNode("node-9"));
   ASSERT_TRUE(ingestor_->DeleteNode("node-2").value());
@@ -1069,16 +1086,16 @@ std::vector<RandomNode> IngestRandomCluster(Ingestor& ingestor, std::mt19937_64&
 // Records the visits of one node's objects.
 class RecordingVisitor final : public NodeObjectsVisitor {
  public:
-  void NodeSeries(const SeriesKey& key, Timestamp endtime,
-                  std::span<const WindowStats> windows) override {
+  void NodeSeries(const windows::SeriesKey& key, Timestamp endtime,
+                  std::span<const windows::WindowStats> windows) override {
     EXPECT_TRUE(pods.empty()) << "a node series after a pod: " << key.ToString();
     node.push_back({key, endtime, {windows.begin(), windows.end()}});
   }
   void BeginPod(std::string_view namespace_name, std::string_view name) override {
     pods.push_back({{std::string(namespace_name), std::string(name), {}}, {}});
   }
-  void PodSeries(const SeriesKey& key, Timestamp endtime,
-                 std::span<const WindowStats> windows) override {
+  void PodSeries(const windows::SeriesKey& key, Timestamp endtime,
+                 std::span<const windows::WindowStats> windows) override {
     EXPECT_FALSE(pods.empty()) << "a pod series before any pod: " << key.ToString();
     if (pods.empty()) return;
     EXPECT_EQ(key.pod_namespace, pods.back().pod.namespace_name);
@@ -1086,7 +1103,7 @@ class RecordingVisitor final : public NodeObjectsVisitor {
     pods.back().series.push_back({key, endtime, {windows.begin(), windows.end()}});
   }
 
-  std::vector<SeriesWindows> node;
+  std::vector<windows::SeriesWindows> node;
   std::vector<PodSnapshot> pods;  // pod.node left empty
 };
 
@@ -1162,8 +1179,8 @@ class FixedTopology final : public TopologyProvider {
 // before it visited the series: windows copied out under the lock, then each view joined
 // with a PodInfo call per pod. The reference the visiting read is held against.
 struct ReferenceViews {
-  NodeView node;
-  std::vector<PodView> pods;
+  metrics_api::NodeMetrics node;
+  std::vector<metrics_api::PodMetrics> pods;
 };
 
 std::optional<ReferenceViews> ReferenceObjectsOfNode(const Ingestor& ingestor,
@@ -1172,24 +1189,25 @@ std::optional<ReferenceViews> ReferenceObjectsOfNode(const Ingestor& ingestor,
                                                      std::string_view name) {
   std::optional<NodeObjectsSnapshot> snapshot = ingestor.QueryNodeObjects(name);
   if (!snapshot) return std::nullopt;
-  auto assign = [](ResourceWindows* windows, const SeriesWindows& series) {
-    (series.key.resource == Resource::kCpu ? windows->cpu : windows->memory) =
+  auto assign = [](metrics_api::ResourceWindows* windows, const windows::SeriesWindows& series) {
+    (series.key.resource == windows::Resource::kCpu ? windows->cpu : windows->memory) =
         ToApiStatistics(series.windows);
   };
-  auto add_container = [&](std::vector<ContainerView>* containers, const SeriesWindows& series) {
+  auto add_container = [&](std::vector<metrics_api::ContainerMetrics>* containers,
+                           const windows::SeriesWindows& series) {
     if (containers->empty() || containers->back().name != series.key.container) {
       containers->push_back({series.key.container, {}});
     }
     assign(&containers->back().windows, series);
   };
   ReferenceViews views;
-  NodeView& node = views.node;
+  metrics_api::NodeMetrics& node = views.node;
   node.name = snapshot->node.name;
-  node.labels = labels.NodeLabels(node.name).value_or(Labels{});
-  for (const SeriesWindows& series : snapshot->node.series) {
-    if (series.key.kind == ObjectKind::kNode) {
+  node.labels = labels.NodeLabels(node.name).value_or(metrics_api::Labels{});
+  for (const windows::SeriesWindows& series : snapshot->node.series) {
+    if (series.key.kind == windows::ObjectKind::kNode) {
       assign(&node.machine, series);
-    } else if (series.key.kind == ObjectKind::kSystemContainer) {
+    } else if (series.key.kind == windows::ObjectKind::kSystemContainer) {
       add_container(&node.system_containers, series);
     }
   }
@@ -1198,7 +1216,7 @@ std::optional<ReferenceViews> ReferenceObjectsOfNode(const Ingestor& ingestor,
     node.pod_resources = std::move(t->status);
   }
   for (PodSnapshot& snapshot_pod : snapshot->pods) {
-    PodView view;
+    metrics_api::PodMetrics view;
     view.name = snapshot_pod.pod.name;
     view.namespace_name = snapshot_pod.pod.namespace_name;
     view.node_name = snapshot_pod.pod.node;
@@ -1210,10 +1228,10 @@ std::optional<ReferenceViews> ReferenceObjectsOfNode(const Ingestor& ingestor,
       if (!info->node_name.empty()) view.node_name = std::move(info->node_name);
       declared = std::move(info->containers);
     }
-    for (const SeriesWindows& series : snapshot_pod.series) {
-      if (series.key.kind == ObjectKind::kPod) {
+    for (const windows::SeriesWindows& series : snapshot_pod.series) {
+      if (series.key.kind == windows::ObjectKind::kPod) {
         assign(&view.pod, series);
-      } else if (series.key.kind == ObjectKind::kContainer) {
+      } else if (series.key.kind == windows::ObjectKind::kContainer) {
         add_container(&view.containers, series);
       }
     }
@@ -1224,7 +1242,7 @@ std::optional<ReferenceViews> ReferenceObjectsOfNode(const Ingestor& ingestor,
       return out;
     };
     if (declared) {
-      for (ContainerView& container : view.containers) {
+      for (metrics_api::ContainerMetrics& container : view.containers) {
         for (const limits::ContainerResources& spec : *declared) {
           if (spec.name != container.name) continue;
           container.requests = convert(spec.requests);
@@ -1234,7 +1252,7 @@ std::optional<ReferenceViews> ReferenceObjectsOfNode(const Ingestor& ingestor,
     }
     if (assigned) {
       view.exclusive = std::move(assigned->exclusive);
-      for (ContainerView& container : view.containers) {
+      for (metrics_api::ContainerMetrics& container : view.containers) {
         for (metrics_api::ContainerAssignment& c : assigned->containers) {
           if (c.name == container.name) container.exclusive = std::move(c.exclusive);
         }
@@ -1321,8 +1339,8 @@ TEST_F(IngestTest, ObjectsOfNodeGivesTheViewsBuiltFromQueryNodeObjects) {
     ExpectSameContainers(got->node->system_containers, want->node.system_containers);
     ASSERT_EQ(got->pods.size(), want->pods.size());
     for (size_t p = 0; p < want->pods.size(); ++p) {
-      const PodView& got_pod = *got->pods[p];
-      const PodView& want_pod = want->pods[p];
+      const metrics_api::PodMetrics& got_pod = *got->pods[p];
+      const metrics_api::PodMetrics& want_pod = want->pods[p];
       SCOPED_TRACE(want_pod.namespace_name + "/" + want_pod.name);
       EXPECT_TRUE(got_pod == want_pod);
       EXPECT_EQ(got_pod.node_name, want_pod.node_name);
@@ -1337,7 +1355,7 @@ TEST_F(IngestTest, ObjectsOfNodeGivesTheViewsBuiltFromQueryNodeObjects) {
       if (want_pod.node_name != node.name) ++elsewhere;
       if (want_pod.containers.empty() && !want_pod.pod.HasUsage()) ++no_series;
       if (!want_pod.exclusive.empty()) ++exclusive;
-      for (const ContainerView& c : want_pod.containers) {
+      for (const metrics_api::ContainerMetrics& c : want_pod.containers) {
         if (!c.requests.empty()) ++declared;
         if (!c.exclusive.empty()) ++exclusive;
         if (!c.windows.cpu.empty() && !c.windows.memory.empty()) ++container_windows;
@@ -1505,7 +1523,7 @@ TEST_F(IngestLayoutTest, TheReusedShapeGivesWhatTheGeneralPathGives) {
   // the scrape that makes it and the one after.
   EXPECT_GE(a.layout_reuses, 500u - 3 * changed - 1) << changed << " changes";
   // What each store holds rebuilds the same windows.
-  const std::vector<SeriesWindows> live = general_.ingestor->QueryAll();
+  const std::vector<windows::SeriesWindows> live = general_.ingestor->QueryAll();
   reused_.ingestor.reset();
   general_.ingestor.reset();
   for (Side* side : {&reused_, &general_}) {

@@ -27,9 +27,9 @@ using std::chrono::seconds;
 
 const Timestamp kT0 = Timestamp(std::chrono::hours(24 * 20000));
 
-std::set<std::string> Keys(const std::vector<SeriesWindows>& series) {
+std::set<std::string> Keys(const std::vector<windows::SeriesWindows>& series) {
   std::set<std::string> keys;
-  for (const SeriesWindows& s : series) keys.insert(s.key.ToString());
+  for (const windows::SeriesWindows& s : series) keys.insert(s.key.ToString());
   return keys;
 }
 

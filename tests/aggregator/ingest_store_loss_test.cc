@@ -104,9 +104,9 @@ TEST_F(IngestStoreLossTest, AfterTheStoreDropsWaitingWritesTheWindowsAreThoseOfW
   // Room again: the rounds write what waits, and every node has seen the last drop.
   ASSERT_TRUE(EmptyAndIngestUntilTheBacklogIsWritten(cluster, &t, step));
 
-  const std::vector<SeriesWindows> live = ingestor_->QueryAll();
+  const std::vector<windows::SeriesWindows> live = ingestor_->QueryAll();
   ASSERT_FALSE(live.empty());
-  const std::vector<SeriesWindows> rebuilt = NewIngestor()->QueryAll();
+  const std::vector<windows::SeriesWindows> rebuilt = NewIngestor()->QueryAll();
   ASSERT_EQ(rebuilt.size(), live.size());
   for (size_t i = 0; i < live.size(); ++i) {
     ASSERT_EQ(rebuilt[i], live[i]) << live[i].key.ToString();

@@ -255,18 +255,18 @@ TEST(AggregatorStateTopologyTest, ViewsCarryWhatTheAgentsTold) {
   topology.Update("node-0", Doc("node-0"));
   AggregatorState state(ingestor, &labels, &topology);
 
-  std::optional<NodeView> node = state.GetNode("node-0");
+  std::optional<metrics_api::NodeMetrics> node = state.GetNode("node-0");
   ASSERT_TRUE(node);
   ASSERT_TRUE(node->allocatable);
   EXPECT_EQ(node->allocatable->cpu_ids.size(), 7u);
   ASSERT_TRUE(node->pod_resources);
   EXPECT_EQ(node->pod_resources->state, "Complete");
-  std::optional<NodeView> other = state.GetNode("node-1");
+  std::optional<metrics_api::NodeMetrics> other = state.GetNode("node-1");
   ASSERT_TRUE(other);
   EXPECT_FALSE(other->allocatable);
   EXPECT_FALSE(other->pod_resources);
 
-  std::optional<PodView> pod = state.GetPod("default", "pod-0-0");
+  std::optional<metrics_api::PodMetrics> pod = state.GetPod("default", "pod-0-0");
   ASSERT_TRUE(pod);
   ASSERT_EQ(pod->containers.size(), 2u);
   EXPECT_EQ(pod->containers[0].exclusive->cpu_ids, (std::vector<int64_t>{2, 3}));

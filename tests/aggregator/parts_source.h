@@ -23,10 +23,12 @@ class PartsSource final : public MetricsSource {
   bool fresh_views = false;
 
   bool Ready() const override { return true; }
-  std::vector<NodeView> ListNodes() const override { return {}; }
-  std::optional<NodeView> GetNode(std::string_view) const override { return std::nullopt; }
-  std::vector<PodView> ListPods(std::string_view) const override { return {}; }
-  std::optional<PodView> GetPod(std::string_view, std::string_view) const override {
+  std::vector<metrics_api::NodeMetrics> ListNodes() const override { return {}; }
+  std::optional<metrics_api::NodeMetrics> GetNode(std::string_view) const override {
+    return std::nullopt;
+  }
+  std::vector<metrics_api::PodMetrics> ListPods(std::string_view) const override { return {}; }
+  std::optional<metrics_api::PodMetrics> GetPod(std::string_view, std::string_view) const override {
     return std::nullopt;
   }
   std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override {
@@ -34,7 +36,7 @@ class PartsSource final : public MetricsSource {
     if (it == parts.end()) return std::nullopt;
     NodeObjects objects = it->second;
     if (fresh_views) {
-      for (auto& pod : objects.pods) pod = std::make_shared<const PodView>(*pod);
+      for (auto& pod : objects.pods) pod = std::make_shared<const metrics_api::PodMetrics>(*pod);
     }
     return objects;
   }

@@ -83,9 +83,9 @@ class RestartStream {
 // Every window of every series, one line per series, all stats exactly.
 inline std::string DumpWindows(const Ingestor& ingestor) {
   std::ostringstream out;
-  for (const SeriesWindows& series : ingestor.QueryAll()) {
+  for (const windows::SeriesWindows& series : ingestor.QueryAll()) {
     out << series.key.ToString() << " end=" << series.endtime.time_since_epoch().count();
-    for (const WindowStats& w : series.windows) {
+    for (const windows::WindowStats& w : series.windows) {
       out << " [" << w.window.count() << " n=" << w.count << " mean=" << w.mean << " min=" << w.min
           << " max=" << w.max << " p50=" << w.p50 << " p95=" << w.p95 << " p99=" << w.p99
           << " exact=" << w.exact_percentiles << "]";

@@ -89,7 +89,7 @@ class ScrapePublisherTest : public ::testing::Test {
 
   // The machine's memory windows of `node` as the query snapshot serves them, or empty.
   metrics_api::StatisticsList ServedMemory(const std::string& node) {
-    std::optional<NodeView> view = snapshot_->GetNode(node);
+    std::optional<metrics_api::NodeMetrics> view = snapshot_->GetNode(node);
     return view ? view->machine.memory : metrics_api::StatisticsList{};
   }
 
@@ -175,15 +175,15 @@ class EndlessReads final : public MetricsSource {
   ScrapePublisher* publisher = nullptr;
 
   bool Ready() const override { return inner_->Ready(); }
-  std::vector<NodeView> ListNodes() const override { return inner_->ListNodes(); }
-  std::optional<NodeView> GetNode(std::string_view name) const override {
+  std::vector<metrics_api::NodeMetrics> ListNodes() const override { return inner_->ListNodes(); }
+  std::optional<metrics_api::NodeMetrics> GetNode(std::string_view name) const override {
     return inner_->GetNode(name);
   }
-  std::vector<PodView> ListPods(std::string_view namespace_name) const override {
+  std::vector<metrics_api::PodMetrics> ListPods(std::string_view namespace_name) const override {
     return inner_->ListPods(namespace_name);
   }
-  std::optional<PodView> GetPod(std::string_view namespace_name,
-                                std::string_view name) const override {
+  std::optional<metrics_api::PodMetrics> GetPod(std::string_view namespace_name,
+                                                std::string_view name) const override {
     return inner_->GetPod(namespace_name, name);
   }
   std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override {

@@ -23,17 +23,18 @@ using testing::FakeMetricsSource;
 using testing::MakeNode;
 using testing::MakePod;
 
-std::vector<std::string> Names(const std::vector<PodView>& pods) {
+std::vector<std::string> Names(const std::vector<metrics_api::PodMetrics>& pods) {
   std::vector<std::string> names;
   names.reserve(pods.size());
-  for (const PodView& pod : pods) names.push_back(pod.namespace_name + "/" + pod.name);
+  for (const metrics_api::PodMetrics& pod : pods)
+    names.push_back(pod.namespace_name + "/" + pod.name);
   return names;
 }
 
-std::vector<std::string> Names(const std::vector<NodeView>& nodes) {
+std::vector<std::string> Names(const std::vector<metrics_api::NodeMetrics>& nodes) {
   std::vector<std::string> names;
   names.reserve(nodes.size());
-  for (const NodeView& node : nodes) names.push_back(node.name);
+  for (const metrics_api::NodeMetrics& node : nodes) names.push_back(node.name);
   return names;
 }
 
@@ -44,16 +45,16 @@ class HookedSource final : public MetricsSource {
   std::function<void()> before_pods;
 
   bool Ready() const override { return inner_->Ready(); }
-  std::vector<NodeView> ListNodes() const override { return inner_->ListNodes(); }
-  std::optional<NodeView> GetNode(std::string_view name) const override {
+  std::vector<metrics_api::NodeMetrics> ListNodes() const override { return inner_->ListNodes(); }
+  std::optional<metrics_api::NodeMetrics> GetNode(std::string_view name) const override {
     return inner_->GetNode(name);
   }
-  std::vector<PodView> ListPods(std::string_view namespace_name) const override {
+  std::vector<metrics_api::PodMetrics> ListPods(std::string_view namespace_name) const override {
     if (before_pods) before_pods();
     return inner_->ListPods(namespace_name);
   }
-  std::optional<PodView> GetPod(std::string_view namespace_name,
-                                std::string_view name) const override {
+  std::optional<metrics_api::PodMetrics> GetPod(std::string_view namespace_name,
+                                                std::string_view name) const override {
     return inner_->GetPod(namespace_name, name);
   }
 
@@ -90,13 +91,13 @@ TEST_F(SnapshotSourceTest, RefreshPublishesEveryObjectSortedAndEqualToTheLiveSou
   EXPECT_EQ(
       Names(snapshot_.ListPods("")),
       (std::vector<std::string>{"kube-system/dns-1", "shop/web-1", "shop/web-2", "zeta/job-1"}));
-  std::optional<PodView> job = snapshot_.GetPod("zeta", "job-1");
+  std::optional<metrics_api::PodMetrics> job = snapshot_.GetPod("zeta", "job-1");
   ASSERT_TRUE(job.has_value());
   EXPECT_EQ(job->node_name, "node-b");
   EXPECT_EQ(job->labels.at("app"), "job");
   ASSERT_EQ(job->containers.size(), 2u);
   EXPECT_EQ(job->containers[1].windows.cpu[0].max, 41u + 10u);
-  std::optional<NodeView> node = snapshot_.GetNode("node-b");
+  std::optional<metrics_api::NodeMetrics> node = snapshot_.GetNode("node-b");
   ASSERT_TRUE(node.has_value());
   EXPECT_EQ(node->machine.memory[3].p95, 2000u * 1000u + 5u);
   EXPECT_EQ(snapshot_.Stats().nodes, 2u);
@@ -350,13 +351,14 @@ using testing::PartsSource;
 TEST(SnapshotSourcePartsTest, APodReportedByTwoNodesIsListedOnceFromTheFirstNode) {
   PartsSource live;
   auto pod_on = [](const std::string& node, uint64_t cpu) {
-    return std::make_shared<const PodView>(
+    return std::make_shared<const metrics_api::PodMetrics>(
         MakePod("shop", "moved", node, {{"app", "web"}}, BaseTime(), cpu));
   };
   live.parts["node-a"] = {"node-a", nullptr, {pod_on("node-a", 10)}};
-  live.parts["node-b"] = {"node-b",
-                          std::make_shared<const NodeView>(MakeNode("node-b", {}, BaseTime(), 5)),
-                          {pod_on("node-b", 20)}};
+  live.parts["node-b"] = {
+      "node-b",
+      std::make_shared<const metrics_api::NodeMetrics>(MakeNode("node-b", {}, BaseTime(), 5)),
+      {pod_on("node-b", 20)}};
   SnapshotSource snapshot(&live);
   snapshot.RefreshNode("node-b");
   snapshot.RefreshNode("node-a");
@@ -378,7 +380,7 @@ TEST(SnapshotSourcePartsTest, APodRemovedWithItsNodeNamedLeavesThatNodeAlone) {
   // shop/moved deleted on node-a, while a new pod of that name already runs on node-b.
   PartsSource live;
   auto pod_on = [](const std::string& node, uint64_t cpu) {
-    return std::make_shared<const PodView>(
+    return std::make_shared<const metrics_api::PodMetrics>(
         MakePod("shop", "moved", node, {{"app", "web"}}, BaseTime(), cpu));
   };
   live.parts["node-a"] = {"node-a", nullptr, {pod_on("node-a", 10)}};
@@ -456,9 +458,9 @@ TEST(SnapshotSourceAssemblyTest, EveryPublicationListsWhatTheWholePartsGive) {
   const std::vector<std::string> namespaces = {"default", "kube-system", "shop"};
   auto node_name = [](size_t n) { return "node-" + std::to_string(10 + n); };
   auto new_pod = [&](const std::string& node) {
-    return std::make_shared<const PodView>(MakePod(namespaces[rng() % namespaces.size()],
-                                                   "pod-" + std::to_string(rng() % 400), node,
-                                                   {{"app", "web"}}, BaseTime(), rng() % 1000));
+    return std::make_shared<const metrics_api::PodMetrics>(
+        MakePod(namespaces[rng() % namespaces.size()], "pod-" + std::to_string(rng() % 400), node,
+                {{"app", "web"}}, BaseTime(), rng() % 1000));
   };
   auto sort_part = [](NodeObjects& part) {
     std::sort(part.pods.begin(), part.pods.end(), [](const auto& a, const auto& b) {
@@ -474,7 +476,8 @@ TEST(SnapshotSourceAssemblyTest, EveryPublicationListsWhatTheWholePartsGive) {
   for (size_t n = 0; n < 12; ++n) {
     NodeObjects& part = live.parts[node_name(n)];
     part.node_name = node_name(n);
-    part.node = std::make_shared<const NodeView>(MakeNode(node_name(n), {}, BaseTime(), n));
+    part.node =
+        std::make_shared<const metrics_api::NodeMetrics>(MakeNode(node_name(n), {}, BaseTime(), n));
     for (int p = 0; p < 8; ++p) part.pods.push_back(new_pod(node_name(n)));
     sort_part(part);
     snapshot.RefreshNode(node_name(n));
@@ -491,7 +494,8 @@ TEST(SnapshotSourceAssemblyTest, EveryPublicationListsWhatTheWholePartsGive) {
         NodeObjects& part = live.parts[node];
         part.node_name = node;
         if (!part.node) {
-          part.node = std::make_shared<const NodeView>(MakeNode(node, {}, BaseTime(), 1));
+          part.node =
+              std::make_shared<const metrics_api::NodeMetrics>(MakeNode(node, {}, BaseTime(), 1));
         }
         if (roll < 4) {
           part.pods.push_back(new_pod(node));  // a pod arrives (maybe a name another has)
@@ -500,7 +504,7 @@ TEST(SnapshotSourceAssemblyTest, EveryPublicationListsWhatTheWholePartsGive) {
         } else if (!part.pods.empty()) {
           // Scraped again: new views of the same pods.
           for (auto& pod : part.pods) {
-            pod = std::make_shared<const PodView>(MakePod(
+            pod = std::make_shared<const metrics_api::PodMetrics>(MakePod(
                 pod->namespace_name, pod->name, node, {{"app", "web"}}, BaseTime(), rng() % 1000));
           }
         }
@@ -513,7 +517,7 @@ TEST(SnapshotSourceAssemblyTest, EveryPublicationListsWhatTheWholePartsGive) {
       auto it = std::next(live.parts.begin(),
                           static_cast<ptrdiff_t>(rng() % std::max<size_t>(1, live.parts.size())));
       if (it != live.parts.end() && !it->second.pods.empty()) {
-        const std::shared_ptr<const PodView> pod = it->second.pods.front();
+        const std::shared_ptr<const metrics_api::PodMetrics> pod = it->second.pods.front();
         it->second.pods.erase(it->second.pods.begin());
         snapshot.RemovePod(pod->namespace_name, pod->name, it->first);
       }
@@ -521,7 +525,8 @@ TEST(SnapshotSourceAssemblyTest, EveryPublicationListsWhatTheWholePartsGive) {
     snapshot.Publish();
 
     // What a whole assembly gives.
-    std::map<std::pair<std::string, std::string>, std::shared_ptr<const PodView>> expected;
+    std::map<std::pair<std::string, std::string>, std::shared_ptr<const metrics_api::PodMetrics>>
+        expected;
     std::vector<std::string> nodes;
     for (const auto& [name, part] : live.parts) {
       nodes.push_back(name);
@@ -541,7 +546,7 @@ TEST(SnapshotSourceAssemblyTest, EveryPublicationListsWhatTheWholePartsGive) {
     size_t indexed = 0;
     for (const auto& part : cut->parts) {
       const std::string& node = part->node_name;
-      const std::vector<PodViewRef> pods = cut->PodsOfNode(node);
+      const std::vector<metrics_api::PodRef> pods = cut->PodsOfNode(node);
       indexed += pods.size();
       for (const auto& pod : pods) ASSERT_EQ(pod->node_name, node);
       ASSERT_TRUE(std::is_sorted(pods.begin(), pods.end(), [](const auto& a, const auto& b) {

@@ -70,12 +70,12 @@ Timestamp EndOf(int64_t g) { return BaseTime() + std::chrono::seconds(g); }
 
 // Snapshot g's objects, in the fake source's form.
 void SetGeneration(FakeMetricsSource& source, int64_t g) {
-  std::vector<NodeView> nodes;
+  std::vector<metrics_api::NodeMetrics> nodes;
   for (size_t i = 0; i < NodesOf(g); ++i) {
     nodes.push_back(MakeNode(NodeName(i), {{"half", std::to_string(i % 2)}}, EndOf(g),
                              1000000 + static_cast<uint64_t>(g) * 10 + i));
   }
-  std::vector<PodView> pods;
+  std::vector<metrics_api::PodMetrics> pods;
   for (size_t i = 0; i < PodsOf(g); ++i) {
     pods.push_back(MakePod(PodNamespace(i), PodName(i), NodeName(i % NodesOf(g)),
                            {{"half", std::to_string(i % 2)}}, EndOf(g), 5000 + i,

@@ -80,11 +80,11 @@ class AggregatorState final : public MetricsSource {
       : ingestor_(ingestor), labels_(labels), topology_(topology) {}
 
   bool Ready() const override;
-  std::vector<NodeView> ListNodes() const override;
-  std::optional<NodeView> GetNode(std::string_view name) const override;
-  std::vector<PodView> ListPods(std::string_view namespace_name) const override;
-  std::optional<PodView> GetPod(std::string_view namespace_name,
-                                std::string_view name) const override;
+  std::vector<metrics_api::NodeMetrics> ListNodes() const override;
+  std::optional<metrics_api::NodeMetrics> GetNode(std::string_view name) const override;
+  std::vector<metrics_api::PodMetrics> ListPods(std::string_view namespace_name) const override;
+  std::optional<metrics_api::PodMetrics> GetPod(std::string_view namespace_name,
+                                                std::string_view name) const override;
   // ObjectsOfNode of every node: one pass over each node's series, grouped by the node that
   // reported them; nodes in name order.
   NodeObjectsList AllNodeObjects() const override;
@@ -95,13 +95,13 @@ class AggregatorState final : public MetricsSource {
   std::optional<NodeObjects> ObjectsOfNode(std::string_view node) const override;
 
  private:
-  NodeView MakeNodeView(NodeSnapshot snapshot) const;
-  PodView MakePodView(PodSnapshot snapshot) const;
+  metrics_api::NodeMetrics MakeNodeView(NodeSnapshot snapshot) const;
+  metrics_api::PodMetrics MakePodView(PodSnapshot snapshot) const;
   // What the providers add to a view that holds the windows: a node's labels and topology;
   // a pod's labels, node (discovery's, when known), declared resources (from `info`, the
   // labels provider's answer for it) and exclusive resources.
-  void JoinNode(NodeView* view) const;
-  void JoinPod(PodView* view, std::optional<PodLabels> info) const;
+  void JoinNode(metrics_api::NodeMetrics* view) const;
+  void JoinPod(metrics_api::PodMetrics* view, std::optional<PodLabels> info) const;
 
   const Ingestor* ingestor_;
   const LabelProvider* labels_;

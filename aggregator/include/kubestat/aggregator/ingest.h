@@ -52,18 +52,20 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kubestat/aggregator/window_types.h"
 #include "kubestat/aggregator/workload_history.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/scrapers/node_scrape.h"
 #include "kubestat/storage/store.h"
+#include "kubestat/windows/series_key.h"
+#include "kubestat/windows/window_engine.h"
+#include "kubestat/windows/window_stats.h"
 
 namespace kubestat::aggregator {
 
 struct IngestOptions {
   // The window engine's options (windows, exact limit, rollup width, accuracy).
   // Default: WindowEngineOptions{} (10s, 1m, 1h, 1d)
-  WindowEngineOptions engine;
+  windows::WindowEngineOptions engine;
   // Independent shards (lock + engine each); scrapes of nodes in different shards ingest
   // in parallel. In [1, 1024]. Default: 16
   size_t shards = 16;
@@ -113,11 +115,12 @@ struct PodRef {
 // Every series of one object set, read under one lock.
 struct NodeSnapshot {
   std::string name;
-  std::vector<SeriesWindows> series;  // machine and system containers, in key order
+  std::vector<windows::SeriesWindows> series;  // machine and system containers, in key order
 };
 struct PodSnapshot {
   PodRef pod;
-  std::vector<SeriesWindows> series;  // the pod's own series, then its containers', key order
+  std::vector<windows::SeriesWindows>
+      series;  // the pod's own series, then its containers', key order
 };
 
 // One node's own series and the series of every pod it reported, read under one lock.
@@ -137,17 +140,17 @@ struct NodeObjectsSnapshot {
 class NodeObjectsVisitor {
  public:
   virtual ~NodeObjectsVisitor() = default;
-  virtual void NodeSeries(const SeriesKey& key, Timestamp endtime,
-                          std::span<const WindowStats> windows) = 0;
+  virtual void NodeSeries(const windows::SeriesKey& key, Timestamp endtime,
+                          std::span<const windows::WindowStats> windows) = 0;
   virtual void BeginPod(std::string_view namespace_name, std::string_view name) = 0;
   // A series of the pod of the latest BeginPod.
-  virtual void PodSeries(const SeriesKey& key, Timestamp endtime,
-                         std::span<const WindowStats> windows) = 0;
+  virtual void PodSeries(const windows::SeriesKey& key, Timestamp endtime,
+                         std::span<const windows::WindowStats> windows) = 0;
 };
 
 // A live container series and the store's names for it (to read its history).
 struct StoredSeries {
-  SeriesKey key;
+  windows::SeriesKey key;
   storage::NodeId node = 0;
   storage::SeriesId id = 0;
 };
@@ -210,7 +213,7 @@ class Ingestor {
   // when it is non-empty), in key order per node.
   std::vector<StoredSeries> ContainerSeries(std::string_view namespace_name) const;
   // Every series of every node, in key order per node, nodes by name (tests, dumps).
-  std::vector<SeriesWindows> QueryAll() const;
+  std::vector<windows::SeriesWindows> QueryAll() const;
 
   IngestStats Stats() const;
   // What Rebuild() could not restore, each named ("container/n1/shop/web-1/app/cpu (why)",
@@ -221,15 +224,15 @@ class Ingestor {
   // Bytes held by the engines plus the ingestor's own per-series state (approximate), by
   // part.
   struct Memory {
-    WindowEngine::Memory windows;  // every shard's engine
-    size_t series_index = 0;       // per node: its series' store ids and newest times
-    size_t cpu_counters = 0;       // per node: each cpu series' last cumulative reading
-    size_t nodes = 0;              // per node: its record, pod names and last scrape's layout
+    windows::WindowEngine::Memory windows;  // every shard's engine
+    size_t series_index = 0;                // per node: its series' store ids and newest times
+    size_t cpu_counters = 0;                // per node: each cpu series' last cumulative reading
+    size_t nodes = 0;  // per node: its record, pod names and last scrape's layout
     size_t total() const { return windows.total() + series_index + cpu_counters + nodes; }
   };
   Memory MemoryByPart() const;
   size_t MemoryBytes() const { return MemoryByPart().total(); }
-  const WindowEngineOptions& engine_options() const { return options_.engine; }
+  const windows::WindowEngineOptions& engine_options() const { return options_.engine; }
 
  private:
   struct Shard;
@@ -242,9 +245,10 @@ class Ingestor {
   // Restores one node's series from the store (its newest scrape, rollups and the samples
   // the windows need) into its shard, as Rebuild does for each node; takes the shard's lock
   // unless the caller holds it.
-  absl::Status RestoreNode(storage::NodeId node_id, const std::string& name,
-                           const std::vector<std::pair<storage::SeriesId, SeriesKey>>& stored,
-                           RestoreScratch& scratch, bool take_lock);
+  absl::Status RestoreNode(
+      storage::NodeId node_id, const std::string& name,
+      const std::vector<std::pair<storage::SeriesId, windows::SeriesKey>>& stored,
+      RestoreScratch& scratch, bool take_lock);
   // The node's windows dropped and restored from what the store holds now, after the store
   // dropped writes it kept in memory (the shard's lock held). Returns the node's new entry.
   NodeMap::iterator RestoreAfterLoss(Shard& shard, NodeMap::iterator node, uint64_t generation);
@@ -263,7 +267,7 @@ class Ingestor {
 struct StoredNode {
   storage::NodeId id = 0;
   std::string name;
-  std::map<SeriesKey, storage::SeriesId> series;  // its live series
+  std::map<windows::SeriesKey, storage::SeriesId> series;  // its live series
 };
 
 // The store's nodes with their live series, by name, from one Store::LoadDictionary, so
@@ -300,8 +304,8 @@ class NodeHistoryWriter {
   // `workloads` as for Ingestor::Create. InvalidArgument for bad options, an empty node
   // name, or a key of another node or twice.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> Create(
-      const WindowEngineOptions& options, storage::Store* store, std::string node_name,
-      std::vector<SeriesKey> keys, const PodWorkloads* workloads = nullptr);
+      const windows::WindowEngineOptions& options, storage::Store* store, std::string node_name,
+      std::vector<windows::SeriesKey> keys, const PodWorkloads* workloads = nullptr);
   // A writer that continues `node` (as StoredNodesByName gives it, of this store) where
   // the store's records of it end, as an Ingestor restarted on the store would: the node
   // keeps its id (its entry is not written again); each of `keys` among node.series keeps
@@ -317,14 +321,14 @@ class NodeHistoryWriter {
   // scrapes (more when a series' newest sample is older). InvalidArgument as for Create
   // (node.name is the node name); the store's error when a read fails.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<NodeHistoryWriter>> Resume(
-      const WindowEngineOptions& options, storage::Store* store, const StoredNode& node,
-      std::vector<SeriesKey> keys, const PodWorkloads* workloads = nullptr);
+      const windows::WindowEngineOptions& options, storage::Store* store, const StoredNode& node,
+      std::vector<windows::SeriesKey> keys, const PodWorkloads* workloads = nullptr);
   ~NodeHistoryWriter();
   NodeHistoryWriter(const NodeHistoryWriter&) = delete;
   NodeHistoryWriter& operator=(const NodeHistoryWriter&) = delete;
 
   // The series, sorted: the order in which Append() takes values.
-  const std::vector<SeriesKey>& keys() const { return keys_; }
+  const std::vector<windows::SeriesKey>& keys() const { return keys_; }
   storage::NodeId node_id() const { return node_id_; }
   // The previous scrape's time: the newest appended, or after Resume the newest stored;
   // nullopt before any.
@@ -338,18 +342,18 @@ class NodeHistoryWriter {
 
  private:
   struct OpenBucket;
-  NodeHistoryWriter(std::unique_ptr<WindowEngine> engine, storage::Store* store,
-                    storage::NodeId node_id, std::string node_name, std::vector<SeriesKey> keys,
-                    const PodWorkloads* workloads);
+  NodeHistoryWriter(std::unique_ptr<windows::WindowEngine> engine, storage::Store* store,
+                    storage::NodeId node_id, std::string node_name,
+                    std::vector<windows::SeriesKey> keys, const PodWorkloads* workloads);
   // Reads the newest stored scrape and the open buckets of the series of keys_ that have
   // ids (Resume).
   absl::Status LoadOpenBuckets();
 
-  std::unique_ptr<WindowEngine> engine_;  // for BuildRollup and RollupBucketStart only
+  std::unique_ptr<windows::WindowEngine> engine_;  // for BuildRollup and RollupBucketStart only
   storage::Store* store_;
   const PodWorkloads* workloads_;  // may be null
   std::string node_name_;
-  std::vector<SeriesKey> keys_;
+  std::vector<windows::SeriesKey> keys_;
   storage::NodeId node_id_ = 0;
   bool node_written_ = false;
   std::optional<Timestamp> last_;

@@ -25,34 +25,26 @@
 #include <vector>
 
 #include "absl/base/attributes.h"
-#include "kubestat/aggregator/window_types.h"
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/objects.h"
 #include "kubestat/metrics_api/query.h"
+#include "kubestat/windows/window_stats.h"
 
 namespace kubestat::aggregator {
 
-// The objects a source returns are metrics_api's plain values (see objects.h there); the
-// aggregator names them as views.
-using Labels = metrics_api::Labels;
-using ResourceWindows = metrics_api::ResourceWindows;
-using ContainerView = metrics_api::ContainerMetrics;
-using NodeView = metrics_api::NodeMetrics;
-using PodView = metrics_api::PodMetrics;
+// The objects a source returns are metrics_api's plain values (see objects.h there).
 
 // The engine's statistics of one series as the API's values (same fields, same order).
-metrics_api::StatisticsList ToApiStatistics(std::span<const WindowStats> windows);
+metrics_api::StatisticsList ToApiStatistics(std::span<const windows::WindowStats> windows);
 
 // The objects one node reported, the unit a source re-reads after that node's scrape: the
 // node's own view (null when the source has pods of the node but no node object) and the
 // pods it reported, sorted by (namespace, name).
 struct NodeObjects {
   std::string node_name;
-  std::shared_ptr<const NodeView> node;
-  std::vector<std::shared_ptr<const PodView>> pods;
+  std::shared_ptr<const metrics_api::NodeMetrics> node;
+  std::vector<std::shared_ptr<const metrics_api::PodMetrics>> pods;
 };
-
-using PodViewRef = metrics_api::PodRef;  // a snapshot's pod
 
 // The index in `pods` (sorted by (namespace, name); shared_ptrs to pod views or
 // PodViewRefs) of the pod with this key; std::nullopt when absent.
@@ -75,9 +67,9 @@ std::optional<size_t> FindPodIn(const Pods& pods, std::string_view namespace_nam
 // references into the per-node parts the snapshot holds, so making one (and freeing it)
 // copies pointers, not reference counts, per pod.
 struct MetricsSnapshot {
-  bool complete = false;                               // taken while the source was Ready()
-  std::vector<std::shared_ptr<const NodeView>> nodes;  // sorted by name
-  std::vector<PodViewRef> pods;                        // sorted by (namespace, name)
+  bool complete = false;  // taken while the source was Ready()
+  std::vector<std::shared_ptr<const metrics_api::NodeMetrics>> nodes;  // sorted by name
+  std::vector<metrics_api::PodRef> pods;  // sorted by (namespace, name)
   // What `pods` refer to, in node-name order (each node once); they keep the pods alive. A
   // part may hold pods `pods` does not list (a pod another node also reported, or one
   // removed since the part was read).
@@ -90,7 +82,8 @@ struct MetricsSnapshot {
   // The index range [first, last) of `pods` in `namespace_name` (all pods when empty).
   std::pair<size_t, size_t> NamespaceRange(std::string_view namespace_name) const;
   // The pods of `pods` that node `node` reported, in (namespace, name) order.
-  std::vector<PodViewRef> PodsOfNode(std::string_view node) const ABSL_ATTRIBUTE_LIFETIME_BOUND;
+  std::vector<metrics_api::PodRef> PodsOfNode(std::string_view node) const
+      ABSL_ATTRIBUTE_LIFETIME_BOUND;
   // The index in `pods` of the pod with this key; std::nullopt when absent.
   std::optional<size_t> FindPod(std::string_view namespace_name, std::string_view name) const;
 };
@@ -108,12 +101,12 @@ class MetricsSource {
   // False until the store is rebuilt and discovery has synced (then /readyz is 200).
   virtual bool Ready() const = 0;
 
-  virtual std::vector<NodeView> ListNodes() const = 0;
-  virtual std::optional<NodeView> GetNode(std::string_view name) const = 0;
+  virtual std::vector<metrics_api::NodeMetrics> ListNodes() const = 0;
+  virtual std::optional<metrics_api::NodeMetrics> GetNode(std::string_view name) const = 0;
   // Every pod, or only those of `namespace_name` when it is non-empty.
-  virtual std::vector<PodView> ListPods(std::string_view namespace_name) const = 0;
-  virtual std::optional<PodView> GetPod(std::string_view namespace_name,
-                                        std::string_view name) const = 0;
+  virtual std::vector<metrics_api::PodMetrics> ListPods(std::string_view namespace_name) const = 0;
+  virtual std::optional<metrics_api::PodMetrics> GetPod(std::string_view namespace_name,
+                                                        std::string_view name) const = 0;
 
   // Every object at once (never null). This default reads Ready(), then ListNodes() and
   // ListPods("") (sorting them if they are not), and indexes the pods by node; a source
@@ -121,7 +114,7 @@ class MetricsSource {
   virtual std::shared_ptr<const MetricsSnapshot> Snapshot() const;
 
   // Every object grouped by the node that reported it. This default groups Snapshot() by
-  // PodView::node_name.
+  // metrics_api::PodMetrics::node_name.
   virtual NodeObjectsList AllNodeObjects() const;
   // The objects of one node; std::nullopt when the source knows nothing of it. This default
   // reads AllNodeObjects(), a pass over everything: a source serving a large cluster

@@ -14,12 +14,14 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "kubestat/aggregator/window_types.h"
+#include "kubestat/windows/series_key.h"
+#include "kubestat/windows/window_engine.h"
+#include "kubestat/windows/window_stats.h"
 
 namespace kubestat::aggregator {
 
-std::string EncodeSeriesKey(const SeriesKey& key);
-[[nodiscard]] absl::StatusOr<SeriesKey> DecodeSeriesKey(std::string_view bytes);
+std::string EncodeSeriesKey(const windows::SeriesKey& key);
+[[nodiscard]] absl::StatusOr<windows::SeriesKey> DecodeSeriesKey(std::string_view bytes);
 
 }  // namespace kubestat::aggregator
 

@@ -94,13 +94,13 @@ class SnapshotSource final : public MetricsSource {
   SnapshotStats Stats() const;
 
   bool Ready() const override;
-  std::vector<NodeView> ListNodes() const override;
-  std::optional<NodeView> GetNode(std::string_view name) const override;
-  std::vector<PodView> ListPods(std::string_view namespace_name) const override;
+  std::vector<metrics_api::NodeMetrics> ListNodes() const override;
+  std::optional<metrics_api::NodeMetrics> GetNode(std::string_view name) const override;
+  std::vector<metrics_api::PodMetrics> ListPods(std::string_view namespace_name) const override;
   // The current snapshot, shared (never null; empty before the first Refresh()).
   std::shared_ptr<const MetricsSnapshot> Snapshot() const override;
-  std::optional<PodView> GetPod(std::string_view namespace_name,
-                                std::string_view name) const override;
+  std::optional<metrics_api::PodMetrics> GetPod(std::string_view namespace_name,
+                                                std::string_view name) const override;
 
  private:
   // A node's part: what was read, and when (the order in which reads started).
@@ -146,8 +146,8 @@ class SnapshotSource final : public MetricsSource {
     bool last_incremental = false;
     uint64_t parts_in_place = 0;  // SnapshotStats::parts_in_place
     std::vector<std::shared_ptr<const NodeObjects>> parts;
-    std::vector<PodViewRef> pods;   // into `parts`
-    std::vector<uint32_t> sources;  // parallel to pods: index into parts
+    std::vector<metrics_api::PodRef> pods;  // into `parts`
+    std::vector<uint32_t> sources;          // parallel to pods: index into parts
   };
 
   const MetricsSource* live_;

@@ -92,8 +92,8 @@ class Watched {
   mutable std::string wire_;
 };
 
-using WatchedNode = Watched<NodeView, v1::NodeMetrics>;
-using WatchedPod = Watched<PodView, v1::PodMetrics>;
+using WatchedNode = Watched<metrics_api::NodeMetrics, v1::NodeMetrics>;
+using WatchedPod = Watched<metrics_api::PodMetrics, v1::PodMetrics>;
 
 // One change of a round. Exactly one of node / pod is set for an upsert; for a removal
 // only the key (name, and namespace_name for pods) is set.
