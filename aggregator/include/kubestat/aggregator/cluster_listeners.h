@@ -13,7 +13,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "kubestat/aggregator/aggregator_state.h"
@@ -21,7 +20,6 @@
 #include "kubestat/aggregator/node_agent.h"
 #include "kubestat/aggregator/recommender.h"
 #include "kubestat/aggregator/snapshot_source.h"
-#include "kubestat/core/log.h"
 #include "kubestat/discovery/discovery.h"
 #include "kubestat/limits/workload.h"
 
@@ -32,19 +30,11 @@ class DiscoveryLabels final : public LabelProvider {
  public:
   explicit DiscoveryLabels(const discovery::Discovery* discovery) : discovery_(discovery) {}
   bool HasSynced() const override { return discovery_->synced(); }
-  std::optional<SharedLabels> NodeLabels(std::string_view name) const override {
-    return discovery_->NodeLabelsOf(name);
-  }
+  std::optional<SharedLabels> NodeLabels(std::string_view name) const override;
   std::optional<PodLabels> PodInfo(std::string_view namespace_name,
-                                   std::string_view name) const override {
-    std::optional<discovery::PodInfo> pod = discovery_->Pod(namespace_name, name);
-    if (!pod) return std::nullopt;
-    return PodLabels{std::move(pod->labels), pod->node_name, std::move(pod->containers)};
-  }
+                                   std::string_view name) const override;
   // Discovery's lock once for the batch, and only the fields the views use copied.
-  std::vector<std::optional<PodLabels>> PodInfos(std::span<const PodNameRef> pods) const override {
-    return discovery_->PodLabelsOf(pods);
-  }
+  std::vector<std::optional<PodLabels>> PodInfos(std::span<const PodNameRef> pods) const override;
 
  private:
   const discovery::Discovery* discovery_;
@@ -54,27 +44,10 @@ class DiscoveryLabels final : public LabelProvider {
 class DiscoveryWorkloads final : public WorkloadSource {
  public:
   explicit DiscoveryWorkloads(const discovery::Discovery* discovery) : discovery_(discovery) {}
-  std::vector<discovery::PodInfo> Pods(std::string_view namespace_name) const override {
-    std::vector<discovery::PodInfo> pods = discovery_->Pods();
-    if (!namespace_name.empty()) {
-      std::erase_if(
-          pods, [&](const discovery::PodInfo& p) { return p.namespace_name != namespace_name; });
-    }
-    return pods;
-  }
+  std::vector<discovery::PodInfo> Pods(std::string_view namespace_name) const override;
   std::optional<limits::Workload> WorkloadOfPod(std::string_view namespace_name,
-                                                std::string_view name) const override {
-    std::optional<discovery::PodInfo> pod = discovery_->Pod(namespace_name, name);
-    if (!pod) return std::nullopt;
-    return limits::WorkloadOf(pod->name, pod->owner_kind, pod->owner_name, pod->labels);
-  }
-  std::vector<limits::LimitRange> LimitRanges(std::string_view namespace_name) const override {
-    std::vector<limits::LimitRange> out;
-    for (discovery::LimitRangeInfo& lr : discovery_->LimitRanges(namespace_name)) {
-      out.push_back(std::move(lr.limit_range));
-    }
-    return out;
-  }
+                                                std::string_view name) const override;
+  std::vector<limits::LimitRange> LimitRanges(std::string_view namespace_name) const override;
 
  private:
   const discovery::Discovery* discovery_;
@@ -88,36 +61,10 @@ class DeletionListener final : public discovery::ClusterListener {
   DeletionListener(Ingestor* ingestor, SnapshotSource* snapshot,
                    NodeResourcesStore* node_resources = nullptr)
       : ingestor_(ingestor), snapshot_(snapshot), node_resources_(node_resources) {}
-  void OnNodeChange(discovery::ChangeType type, const discovery::NodeInfo& node) override {
-    if (type != discovery::ChangeType::kDeleted) return;
-    if (node_resources_ != nullptr) node_resources_->Remove(node.name);
-    if (Defer({node.name, {}, {}, true})) return;
-    RemoveNode(node.name);
-  }
-  void OnPodChange(discovery::ChangeType type, const discovery::PodInfo& pod) override {
-    if (type != discovery::ChangeType::kDeleted) return;
-    if (Defer({pod.name, pod.namespace_name, pod.node_name, false})) return;
-    RemovePod(pod.namespace_name, pod.name, pod.node_name);
-  }
+  void OnNodeChange(discovery::ChangeType type, const discovery::NodeInfo& node) override;
+  void OnPodChange(discovery::ChangeType type, const discovery::PodInfo& pod) override;
   // The rebuild is over: the deletions seen during it are carried out, and later ones at once.
-  void Rebuilt() {
-    std::vector<Deletion> deferred;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      rebuilt_ = true;
-      deferred.swap(deferred_);
-    }
-    if (!deferred.empty()) {
-      KLOG(INFO) << deferred.size() << " nodes and pods deleted during the rebuild removed";
-    }
-    for (const Deletion& d : deferred) {
-      if (d.node) {
-        RemoveNode(d.name);
-      } else {
-        RemovePod(d.namespace_name, d.name, d.node_name);
-      }
-    }
-  }
+  void Rebuilt();
 
  private:
   struct Deletion {
@@ -127,27 +74,10 @@ class DeletionListener final : public discovery::ClusterListener {
     bool node = false;
   };
   // Keeps `d` for Rebuilt() if the rebuild is not over; false if it is.
-  bool Defer(Deletion d) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (rebuilt_) return false;
-    deferred_.push_back(std::move(d));
-    return true;
-  }
-  void RemoveNode(const std::string& name) {
-    if (absl::StatusOr<bool> s = ingestor_->DeleteNode(name); !s.ok()) {
-      KLOG(WARNING) << "removing deleted node " << name << ": " << s.status();
-    }
-    snapshot_->RemoveNode(name);
-  }
+  bool Defer(Deletion d);
+  void RemoveNode(const std::string& name);
   void RemovePod(const std::string& namespace_name, const std::string& name,
-                 const std::string& node_name) {
-    // Only the pod's node reports it: the removal looks there alone, not through every node.
-    if (absl::StatusOr<bool> s = ingestor_->DeletePod(namespace_name, name, node_name); !s.ok()) {
-      KLOG(WARNING) << "removing deleted pod " << namespace_name << "/" << name << ": "
-                    << s.status();
-    }
-    snapshot_->RemovePod(namespace_name, name, node_name);
-  }
+                 const std::string& node_name);
 
   Ingestor* ingestor_;
   SnapshotSource* snapshot_;
