@@ -6,7 +6,7 @@
 #include <string>
 
 #include "aggregator/fake_metrics_source.h"
-#include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/aggregator/query/watch_hub.h"
 #include "kubestat/metrics_api/proto.h"
 
 namespace kubestat::aggregator {

@@ -65,9 +65,9 @@
 
 #include "aggregator/fake_label_provider.h"
 #include "aggregator/ingest_scrape_builder.h"
-#include "kubestat/aggregator/aggregator_state.h"
-#include "kubestat/aggregator/ingest.h"
-#include "kubestat/aggregator/series_registry.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
+#include "kubestat/aggregator/ingest/ingest.h"
+#include "kubestat/aggregator/ingest/series_registry.h"
 #include "kubestat/core/time.h"
 #include "kubestat/scrapers/summary_decoder.h"
 #include "kubestat/sim/model.h"

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/aggregator/ingest.h"
-#include "kubestat/aggregator/recommender.h"
-#include "kubestat/aggregator/series_registry.h"
+#include "kubestat/aggregator/ingest/ingest.h"
+#include "kubestat/aggregator/query/recommender.h"
+#include "kubestat/aggregator/ingest/series_registry.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/storage/store.h"
 #include "kubestat/windows/usage_histogram.h"

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "kubestat/aggregator/rest_server.h"
+#include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/flags.h"
 #include "kubestat/core/program.h"

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kubestat/aggregator/metrics_source.h"
+#include "kubestat/aggregator/query/metrics_source.h"
 #include "kubestat/core/clock.h"
 
 namespace kubestat::aggregator::bench {

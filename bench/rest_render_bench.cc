@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "kubestat/aggregator/rest_handler.h"
+#include "kubestat/aggregator/frontends/rest_handler.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/metrics_api/query.h"
 #include "kubestat/metrics_api/render.h"

@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/aggregator/query/snapshot_source.h"
 #include "parts_source.h"
 #include "process_figures.h"
 #include "rest_fake_source.h"

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kubestat/aggregator/rest_handler.h"
+#include "kubestat/aggregator/frontends/rest_handler.h"
 #include "kubestat/core/clock.h"
 
 namespace {

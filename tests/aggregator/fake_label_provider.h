@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "kubestat/aggregator/aggregator_state.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
 
 namespace kubestat::aggregator::testing {
 

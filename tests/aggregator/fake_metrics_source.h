@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "kubestat/aggregator/metrics_source.h"
+#include "kubestat/aggregator/query/metrics_source.h"
 #include "kubestat/core/clock.h"
 #include "support/metrics_objects.h"
 

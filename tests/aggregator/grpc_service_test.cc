@@ -1,7 +1,7 @@
 // AggregatorService list calls over a real loopback gRPC connection: conversion of every
 // window and statistic, each selector form, bad selectors and windows, readiness, and the
 // request metrics.
-#include "kubestat/aggregator/grpc_service.h"
+#include "kubestat/aggregator/frontends/grpc_service.h"
 
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "fake_metrics_source.h"
-#include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/aggregator/query/watch_hub.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
 
 namespace kubestat::aggregator {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "fake_metrics_source.h"
-#include "kubestat/aggregator/grpc_service.h"
-#include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/aggregator/frontends/grpc_service.h"
+#include "kubestat/aggregator/query/watch_hub.h"
 #include "kubestat/metrics_api/proto.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
 #include "support/poll.h"

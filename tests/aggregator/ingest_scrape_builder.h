@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/scrapers/node_scrape.h"
 #include "kubestat/storage/store.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "aggregator/ingest_scrape_builder.h"
-#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/storage/store.h"
 #include "support/poll.h"
 #include "support/small_volume.h"

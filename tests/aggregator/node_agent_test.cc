@@ -1,7 +1,7 @@
 // The aggregator's side of the node agents: the status each answer gives a node, the store of
 // answers, the scraper that reads an agent beside each kubelet (against a real HTTP server
 // standing in for the agent), and the query views that carry what the agents told.
-#include "kubestat/aggregator/node_agent.h"
+#include "kubestat/aggregator/query/node_agent.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,8 +16,8 @@
 #include "aggregator/fake_label_provider.h"
 #include "aggregator/ingest_scrape_builder.h"
 #include "aggregator/ready_ingestor.h"
-#include "kubestat/aggregator/aggregator_state.h"
-#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
+#include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/http/server.h"
 #include "support/temp_dir.h"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kubestat/aggregator/metrics_source.h"
+#include "kubestat/aggregator/query/metrics_source.h"
 
 namespace kubestat::aggregator::testing {
 

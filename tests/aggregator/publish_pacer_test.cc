@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/publish_pacer.h"
+#include "kubestat/aggregator/query/publish_pacer.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/storage/store.h"
 

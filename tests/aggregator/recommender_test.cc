@@ -1,6 +1,6 @@
 // The recommender against a real store and ingestor, with a fake clock and discovery: the
 // history of a workload container is every pod's the workload had, gone pods included.
-#include "kubestat/aggregator/recommender.h"
+#include "kubestat/aggregator/query/recommender.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ingest_scrape_builder.h"
-#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/storage/store.h"
 #include "support/temp_dir.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fake_metrics_source.h"
-#include "kubestat/aggregator/metrics_source.h"
+#include "kubestat/aggregator/query/metrics_source.h"
 #include "kubestat/core/clock.h"
 #include "support/metrics_objects.h"
 

@@ -2,7 +2,7 @@
 // the last refresh, narrowed by its namespace and node indexes, and the metrics/v1alpha1
 // node items pre-rendered per snapshot are the same bytes as a direct render; gzip answers,
 // kept per snapshot for whole metrics/v1alpha1 lists, hold exactly the identity bytes.
-#include "kubestat/aggregator/rest_handler.h"
+#include "kubestat/aggregator/frontends/rest_handler.h"
 
 // cpprestsdk's U() macro collides with GoogleTest's template parameters.
 #define _TURN_OFF_PLATFORM_STRING
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/aggregator/query/snapshot_source.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/gzip.h"
 #include "kubestat/core/time.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/aggregator/rest_server.h"
+#include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/apimachinery/label_selector.h"
 #include "kubestat/core/clock.h"
 #include "rest_fake_source.h"

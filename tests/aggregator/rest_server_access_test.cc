@@ -12,9 +12,9 @@
 #include <string>
 
 #include "aggregator/ready_ingestor.h"
-#include "kubestat/aggregator/ingest.h"
-#include "kubestat/aggregator/recommender.h"
-#include "kubestat/aggregator/rest_server.h"
+#include "kubestat/aggregator/ingest/ingest.h"
+#include "kubestat/aggregator/query/recommender.h"
+#include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/storage/store.h"
 #include "rest_fake_source.h"

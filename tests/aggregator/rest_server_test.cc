@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/rest_server.h"
+#include "kubestat/aggregator/frontends/rest_server.h"
 
 // cpprestsdk's U() macro collides with GoogleTest's template parameters.
 #define _TURN_OFF_PLATFORM_STRING

@@ -6,7 +6,7 @@
 #include <memory>
 #include <utility>
 
-#include "kubestat/aggregator/rest_server.h"
+#include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/kube/access_rules.h"
 #include "kubestat/kube/authenticator.h"

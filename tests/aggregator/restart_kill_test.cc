@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "aggregator/restart_stream.h"
-#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/ingest/ingest.h"
 #include "support/temp_dir.h"
 
 namespace kubestat::aggregator {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/scrapers/node_scrape.h"
 
 namespace kubestat::aggregator::testing {

@@ -21,7 +21,7 @@
 #include "aggregator/fake_label_provider.h"
 #include "aggregator/ingest_scrape_builder.h"
 #include "aggregator/ready_ingestor.h"
-#include "kubestat/aggregator/aggregator_state.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/core/log.h"
 #include "kubestat/scrapers/scheduler.h"
 #include "support/captured_log.h"

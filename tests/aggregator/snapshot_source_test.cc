@@ -1,4 +1,4 @@
-#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/aggregator/query/snapshot_source.h"
 
 #include <gtest/gtest.h>
 

@@ -31,8 +31,8 @@
 
 #include "aggregator/fake_metrics_source.h"
 #include "harness.h"
-#include "kubestat/aggregator/grpc_service.h"
-#include "kubestat/aggregator/watch_hub.h"
+#include "kubestat/aggregator/frontends/grpc_service.h"
+#include "kubestat/aggregator/query/watch_hub.h"
 #include "support/files.h"
 #include "support/net.h"
 #include "support/poll.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "aggregator/restart_stream.h"
-#include "kubestat/aggregator/ingest.h"
+#include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/storage/store.h"
 
 int main(int argc, char** argv) {

@@ -15,11 +15,11 @@
 #include <string_view>
 #include <vector>
 
-#include "kubestat/aggregator/aggregator_state.h"
-#include "kubestat/aggregator/ingest.h"
-#include "kubestat/aggregator/node_agent.h"
-#include "kubestat/aggregator/recommender.h"
-#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
+#include "kubestat/aggregator/ingest/ingest.h"
+#include "kubestat/aggregator/query/node_agent.h"
+#include "kubestat/aggregator/query/recommender.h"
+#include "kubestat/aggregator/query/snapshot_source.h"
 #include "kubestat/discovery/discovery.h"
 #include "kubestat/limits/workload.h"
 

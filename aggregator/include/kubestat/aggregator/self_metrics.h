@@ -16,9 +16,9 @@
 #include <memory>
 #include <optional>
 
-#include "kubestat/aggregator/ingest.h"
-#include "kubestat/aggregator/recommender.h"
-#include "kubestat/aggregator/snapshot_source.h"
+#include "kubestat/aggregator/ingest/ingest.h"
+#include "kubestat/aggregator/query/recommender.h"
+#include "kubestat/aggregator/query/snapshot_source.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/core/heap.h"
 #include "kubestat/core/time.h"

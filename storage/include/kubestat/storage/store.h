@@ -20,7 +20,7 @@
 // container series and rollup bucket (windows/usage_histogram.h, some tens of bytes), kept
 // for `history_retention` (a week and more) while samples and rollups are kept a day. The
 // key names the history's owner, opaque bytes to the store (the aggregator's encoding of a
-// workload and container, aggregator/workload_history.h) before the bucket and the series:
+// workload and container, aggregator/ingest/workload_history.h) before the bucket and the series:
 // the series of every pod a workload ever had, on any node, are adjacent within an hour, so
 // a workload's history is one seek per hour, and its pods of one hour are separate records
 // (merged when read, never overwritten). They are read on demand (ReadHistory), never held
