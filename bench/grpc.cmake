@@ -1,7 +1,6 @@
 # gRPC front end: the watch feed's diff per round and the cost of a full snapshot.
 kubestat_benchmark(grpc_watch_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/grpc_watch_bench.cc
-  LIBS kubestat::aggregator benchmark::benchmark)
-target_include_directories(grpc_watch_bench PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  LIBS kubestat::aggregator kubestat::testing benchmark::benchmark)
 # kubestat-grpc-watchers: concurrent Watch streams on a running aggregator, for the soak
 # (bench/soak.sh); the ctest entry only checks that it starts (--help).
 kubestat_benchmark(kubestat-grpc-watchers SOURCES ${CMAKE_CURRENT_LIST_DIR}/grpc_watchers.cc

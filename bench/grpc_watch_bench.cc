@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "aggregator/fake_metrics_source.h"
 #include "kubestat/aggregator/query/watch_hub.h"
 #include "kubestat/metrics_api/proto.h"
+#include "kubestat/testing/aggregator/fake_metrics_source.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -63,16 +63,16 @@
 #include <thread>
 #include <vector>
 
-#include "aggregator/fake_label_provider.h"
-#include "aggregator/ingest_scrape_builder.h"
-#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/aggregator/ingest/series_registry.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/core/time.h"
 #include "kubestat/scrapers/summary_decoder.h"
 #include "kubestat/sim/model.h"
 #include "kubestat/sim/render.h"
 #include "kubestat/storage/store.h"
+#include "kubestat/testing/aggregator/fake_label_provider.h"
+#include "kubestat/testing/aggregator/ingest_scrape_builder.h"
 #include "process_figures.h"
 
 namespace {

@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "kubestat/aggregator/ingest/ingest.h"
-#include "kubestat/aggregator/query/recommender.h"
 #include "kubestat/aggregator/ingest/series_registry.h"
+#include "kubestat/aggregator/query/recommender.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/storage/store.h"
+#include "kubestat/testing/temp_dir.h"
 #include "kubestat/windows/usage_histogram.h"
 #include "process_figures.h"
-#include "support/temp_dir.h"
 
 namespace kubestat {
 namespace {

@@ -10,8 +10,8 @@
 #include "kubestat/core/clock.h"
 #include "kubestat/core/flags.h"
 #include "kubestat/core/program.h"
-#include "rest_fake_source.h"
-#include "rest_test_access.h"
+#include "kubestat/testing/aggregator/rest_test_access.h"
+#include "kubestat/testing/aggregator/synthetic_metrics_source.h"
 
 int main(int argc, char** argv) {
   std::string address = "127.0.0.1";

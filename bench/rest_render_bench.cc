@@ -11,8 +11,8 @@
 #include "kubestat/metrics_api/query.h"
 #include "kubestat/metrics_api/render.h"
 #include "kubestat/metrics_api/render_protobuf.h"
-#include "rest_fake_source.h"
-#include "support/render_protobuf_reference.h"
+#include "kubestat/testing/aggregator/synthetic_metrics_source.h"
+#include "kubestat/testing/render_protobuf_reference.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "kubestat/aggregator/query/snapshot_source.h"
-#include "parts_source.h"
+#include "kubestat/testing/aggregator/parts_source.h"
+#include "kubestat/testing/aggregator/synthetic_metrics_source.h"
 #include "process_figures.h"
-#include "rest_fake_source.h"
 
 namespace kubestat::aggregator {
 namespace {

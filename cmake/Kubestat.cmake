@@ -72,7 +72,7 @@ function(kubestat_test name)
     set(ARG_TIMEOUT 300)
   endif()
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} kubestat_test_support GTest::gmock GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} kubestat::testing GTest::gmock GTest::gtest_main)
   # ctest -j starts the costliest tests first (when it has no times of its own from an
   # earlier run, as on a fresh machine): integration tests, which take seconds each, then
   # run beside the many short unit tests instead of after them.

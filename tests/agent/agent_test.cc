@@ -14,8 +14,8 @@
 #include "kubestat/http/client.h"
 #include "kubestat/metrics_api/node_resources.h"
 #include "kubestat/sim/simulator.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::agent {
 namespace {

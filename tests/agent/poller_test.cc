@@ -15,8 +15,8 @@
 
 #include "kubestat/sim/simulator.h"
 #include "kubestat/sim/topology.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::agent {
 namespace {

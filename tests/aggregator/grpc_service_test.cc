@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "fake_metrics_source.h"
 #include "kubestat/aggregator/query/watch_hub.h"
+#include "kubestat/testing/aggregator/fake_metrics_source.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
 
 namespace kubestat::aggregator {

@@ -13,12 +13,12 @@
 #include <thread>
 #include <vector>
 
-#include "fake_metrics_source.h"
 #include "kubestat/aggregator/frontends/grpc_service.h"
 #include "kubestat/aggregator/query/watch_hub.h"
 #include "kubestat/metrics_api/proto.h"
+#include "kubestat/testing/aggregator/fake_metrics_source.h"
+#include "kubestat/testing/poll.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
-#include "support/poll.h"
 
 namespace kubestat::aggregator {
 namespace {

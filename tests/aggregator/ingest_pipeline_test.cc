@@ -16,12 +16,12 @@
 #include <utility>
 #include <vector>
 
-#include "aggregator/fake_label_provider.h"
-#include "aggregator/ingest_scrape_builder.h"
-#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/aggregator/ingest/series_registry.h"
-#include "support/temp_dir.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
+#include "kubestat/testing/aggregator/fake_label_provider.h"
+#include "kubestat/testing/aggregator/ingest_scrape_builder.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "aggregator/ingest_scrape_builder.h"
 #include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/storage/store.h"
-#include "support/files.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/aggregator/ingest_scrape_builder.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {

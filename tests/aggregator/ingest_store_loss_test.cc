@@ -11,12 +11,12 @@
 #include <span>
 #include <vector>
 
-#include "aggregator/ingest_scrape_builder.h"
 #include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/storage/store.h"
-#include "support/poll.h"
-#include "support/small_volume.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/aggregator/ingest_scrape_builder.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/small_volume.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -13,13 +13,13 @@
 #include <mutex>
 #include <string>
 
-#include "aggregator/fake_label_provider.h"
-#include "aggregator/ingest_scrape_builder.h"
-#include "aggregator/ready_ingestor.h"
-#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/aggregator/ingest/ingest.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/http/server.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/aggregator/fake_label_provider.h"
+#include "kubestat/testing/aggregator/ingest_scrape_builder.h"
+#include "kubestat/testing/aggregator/ready_ingestor.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "ingest_scrape_builder.h"
 #include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/storage/store.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/aggregator/ingest_scrape_builder.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -21,7 +21,7 @@
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/query.h"
 #include "kubestat/metrics_api/render.h"
-#include "rest_fake_source.h"
+#include "kubestat/testing/aggregator/standard_cluster_source.h"
 
 namespace kubestat::aggregator {
 namespace {

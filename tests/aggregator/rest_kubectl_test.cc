@@ -22,8 +22,8 @@
 #include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/apimachinery/label_selector.h"
 #include "kubestat/core/clock.h"
-#include "rest_fake_source.h"
-#include "rest_test_access.h"
+#include "kubestat/testing/aggregator/rest_test_access.h"
+#include "kubestat/testing/aggregator/standard_cluster_source.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -11,15 +11,15 @@
 #include <memory>
 #include <string>
 
-#include "aggregator/ready_ingestor.h"
+#include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/aggregator/query/recommender.h"
-#include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/storage/store.h"
-#include "rest_fake_source.h"
-#include "support/temp_dir.h"
-#include "support/test_pki.h"
+#include "kubestat/testing/aggregator/ready_ingestor.h"
+#include "kubestat/testing/aggregator/standard_cluster_source.h"
+#include "kubestat/testing/temp_dir.h"
+#include "kubestat/testing/test_pki.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -18,10 +18,10 @@
 #include "kubestat/core/clock.h"
 #include "kubestat/core/gzip.h"
 #include "kubestat/core/time.h"
-#include "rest_fake_source.h"
-#include "rest_test_access.h"
-#include "support/fixtures.h"
-#include "support/metrics_encodings.h"
+#include "kubestat/testing/aggregator/rest_test_access.h"
+#include "kubestat/testing/aggregator/standard_cluster_source.h"
+#include "kubestat/testing/fixtures.h"
+#include "kubestat/testing/metrics_encodings.h"
 
 namespace kubestat::aggregator {
 namespace {

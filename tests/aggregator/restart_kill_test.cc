@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "aggregator/restart_stream.h"
 #include "kubestat/aggregator/ingest/ingest.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/aggregator/restart_stream.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -18,15 +18,15 @@
 #include <string_view>
 #include <vector>
 
-#include "aggregator/fake_label_provider.h"
-#include "aggregator/ingest_scrape_builder.h"
-#include "aggregator/ready_ingestor.h"
 #include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/core/log.h"
 #include "kubestat/scrapers/scheduler.h"
-#include "support/captured_log.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/aggregator/fake_label_provider.h"
+#include "kubestat/testing/aggregator/ingest_scrape_builder.h"
+#include "kubestat/testing/aggregator/ready_ingestor.h"
+#include "kubestat/testing/captured_log.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::aggregator {
 namespace {

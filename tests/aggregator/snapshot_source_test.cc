@@ -12,8 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "fake_metrics_source.h"
-#include "parts_source.h"
+#include "kubestat/testing/aggregator/fake_metrics_source.h"
+#include "kubestat/testing/aggregator/parts_source.h"
 
 namespace kubestat::aggregator {
 namespace {

@@ -31,7 +31,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "fake_metrics_source.h"
 #include "kubestat/aggregator/frontends/grpc_service.h"
 #include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/aggregator/query/snapshot_source.h"
@@ -40,9 +39,10 @@
 #include "kubestat/core/gzip.h"
 #include "kubestat/core/time.h"
 #include "kubestat/http/client.h"
+#include "kubestat/testing/aggregator/fake_metrics_source.h"
+#include "kubestat/testing/aggregator/rest_test_access.h"
+#include "kubestat/testing/metrics_encodings.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
-#include "rest_test_access.h"
-#include "support/metrics_encodings.h"
 
 namespace kubestat::aggregator {
 namespace {

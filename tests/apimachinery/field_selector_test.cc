@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "support/allocation_counter.h"
+#include "kubestat/testing/allocation_counter.h"
 
 namespace kubestat {
 namespace {

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "support/allocation_counter.h"
+#include "kubestat/testing/allocation_counter.h"
 
 namespace kubestat {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "support/fixtures.h"
+#include "kubestat/testing/fixtures.h"
 
 namespace kubestat {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "kubestat/apimachinery/field_selector.h"
 #include "kubestat/apimachinery/label_selector.h"
-#include "support/fixtures.h"
+#include "kubestat/testing/fixtures.h"
 
 namespace kubestat {
 namespace {

@@ -25,11 +25,11 @@
 #include "kubestat/metrics_api/parse.h"
 #include "kubestat/metrics_api/render.h"
 #include "kubestat/metrics_api/write_batch.h"
+#include "kubestat/testing/metrics_encodings.h"
+#include "kubestat/testing/metrics_objects.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 #include "prometheus/registry.h"
-#include "support/metrics_encodings.h"
-#include "support/metrics_objects.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
 
 namespace kubestat::apiserver {
 namespace {

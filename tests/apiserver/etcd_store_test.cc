@@ -21,12 +21,12 @@
 #include "absl/strings/str_format.h"
 #include "kubestat/apiserver/object_store.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/testing/etcd_process.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
+#include "kubestat/testing/test_pki.h"
 #include "store_contract.h"
-#include "support/etcd_process.h"
-#include "support/net.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
-#include "support/test_pki.h"
 
 namespace kubestat::apiserver {
 namespace {

@@ -38,8 +38,8 @@
 #include "kubestat/apimachinery/api_error.h"
 #include "kubestat/apiserver/object_store.h"
 #include "kubestat/core/clock.h"
-#include "support/metrics_objects.h"
-#include "support/poll.h"
+#include "kubestat/testing/metrics_objects.h"
+#include "kubestat/testing/poll.h"
 
 namespace kubestat::apiserver::testing {
 

@@ -23,10 +23,10 @@
 #include "kubestat/apiserver/memory_store.h"
 #include "kubestat/apiserver/object_store.h"
 #include "kubestat/core/clock.h"
+#include "kubestat/testing/etcd_process.h"
+#include "kubestat/testing/poll.h"
 #include "prometheus/registry.h"
 #include "store_contract.h"
-#include "support/etcd_process.h"
-#include "support/poll.h"
 
 namespace kubestat::apiserver {
 namespace {

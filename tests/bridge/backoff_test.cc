@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "support/poll.h"
+#include "kubestat/testing/poll.h"
 
 namespace kubestat::bridge {
 namespace {

@@ -16,9 +16,9 @@
 #include "fake_aggregator.h"
 #include "fake_apiserver.h"
 #include "kubestat/http/client.h"
-#include "support/metrics_objects.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/metrics_objects.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::bridge {
 namespace {

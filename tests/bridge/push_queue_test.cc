@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kubestat/testing/metrics_objects.h"
 #include "push_items.h"
-#include "support/metrics_objects.h"
 
 namespace kubestat::bridge {
 namespace {

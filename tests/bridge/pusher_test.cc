@@ -18,9 +18,9 @@
 #include "kubestat/http/client.h"
 #include "kubestat/metrics_api/parse.h"
 #include "kubestat/metrics_api/write_batch.h"
-#include "support/captured_log.h"
-#include "support/metrics_objects.h"
-#include "support/poll.h"
+#include "kubestat/testing/captured_log.h"
+#include "kubestat/testing/metrics_objects.h"
+#include "kubestat/testing/poll.h"
 
 namespace kubestat::bridge {
 namespace {

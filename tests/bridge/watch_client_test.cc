@@ -17,10 +17,10 @@
 #include "fake_aggregator.h"
 #include "fake_apiserver.h"
 #include "kubestat/metrics_api/write_batch.h"
+#include "kubestat/testing/metrics_objects.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 #include "push_items.h"
-#include "support/metrics_objects.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
 
 namespace kubestat::bridge {
 namespace {

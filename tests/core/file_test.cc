@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "support/temp_dir.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat {
 namespace {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <set>
 
-#include "support/net.h"
+#include "kubestat/testing/net.h"
 
 namespace kubestat::testing {
 namespace {

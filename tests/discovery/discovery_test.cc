@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "kubestat/scrapers/node_address.h"
-#include "support/net.h"
-#include "support/poll.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
 
 namespace kubestat::discovery {
 namespace {

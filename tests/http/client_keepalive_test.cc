@@ -25,7 +25,7 @@
 
 #include "kubestat/core/clock.h"
 #include "kubestat/http/client.h"
-#include "support/net.h"
+#include "kubestat/testing/net.h"
 
 namespace kubestat::http {
 namespace {

@@ -25,8 +25,8 @@
 #include "http/plain_server_options.h"
 #include "http/raw_client.h"
 #include "kubestat/core/gzip.h"
+#include "kubestat/testing/poll.h"
 #include "prometheus/registry.h"
-#include "support/poll.h"
 
 namespace kubestat::http {
 namespace {

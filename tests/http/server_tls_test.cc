@@ -22,11 +22,11 @@
 
 #include "kubestat/core/clock.h"
 #include "kubestat/http/server.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
+#include "kubestat/testing/test_pki.h"
 #include "prometheus/registry.h"
-#include "support/files.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
-#include "support/test_pki.h"
 
 namespace kubestat::http {
 namespace {

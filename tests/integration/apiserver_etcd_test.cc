@@ -20,12 +20,12 @@
 
 #include "harness.h"
 #include "kubestat/metrics_api/write_batch.h"
-#include "support/etcd_process.h"
-#include "support/files.h"
-#include "support/metrics_objects.h"
-#include "support/net.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/etcd_process.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/metrics_objects.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat {
 namespace {

@@ -13,9 +13,9 @@
 
 // This library's target has only its own folder on the include path.
 #include "kubestat/core/time.h"
-#include "support/files.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::testing {
 

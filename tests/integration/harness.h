@@ -1,6 +1,6 @@
 // Helpers for integration tests that run kubestat's binaries and other programs as real
 // processes on loopback: child processes with logs, and HTTP GETs. Temp dirs, free ports,
-// polling with a deadline and reading files come from tests/support.
+// polling with a deadline and reading files come from kubestat::testing (testing/).
 #ifndef KUBESTAT_TESTS_INTEGRATION_HARNESS_H_
 #define KUBESTAT_TESTS_INTEGRATION_HARNESS_H_
 

@@ -19,10 +19,10 @@
 
 #include "harness.h"
 #include "http/raw_client.h"
-#include "support/files.h"
-#include "support/net.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat {
 namespace {

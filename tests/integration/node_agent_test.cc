@@ -23,11 +23,11 @@
 
 #include "harness.h"
 #include "kubestat/metrics_api/node_resources.h"
-#include "support/files.h"
-#include "support/net.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
-#include "support/test_pki.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
+#include "kubestat/testing/test_pki.h"
 
 namespace kubestat {
 namespace {

@@ -29,14 +29,14 @@
 #include <thread>
 #include <vector>
 
-#include "aggregator/fake_metrics_source.h"
 #include "harness.h"
 #include "kubestat/aggregator/frontends/grpc_service.h"
 #include "kubestat/aggregator/query/watch_hub.h"
-#include "support/files.h"
-#include "support/net.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/aggregator/fake_metrics_source.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat {
 namespace {

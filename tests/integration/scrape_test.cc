@@ -30,10 +30,10 @@
 #include "kubestat/core/time.h"
 #include "kubestat/sim/flags.h"
 #include "kubestat/sim/model.h"
-#include "support/files.h"
-#include "support/net.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat {
 namespace {

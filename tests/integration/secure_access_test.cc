@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "harness.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 #include "kubestat/v1/aggregator.grpc.pb.h"
-#include "support/files.h"
-#include "support/net.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
 
 namespace kubestat {
 namespace {

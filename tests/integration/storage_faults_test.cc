@@ -30,11 +30,11 @@
 #include "harness.h"
 #include "kubestat/core/time.h"
 #include "kubestat/storage/store.h"
-#include "support/files.h"
-#include "support/net.h"
-#include "support/poll.h"
-#include "support/small_volume.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/small_volume.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat {
 namespace {

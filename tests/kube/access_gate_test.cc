@@ -11,7 +11,7 @@
 
 #include "kubestat/core/clock.h"
 #include "kubestat/kube/access_rules.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {

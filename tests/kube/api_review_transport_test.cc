@@ -17,11 +17,11 @@
 #include "kubestat/http/server.h"
 #include "kubestat/kube/review_transport.h"
 #include "kubestat/kube/token_review.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
+#include "kubestat/testing/test_pki.h"
 #include "prometheus/registry.h"
-#include "support/files.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
-#include "support/test_pki.h"
 
 namespace kubestat::kube {
 namespace {

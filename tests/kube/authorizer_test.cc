@@ -8,7 +8,7 @@
 
 #include "auth_test_support.h"
 #include "kubestat/core/clock.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/escaping.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {

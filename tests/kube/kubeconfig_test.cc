@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/escaping.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::kube {
 namespace {

@@ -23,9 +23,9 @@
 #include "kubestat/http/client.h"
 #include "kubestat/http/server.h"
 #include "kubestat/kube/watch_event.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/poll.h"
 #include "prometheus/registry.h"
-#include "support/net.h"
-#include "support/poll.h"
 
 namespace kubestat::kube {
 namespace {

@@ -8,7 +8,7 @@
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/query.h"
 #include "kubestat/metrics_api/render.h"
-#include "support/metrics_objects.h"
+#include "kubestat/testing/metrics_objects.h"
 
 namespace kubestat::metrics_api {
 namespace {

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "support/metrics_objects.h"
+#include "kubestat/testing/metrics_objects.h"
 
 namespace kubestat::metrics_api {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "support/metrics_objects.h"
+#include "kubestat/testing/metrics_objects.h"
 
 namespace kubestat::metrics_api {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/render_protobuf.h"
-#include "support/render_protobuf_reference.h"
+#include "kubestat/testing/render_protobuf_reference.h"
 
 namespace kubestat::metrics_api {
 namespace {

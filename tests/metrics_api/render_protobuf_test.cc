@@ -11,8 +11,8 @@
 #include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/render.h"
-#include "support/metrics_encodings.h"
-#include "support/metrics_objects.h"
+#include "kubestat/testing/metrics_encodings.h"
+#include "kubestat/testing/metrics_objects.h"
 
 namespace kubestat::metrics_api {
 namespace {

@@ -15,8 +15,8 @@
 #include "kubestat/core/time.h"
 #include "kubestat/metrics_api/discovery.h"
 #include "kubestat/metrics_api/query.h"
-#include "support/fixtures.h"
-#include "support/metrics_objects.h"
+#include "kubestat/testing/fixtures.h"
+#include "kubestat/testing/metrics_objects.h"
 
 namespace kubestat::metrics_api {
 namespace {

@@ -16,7 +16,7 @@
 #include "kubestat/metrics_api/parse.h"
 #include "kubestat/metrics_api/render.h"
 #include "kubestat/metrics_api/render_protobuf.h"
-#include "support/metrics_objects.h"
+#include "kubestat/testing/metrics_objects.h"
 
 namespace kubestat::metrics_api {
 namespace {

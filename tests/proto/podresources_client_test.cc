@@ -20,8 +20,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "kubestat/podresources/client.h"
+#include "kubestat/testing/temp_dir.h"
 #include "podresources/v1/api.grpc.pb.h"
-#include "support/temp_dir.h"
 
 namespace kubestat::podresources {
 namespace {

@@ -11,10 +11,10 @@
 
 #include "google/protobuf/descriptor.h"
 #include "kubestat/podresources/client.h"
+#include "kubestat/testing/fixtures.h"
+#include "kubestat/testing/podresources_wire_facts.h"
 #include "podresources/v1/api.grpc.pb.h"
 #include "podresources/v1/api.pb.h"
-#include "support/fixtures.h"
-#include "support/podresources_wire_facts.h"
 
 namespace kubestat::podresources {
 namespace {

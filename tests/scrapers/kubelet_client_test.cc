@@ -19,9 +19,9 @@
 
 #include "kubestat/scrapers/fetch_error.h"
 #include "kubestat/scrapers/summary_decoder.h"
-#include "support/net.h"
-#include "support/temp_dir.h"
-#include "support/test_pki.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/temp_dir.h"
+#include "kubestat/testing/test_pki.h"
 
 namespace kubestat::scrapers {
 namespace {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "support/fixtures.h"
+#include "kubestat/testing/fixtures.h"
 
 namespace kubestat::scrapers {
 namespace {

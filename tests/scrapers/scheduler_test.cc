@@ -13,7 +13,7 @@
 #include <set>
 
 #include "kubestat/scrapers/fetch_error.h"
-#include "support/poll.h"
+#include "kubestat/testing/poll.h"
 
 namespace kubestat::scrapers {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/time.h"
-#include "support/fixtures.h"
+#include "kubestat/testing/fixtures.h"
 
 namespace kubestat::scrapers {
 namespace {

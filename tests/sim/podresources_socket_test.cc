@@ -18,7 +18,7 @@
 #include "kubestat/podresources/client.h"
 #include "kubestat/sim/simulator.h"
 #include "kubestat/sim/topology.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::sim {
 namespace {

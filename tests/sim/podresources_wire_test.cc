@@ -14,9 +14,9 @@
 
 #include "kubestat/sim/model.h"
 #include "kubestat/sim/topology.h"
+#include "kubestat/testing/fixtures.h"
+#include "kubestat/testing/podresources_wire_facts.h"
 #include "podresources/v1/api.pb.h"
-#include "support/fixtures.h"
-#include "support/podresources_wire_facts.h"
 
 namespace kubestat::sim {
 namespace {

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "kubestat/apimachinery/quantity.h"
-#include "support/fixtures.h"
+#include "kubestat/testing/fixtures.h"
 
 namespace kubestat::sim {
 namespace {

@@ -33,10 +33,10 @@
 #include "kubestat/core/gzip.h"
 #include "kubestat/core/time.h"
 #include "kubestat/sim/render.h"
-#include "support/files.h"
-#include "support/net.h"
-#include "support/temp_dir.h"
-#include "support/test_pki.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/net.h"
+#include "kubestat/testing/temp_dir.h"
+#include "kubestat/testing/test_pki.h"
 #include "test_users.h"
 
 // This test's clients are cpprestsdk's; its https client keeps OpenSSL objects past exit,

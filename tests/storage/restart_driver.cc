@@ -11,9 +11,9 @@
 #include <iostream>
 #include <string>
 
-#include "aggregator/restart_stream.h"
 #include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/storage/store.h"
+#include "kubestat/testing/aggregator/restart_stream.h"
 
 int main(int argc, char** argv) {
   using kubestat::aggregator::Ingestor;

@@ -13,8 +13,8 @@
 #include "keys.h"
 #include "kubestat/storage/scrape_blob.h"
 #include "kubestat/storage/store.h"
+#include "kubestat/testing/temp_dir.h"
 #include "rocksdb/db.h"
-#include "support/temp_dir.h"
 
 namespace kubestat::storage {
 namespace {

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "kubestat/storage/store.h"
-#include "support/poll.h"
-#include "support/small_volume.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/small_volume.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::storage {
 namespace {

@@ -17,7 +17,7 @@
 
 #include "ack_ledger.h"
 #include "kubestat/storage/store.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::storage {
 namespace {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "kubestat/storage/store.h"
-#include "support/files.h"
-#include "support/poll.h"
-#include "support/temp_dir.h"
+#include "kubestat/testing/files.h"
+#include "kubestat/testing/poll.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::storage {
 namespace {

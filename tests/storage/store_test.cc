@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "support/temp_dir.h"
+#include "kubestat/testing/temp_dir.h"
 
 namespace kubestat::storage {
 namespace {

@@ -24,7 +24,7 @@
 // those kube-apiserver would send for the same object. The zero time is an empty Time.
 // The wire bytes are written straight into the body, without building message objects; they
 // are byte for byte what libprotobuf's deterministic serialization of the same messages gives
-// (tests/support/render_protobuf_reference.h).
+// (kubestat/testing/render_protobuf_reference.h).
 //
 // Thread-safety: free functions over values; safe from any thread.
 #ifndef KUBESTAT_METRICS_API_RENDER_PROTOBUF_H_
