@@ -215,7 +215,7 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   // Discovery: a static list, a kubeconfig, or the in-cluster service account.
   if (!options.static_nodes.empty()) {
     absl::StatusOr<std::vector<discovery::NodeInfo>> nodes =
-        scrapers::ParseStaticNodes(options.static_nodes);
+        discovery::ParseStaticNodes(options.static_nodes);
     if (!nodes.ok()) return nodes.status();
     // The port written in --static-nodes is the node's own kubelet port.
     p->address_options.use_node_status_port = true;
