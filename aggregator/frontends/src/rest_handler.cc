@@ -555,7 +555,7 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   *matched_route = metrics->route;
 
   const std::string_view group = GroupName(api);
-  const std::string_view resource = windows::ResourceName(metrics->resource);
+  const std::string_view resource = ResourceName(metrics->resource);
   RestResponse response;
   if (!is_get) {
     response = ErrorResponse(
