@@ -20,6 +20,7 @@
 #include "kubestat/core/file.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/str_cat.h"
+#include "kubestat/http/tls_certificates.h"
 #include "kubestat/http/tls_config.h"
 
 namespace kubestat::http::internal {
@@ -28,14 +29,14 @@ namespace {
 struct BioFree {
   void operator()(BIO* b) const { BIO_free(b); }
 };
+struct StoreCtxFree {
+  void operator()(X509_STORE_CTX* c) const { X509_STORE_CTX_free(c); }
+};
 struct X509Free {
   void operator()(X509* c) const { X509_free(c); }
 };
 struct KeyFree {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct StoreCtxFree {
-  void operator()(X509_STORE_CTX* c) const { X509_STORE_CTX_free(c); }
 };
 using Bio = std::unique_ptr<BIO, BioFree>;
 using Cert = std::unique_ptr<X509, X509Free>;
@@ -104,70 +105,6 @@ std::string NameEntry(X509_NAME_ENTRY* entry) {
 
 // --- self-signed pair ---
 
-absl::Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value) {
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
-  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
-  if (ext == nullptr) {
-    return absl::InternalError(
-        StrCat("bad certificate extension \"", value, "\": ", OpenSslError()));
-  }
-  X509_add_ext(cert, ext, -1);
-  X509_EXTENSION_free(ext);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Cert> NewCert(EVP_PKEY* key, const std::string& cn, long serial, X509* issuer,
-                             EVP_PKEY* issuer_key, const std::string& san) {
-  Cert cert(X509_new());
-  X509_set_version(cert.get(), 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial);
-  // Valid from an hour ago (clock skew) for a year, as kube's self-signed pairs are.
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 365L * 86400);
-  X509_set_pubkey(cert.get(), key);
-  X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_set_issuer_name(cert.get(), issuer ? X509_get_subject_name(issuer) : name);
-  X509* signer = issuer ? issuer : cert.get();
-  absl::Status s;
-  if (issuer == nullptr) {
-    s.Update(AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:TRUE"));
-    s.Update(AddExtension(cert.get(), signer, NID_key_usage, "critical,keyCertSign,cRLSign"));
-    s.Update(AddExtension(cert.get(), signer, NID_subject_key_identifier, "hash"));
-  } else {
-    s.Update(AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE"));
-    s.Update(AddExtension(cert.get(), signer, NID_key_usage,
-                          "critical,digitalSignature,keyEncipherment"));
-    s.Update(AddExtension(cert.get(), signer, NID_ext_key_usage, "serverAuth"));
-    s.Update(AddExtension(cert.get(), signer, NID_authority_key_identifier, "keyid:always"));
-    s.Update(AddExtension(cert.get(), signer, NID_subject_alt_name, san));
-  }
-  if (!s.ok()) return s;
-  if (X509_sign(cert.get(), issuer_key, EVP_sha256()) == 0) {
-    return absl::InternalError(StrCat("signing a certificate failed: ", OpenSslError()));
-  }
-  return cert;
-}
-
-std::string CertPem(X509* cert) {
-  Bio bio(BIO_new(BIO_s_mem()));
-  PEM_write_bio_X509(bio.get(), cert);
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<size_t>(size));
-}
-
-std::string KeyPem(EVP_PKEY* key) {
-  Bio bio(BIO_new(BIO_s_mem()));
-  PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr);
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<size_t>(size));
-}
-
 // Writes `content` to `path` through a temporary file renamed into place, created with
 // `mode` from the start (a key is never readable by others, not even briefly).
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
@@ -228,24 +165,27 @@ absl::StatusOr<std::pair<std::string, std::string>> EnsureSelfSignedPair(
   if (UsablePair(cert_path, key_path)) return std::make_pair(cert_path, key_path);
 
   // As kube's GenerateSelfSignedCertKey: a CA of its own signs the serving certificate;
-  // the certificate file holds the serving certificate, then the CA.
-  Key ca_key(EVP_EC_gen("P-256"));
-  Key key(EVP_EC_gen("P-256"));
-  if (!ca_key || !key) return absl::InternalError("EC key generation failed: " + OpenSslError());
+  // the certificate file holds the serving certificate, then the CA. Valid from an hour ago
+  // (clock skew) for a year, as kube's self-signed pairs are.
   const long now = static_cast<long>(std::time(nullptr));
-  std::string san = "DNS:localhost,IP:127.0.0.1,IP:::1";
-  for (const std::string& host : hosts) {
-    san += StrCat(IsIp(host) ? ",IP:" : ",DNS:", host);
-  }
-  absl::StatusOr<Cert> ca =
-      NewCert(ca_key.get(), StrCat("localhost-ca@", now), now, nullptr, ca_key.get(), "");
+  CertificateSpec ca_spec;
+  ca_spec.common_name = StrCat("localhost-ca@", now);
+  ca_spec.ca = true;
+  ca_spec.serial = now;
+  absl::StatusOr<IssuedCertificate> ca = IssueCertificate(ca_spec);
   if (!ca.ok()) return ca.status();
-  absl::StatusOr<Cert> cert =
-      NewCert(key.get(), StrCat("localhost@", now), now + 1, ca->get(), ca_key.get(), san);
+  CertificateSpec spec;
+  spec.common_name = StrCat("localhost@", now);
+  spec.extended_key_usage = "serverAuth";
+  spec.subject_alt_names = {"DNS:localhost", "IP:127.0.0.1", "IP:::1"};
+  for (const std::string& host : hosts) {
+    spec.subject_alt_names.push_back(StrCat(IsIp(host) ? "IP:" : "DNS:", host));
+  }
+  spec.serial = now + 1;
+  absl::StatusOr<IssuedCertificate> cert = IssueCertificate(spec, &*ca);
   if (!cert.ok()) return cert.status();
-  if (absl::Status s = WriteFileAtomically(key_path, KeyPem(key.get()), 0600); !s.ok()) return s;
-  if (absl::Status s =
-          WriteFileAtomically(cert_path, CertPem(cert->get()) + CertPem(ca->get()), 0644);
+  if (absl::Status s = WriteFileAtomically(key_path, cert->key_pem, 0600); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomically(cert_path, cert->cert_pem + ca->cert_pem, 0644);
       !s.ok()) {
     return s;
   }

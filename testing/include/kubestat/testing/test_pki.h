@@ -1,4 +1,5 @@
-// A throwaway PKI for TLS tests, made through the OpenSSL API: a CA, serving certificates
+// A throwaway PKI for TLS tests, minted as every kubestat part mints its certificates
+// (kubestat/http/tls_certificates.h): a CA, serving certificates
 // with SANs and client certificates with a CN and O values, as PEM text (a TempDir writes
 // them to files when the code under test reads files).
 //
@@ -10,9 +11,6 @@
 
 #include <string>
 #include <vector>
-
-typedef struct evp_pkey_st EVP_PKEY;
-typedef struct x509_st X509;
 
 namespace kubestat::testing {
 
@@ -26,7 +24,6 @@ struct TestCertificate {
 class TestPki {
  public:
   explicit TestPki(const std::string& ca_name = "kubestat-test-ca");
-  ~TestPki();
   TestPki(const TestPki&) = delete;
   TestPki& operator=(const TestPki&) = delete;
 
@@ -44,11 +41,10 @@ class TestPki {
 
  private:
   TestCertificate Issue(const std::string& common_name, const std::vector<std::string>& orgs,
-                        const std::string& san, bool client, TestKeyType key_type);
+                        const std::vector<std::string>& sans, bool client, TestKeyType key_type);
 
-  EVP_PKEY* ca_key_ = nullptr;
-  X509* ca_cert_ = nullptr;
   std::string ca_pem_;
+  std::string ca_key_pem_;
   long serial_ = 1;
 };
 
