@@ -32,7 +32,7 @@
 //    shape (the fill of 1,000 nodes takes minutes; the rebuild can then be re-measured).
 //    --rebuild_workload=sim fills it from kubestat-sim's model instead (its node and pod
 //    names, 188 series per node too, smooth values) and --rebuild_end=now makes its 25 h end
-//    at the present, so bench/restart_load.sh can restart a real aggregator on it against a
+//    at the present, so bench/scripts/restart_load.sh can restart a real aggregator on it against a
 //    simulator of the same size. Since such a fill takes long (75-135 minutes for 5,000
 //    nodes), --rebuild_end=extend then brings the --store_dir store (filled that way, same
 //    nodes and step) up to the present before the rebuild: every node's writer resumed where
@@ -436,7 +436,7 @@ std::vector<SeriesKey> NodeKeys(const std::string& node, size_t pods) {
 // What the rebuild-at-scale store holds: the synthetic samples over 25 h from the fixed
 // kT0, or kubestat-sim's cluster model (its node and pod names, smooth values) over the 25 h
 // that end at the present, so that a real aggregator started on the store against a
-// kubestat-sim of the same size (bench/restart_load.sh) restarts as after a short outage.
+// kubestat-sim of the same size (bench/scripts/restart_load.sh) restarts as after a short outage.
 struct FillShape {
   bool sim = false;
   bool end_now = false;
@@ -446,7 +446,7 @@ struct FillShape {
   // The model's pods are replaced (its mean pod lifetime, 4 h), or never (every series then
   // holds the whole day: kubestat-sim --pod-lifetime=0).
   bool churn = true;
-  // The model bench/restart_load.sh's simulator runs: NODES × 30 pods, its tenants.
+  // The model bench/scripts/restart_load.sh's simulator runs: NODES × 30 pods, its tenants.
   kubestat::sim::ClusterModelOptions ModelOptions(size_t nodes) const {
     kubestat::sim::ClusterModelOptions options;
     options.nodes = static_cast<int>(nodes);
@@ -993,7 +993,7 @@ int main(int argc, char** argv) {
           "  --rebuild_step_s   its scrape interval, seconds\n"
           "  --rebuild_threads  IngestOptions::rebuild_threads for that rebuild\n"
           "  --rebuild_workload synthetic (as --day_workload) or sim: kubestat-sim's model,\n"
-          "                     its node and pod names (as bench/restart_load.sh's sim)\n"
+          "                     its node and pod names (as bench/scripts/restart_load.sh's sim)\n"
           "  --rebuild_end      fixed (25 h from a fixed day), now (the 25 h ending now) or\n"
           "                     extend: a --store_dir filled with sim and now is extended\n"
           "                     to the present (its nodes resumed where the store ends), then\n"

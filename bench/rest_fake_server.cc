@@ -1,5 +1,5 @@
 // kubestat-rest-fake-server: the REST front end over a synthetic cluster, for load tests
-// (bench/rest_load.sh). Prints the base URL on stdout, then serves until SIGINT or SIGTERM.
+// (bench/scripts/rest_load.sh). Prints the base URL on stdout, then serves until SIGINT or SIGTERM.
 #include <prometheus/registry.h>
 
 #include <iostream>

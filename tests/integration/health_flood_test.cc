@@ -4,7 +4,7 @@
 // soon as the server closes it, while the probes come from 127.0.0.1 (as the kubelet's come
 // from its node's address, not the flood's): every /livez and /readyz probe is answered 200,
 // the metrics API stays fresh through kubectl, and the listener counts the connections it
-// closed to make room. bench/health_flood.sh has the flood and the probes from one address.
+// closed to make room. bench/scripts/health_flood.sh has the flood and the probes from one address.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

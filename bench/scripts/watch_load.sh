@@ -4,7 +4,7 @@
 # a watcher and then with WATCHERS Watch streams of every node and pod
 # (kubestat-grpc-watchers, as the bridge watches), from /proc.
 #
-#   bench/watch_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [WATCHERS] [SECONDS]
+#   bench/scripts/watch_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [WATCHERS] [SECONDS]
 #   defaults: build 500 30 8 60
 #
 # Prints, for each span: the aggregator's CPU (cores), its RSS at the span's end, and for

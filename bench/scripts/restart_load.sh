@@ -7,7 +7,7 @@
 # the process's memory then by part (the aggregator's kubestat_*_memory_bytes and
 # kubestat_heap_*_bytes against the resident set it reads with them).
 #
-#   bench/restart_load.sh [BUILD_DIR] [NODES] STORE_DIR [cold]
+#   bench/scripts/restart_load.sh [BUILD_DIR] [NODES] STORE_DIR [cold]
 #
 # `cold` drops the page cache first (root only), so the store is read from the device.
 # The store's samples are kept: the aggregator runs with a retention long enough to hold
@@ -27,7 +27,7 @@ set -euo pipefail
 
 build="${1:-build}"
 nodes="${2:-5000}"
-store="${3:?usage: bench/restart_load.sh [BUILD_DIR] [NODES] STORE_DIR [cold]}"
+store="${3:?usage: bench/scripts/restart_load.sh [BUILD_DIR] [NODES] STORE_DIR [cold]}"
 cold="${4:-}"
 here="$(cd "$(dirname "$0")" && pwd)"
 sim="$build/sim/kubestat-sim"

@@ -4,7 +4,7 @@
 # the time until /readyz is 200, reads every node's and pod's 1d sample count, and compares
 # it with the counts read just before the previous kill: an acknowledged sample that was
 # served must survive, so no count may go down. Prints one line per cycle and a summary.
-# Usage: bench/crash_loop.sh [BUILD_DIR] [NODES] [CYCLES]   (defaults: build, 100, 100)
+# Usage: bench/scripts/crash_loop.sh [BUILD_DIR] [NODES] [CYCLES]   (defaults: build, 100, 100)
 # Exits non-zero when any count decreased.
 set -euo pipefail
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole-system load test: kubestat-sim (1,000 nodes × 30 pods by default, each kubelet on
 # its own loopback address) scraped by a real kubestat-aggregator every 10 s, then wrk
-# (with bench/rest_load.lua) against the aggregator's REST API while it keeps scraping:
+# (with bench/scripts/rest_load.lua) against the aggregator's REST API while it keeps scraping:
 # one namespace's 30 pods and one node's 30 pods at 200 requests/s, and the all-nodes lists
 # at 20 requests/s (dashboards, the HPA) and then back to back (closed loop, 4 at a time).
 # The metrics/v1alpha1 all-nodes list is asked for twice each way: as it is, and with
@@ -9,7 +9,7 @@
 # The simulator deals the Deployment pods over NODES × (PODS_PER_NODE - 2) / 30 namespaces
 # (--tenant-namespaces), so each tenant-NNNN namespace holds 30 pods.
 #
-#   [BUSY_CORES=N] bench/system_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION]
+#   [BUSY_CORES=N] bench/scripts/system_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION]
 #
 # BUSY_CORES=N keeps N busy loops (nice 0) running while wrk runs, to see the answers on a
 # machine whose cores are taken by something else. Default: 0

@@ -10,7 +10,7 @@
 # Prints the probe's figures (each with the aggregator's RSS) and the aggregator's rounds
 # during the attack, which must keep completing.
 #
-#   bench/http_abuse.sh [BUILD_DIR] [NODES] [CONNECTIONS]
+#   bench/scripts/http_abuse.sh [BUILD_DIR] [NODES] [CONNECTIONS]
 set -euo pipefail
 
 build="${1:-build}"

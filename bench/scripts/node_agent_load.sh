@@ -5,7 +5,7 @@
 # file: the aggregator's token only); then a real kubestat-aggregator scraping every kubelet
 # every 10 s, first without the agents and then, on a fresh store, with --node-agent-port.
 #
-#   bench/node_agent_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [SECONDS]
+#   bench/scripts/node_agent_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [SECONDS]
 #
 # Prints, over SECONDS of steady state (after two rounds):
 #   - per agent: CPU (% of a core, mean and max over the agents) and RSS (mean and max, and

@@ -12,7 +12,7 @@
 # kubestat_store_durable. Prints one line per phase and exits 1 if the aggregator ever died
 # or an answer was missing or stale. Needs root (it mounts the tmpfs).
 #
-#   bench/disk_full_probe.sh [BUILD_DIR] [NODES] [VOLUME_MIB] [MIN_FREE] [PHASE_S]
+#   bench/scripts/disk_full_probe.sh [BUILD_DIR] [NODES] [VOLUME_MIB] [MIN_FREE] [PHASE_S]
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"

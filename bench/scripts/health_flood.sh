@@ -9,7 +9,7 @@
 # probes were answered 200 in time, the listener's connection counters and the aggregator's
 # RSS and rounds.
 #
-#   bench/health_flood.sh [BUILD_DIR] [NODES] [CONNECTIONS] [SECONDS]
+#   bench/scripts/health_flood.sh [BUILD_DIR] [NODES] [CONNECTIONS] [SECONDS]
 # KUBESTAT_AGGREGATOR names another aggregator binary (an earlier build, to compare).
 set -euo pipefail
 

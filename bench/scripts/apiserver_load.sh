@@ -9,14 +9,14 @@
 #     (now - the metrics.k8s.io timestamp), sampled over DURATION: p50, p99, max; the same
 #     at the aggregator, to tell the push path's share from publication's, and the
 #     aggregator's publish lag and publications (lib.sh's aggregator_figures),
-#   - LIST latency with wrk (bench/rest_load.lua): all nodes (v1beta1) at 20/s and one
+#   - LIST latency with wrk (bench/scripts/rest_load.lua): all nodes (v1beta1) at 20/s and one
 #     namespace's pods at 200/s,
 #   - watch fan-out: WATCHERS watches of every pod (curl -N) for DURATION: events received,
 #   - the apiserver's RSS and CPU, and its RSS per object held.
 # KUBESTAT_BENCH_PHASES (default "list,watch") picks the measurements after push throughput
 # and freshness, which always run; KUBESTAT_AGGREGATOR_FLAGS adds flags to the aggregator's.
 #
-#   bench/apiserver_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [WATCHERS] [STORE]
+#   bench/scripts/apiserver_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [WATCHERS] [STORE]
 # STORE: memory (default) or etcd (a local etcd from Debian's etcd-server, its data in the
 # work directory, --max-txn-ops above the bridge's batch size).
 set -euo pipefail

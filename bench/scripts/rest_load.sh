@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load test of the REST front end with wrk (Debian package wrk).
 #
-#   bench/rest_load.sh BASE_URL [DURATION] [NAMESPACE]
+#   bench/scripts/rest_load.sh BASE_URL [DURATION] [NAMESPACE]
 #
 # BASE_URL is the server's root, e.g. http://127.0.0.1:8080 (the synthetic server
 # build/bench/kubestat-rest-fake-server prints its URL; its namespaces are ns-0000 ...).

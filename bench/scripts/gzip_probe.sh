@@ -11,7 +11,7 @@
 # Prints one line per bad answer and a summary; exits 1 when any answer was bad or the
 # aggregator died.
 #
-#   bench/gzip_probe.sh [BUILD_DIR] [NODES] [REQUESTS]
+#   bench/scripts/gzip_probe.sh [BUILD_DIR] [NODES] [REQUESTS]
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -26,7 +26,7 @@ done
 
 bench_init gzip-probe
 port=$(free_port)
-KUBESTAT_BUILD_DIR="$build" setsid "$here/../scripts/demo.sh" --nodes "$nodes" --port "$port" \
+KUBESTAT_BUILD_DIR="$build" setsid "$here/../../scripts/demo.sh" --nodes "$nodes" --port "$port" \
   --grpc-port "$(free_port)" --apiserver-port "$(free_port)" --agent-port "$(free_port)" \
   >"$work/demo.out" 2>&1 &
 pids+=($!)

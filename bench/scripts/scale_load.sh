@@ -15,7 +15,7 @@
 # Last, the store's size on disk per node-day at the 10 s resolution, from what the run wrote
 # (not compacted yet: a day's store is smaller per node-day, see bench/RESULTS.md).
 #
-#   bench/scale_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [QUIET_SECONDS]
+#   bench/scripts/scale_load.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_SECONDS] [QUIET_SECONDS]
 #
 # Before the probe, QUIET_SECONDS (default 60; 0: none) without any query measure the
 # aggregator's CPU per node scrape on the scrape path alone, counted by its

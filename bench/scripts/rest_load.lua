@@ -1,4 +1,4 @@
--- wrk script for bench/rest_load.sh and bench/system_load.sh: an optional aggregate request
+-- wrk script for bench/scripts/rest_load.sh and bench/scripts/system_load.sh: an optional aggregate request
 -- rate and a summary with the achieved rate and latency percentiles.
 -- Arguments after "--": <target requests per second> <wrk threads>; none = closed loop.
 -- wrk has no rate option: each thread (one Lua state, shared by its connections) keeps a

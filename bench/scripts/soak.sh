@@ -2,10 +2,10 @@
 # Soak: the whole system as real processes on loopback for DURATION minutes under a steady
 # load, sampled every SAMPLE seconds, to show that nothing grows without bound.
 #
-#   bench/soak.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_MINUTES] [SAMPLE_SECONDS]
+#   bench/scripts/soak.sh [BUILD_DIR] [NODES] [PODS_PER_NODE] [DURATION_MINUTES] [SAMPLE_SECONDS]
 #   defaults: build 1000 30 120 60
 #
-# Processes (as bench/apiserver_load.sh starts them, but each kubelet on a free port of
+# Processes (as bench/scripts/apiserver_load.sh starts them, but each kubelet on a free port of
 # 127.0.0.1): kubestat-sim (NODES × PODS_PER_NODE) scraped by kubestat-aggregator every 10 s
 # (HTTPS, gRPC on loopback), kubestat-bridge following the aggregator's gRPC Watch and
 # pushing into kubestat-apiserver (memory store).
