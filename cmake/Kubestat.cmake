@@ -72,6 +72,8 @@ function(kubestat_test name)
     set(ARG_TIMEOUT 300)
   endif()
   add_executable(${name} ${ARG_SOURCES})
+  # A test may include another's helpers by their path under tests/ ("http/raw_client.h").
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} kubestat::testing GTest::gmock GTest::gtest_main)
   # ctest -j starts the costliest tests first (when it has no times of its own from an
   # earlier run, as on a fresh machine): integration tests, which take seconds each, then

@@ -32,10 +32,13 @@
 namespace kubestat::discovery {
 namespace {
 
+using scrapers::KubeletAddressOptions;
+using scrapers::ScrapeTarget;
+using scrapers::SelectKubeletTarget;
 using testing::FreeLoopbackPort;
 using testing::PollUntil;
 
-// How long a test waits for the scrapers' threads to get somewhere (only a broken feature
+// How long a test waits for discovery's threads to get somewhere (only a broken feature
 // takes that long).
 constexpr std::chrono::seconds kReady(10);
 
