@@ -14,16 +14,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "kubestat/aggregator/aggregator_health.h"
-#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/aggregator/cluster_listeners.h"
 #include "kubestat/aggregator/frontends/grpc_service.h"
-#include "kubestat/aggregator/ingest/ingest.h"
-#include "kubestat/aggregator/query/node_agent.h"
 #include "kubestat/aggregator/frontends/rest_server.h"
-#include "kubestat/aggregator/scrape_publisher.h"
-#include "kubestat/aggregator/self_metrics.h"
+#include "kubestat/aggregator/ingest/ingest.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
+#include "kubestat/aggregator/query/node_agent.h"
 #include "kubestat/aggregator/query/snapshot_source.h"
 #include "kubestat/aggregator/query/watch_hub.h"
+#include "kubestat/aggregator/scrape_publisher.h"
+#include "kubestat/aggregator/self_metrics.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/file.h"
 #include "kubestat/core/log.h"
@@ -41,6 +41,50 @@
 #include "prometheus/registry.h"
 
 namespace kubestat::aggregator {
+
+namespace {
+
+// The gRPC calls' access check: the bearer token in the call's metadata authenticated, and the
+// call authorized as a list or watch of node or pod metrics (metrics.k8s.io).
+GrpcAccessCheck GrpcAccess(kube::Authenticator* authenticator, kube::Authorizer* authorizer) {
+  return [authenticator, authorizer](const grpc::ServerContext& context,
+                                     const GrpcAccessRequest& call) -> grpc::Status {
+    kube::HeaderList headers;
+    const auto& metadata = context.client_metadata();
+    for (auto it = metadata.find("authorization");
+         it != metadata.end() && it->first == "authorization"; ++it) {
+      headers.Add("Authorization", std::string(it->second.data(), it->second.size()));
+    }
+    const kube::AuthenticationResult identity =
+        authenticator->Authenticate(kube::RequestCredentials{headers, nullptr});
+    if (!identity.authenticated()) {
+      KVLOG(1) << "gRPC " << context.peer() << ": unauthenticated ("
+               << kube::AuthenticationOutcomeName(identity.outcome) << ": " << identity.reason
+               << ")";
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "Unauthorized");
+    }
+    kube::RequestAttributes attributes;
+    attributes.resource_request = true;
+    attributes.verb = std::string(call.verb);
+    attributes.api_group = "metrics.k8s.io";
+    attributes.api_version = "v1beta1";
+    attributes.resource = std::string(call.resource);
+    attributes.namespace_name = std::string(call.namespace_name);
+    attributes.path = absl::StrCat("/apis/metrics.k8s.io/v1beta1/",
+                                   call.namespace_name.empty() ? "" : "namespaces/",
+                                   AbslView(call.namespace_name),
+                                   call.namespace_name.empty() ? "" : "/", AbslView(call.resource));
+    const kube::AuthorizationResult decision = authorizer->Authorize(identity.user, attributes);
+    if (!decision.allowed) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          kube::ForbiddenError(identity.user, attributes, decision.reason).message());
+    }
+    return grpc::Status::OK;
+  };
+}
+
+}  // namespace
 
 // Declared in the order they are built; destroyed in reverse.
 struct Aggregator::Parts {
@@ -202,6 +246,220 @@ struct Aggregator::Parts {
     if (stopping.load()) return;
     scheduler->Start();
   }
+
+  // Discovery: a static list, a kubeconfig, or the in-cluster service account (whose token
+  // the kubelets then also take: `client_options`).
+  absl::Status MakeDiscovery(scrapers::KubeletClientOptions& client_options) {
+    if (!options.static_nodes.empty()) {
+      absl::StatusOr<std::vector<discovery::NodeInfo>> nodes =
+          discovery::ParseStaticNodes(options.static_nodes);
+      if (!nodes.ok()) return nodes.status();
+      // The port written in --static-nodes is the node's own kubelet port.
+      address_options.use_node_status_port = true;
+      discovery = std::make_unique<discovery::StaticDiscovery>(*std::move(nodes));
+    } else {
+      absl::StatusOr<kube::KubeApiConfig> api =
+          options.kubeconfig.empty()
+              ? kube::InClusterConfig()
+              : kube::LoadKubeconfig(options.kubeconfig, options.kubeconfig_context);
+      if (!api.ok()) return api.status();
+      if (options.kubeconfig.empty() && client_options.token_file.empty()) {
+        client_options.token_file = api->token_file;  // in cluster, kubelets accept the same token
+      }
+      absl::StatusOr<std::unique_ptr<discovery::KubeApiDiscovery>> kube =
+          discovery::KubeApiDiscovery::Create(*std::move(api), discovery::KubeApiDiscoveryOptions(),
+                                              *clock);
+      if (!kube.ok()) return kube.status();
+      discovery = *std::move(kube);
+    }
+    return absl::OkStatus();
+  }
+
+  // The kubelets' client and, with --node-agent-port, the node agents'.
+  absl::Status MakeClients(const scrapers::KubeletClientOptions& client_options) {
+    absl::StatusOr<std::unique_ptr<scrapers::KubeletClient>> made =
+        scrapers::KubeletClient::Create(client_options);
+    if (!made.ok()) return made.status();
+    client = *std::move(made);
+    if (options.node_agent_port > 0) {
+      scrapers::KubeletClientOptions agent_options = options.NodeAgentClientOptions();
+      // The aggregator's identity, as the kubelets get it (in cluster: the service account).
+      if (agent_options.token_file.empty()) agent_options.token_file = client_options.token_file;
+      absl::StatusOr<std::unique_ptr<scrapers::KubeletClient>> agents =
+          scrapers::KubeletClient::Create(agent_options, *clock);
+      if (!agents.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--node-agent-*: ", agents.status().message()));
+      }
+      agent_client = *std::move(agents);
+      node_resources = std::make_unique<NodeResourcesStore>();
+    }
+    return absl::OkStatus();
+  }
+
+  // The store, salvaged or moved aside when damaged unless --storage-strict.
+  absl::Status OpenStore() {
+    storage::StoreOptions store_options = options.StorageOptions();
+    // Damage read while running is salvaged as at start (with --storage-strict, it waits for
+    // the next start, which stops on it).
+    store_options.salvage_when_damaged = !options.storage_strict;
+    store_options.on_salvage = &Parts::ReportSalvage;
+    absl::StatusOr<std::unique_ptr<storage::Store>> opened = storage::Store::Open(store_options);
+    if (absl::IsDataLoss(opened.status()) && !options.storage_strict) {
+      // A database RocksDB cannot open (a damaged MANIFEST, a missing table file): kept for
+      // inspection, and an empty one serves meanwhile.
+      KLOG(ERROR) << "cannot open the store in --storage-dir=" << options.storage_dir << ": "
+                  << opened.status() << "; moving it aside (--storage-strict stops instead)";
+      absl::StatusOr<std::string> aside = storage::Store::MoveAside(options.StorageOptions());
+      if (aside.ok()) {
+        KLOG(WARNING) << "the damaged store is in " << *aside
+                      << " (delete it once inspected); starting with an empty store";
+        opened = storage::Store::Open(store_options);
+      } else {
+        KLOG(ERROR) << "cannot move the damaged store aside: " << aside.status();
+      }
+    }
+    if (!opened.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot open the store in --storage-dir=", options.storage_dir, ": ",
+          opened.status().ToString(),
+          "\n(move the directory aside or fix its permissions; kubestat will not start on a "
+          "database it cannot read)"));
+    }
+    store = *std::move(opened);
+    return absl::OkStatus();
+  }
+
+  // Ingest, recommendations, the query side (live state, snapshot, watch hub, publisher),
+  // health and the deletions discovery reports.
+  absl::Status MakeIngestAndQuery() {
+    const IngestOptions ingest_options = options.IngestionOptions();
+    workloads = std::make_unique<DiscoveryWorkloads>(discovery.get());
+    absl::StatusOr<std::unique_ptr<Ingestor>> made =
+        Ingestor::Create(ingest_options, store.get(), clock, workloads.get());
+    if (!made.ok()) return made.status();
+    ingestor = *std::move(made);
+
+    registry = std::make_shared<prometheus::Registry>();
+    store_metrics = std::make_unique<StoreSelfMetrics>(*registry);
+    labels = std::make_unique<DiscoveryLabels>(discovery.get());
+    recommender = std::make_unique<Recommender>(options.RecommendationOptions(), *ingestor, *store,
+                                                *workloads, *clock);
+    recommender_metrics = std::make_unique<RecommenderSelfMetrics>(*registry);
+    recommender->SetCacheObserver(
+        [metrics = recommender_metrics.get()](const RecommenderCacheStats& stats) {
+          metrics->Update(stats);
+        });
+    // Queries read a snapshot of the live state, published after every round and, paced, while
+    // a round scrapes.
+    live_state =
+        std::make_unique<AggregatorState>(ingestor.get(), labels.get(), node_resources.get());
+    snapshot = std::make_unique<SnapshotSource>(live_state.get());
+    hub = std::make_unique<WatchHub>(snapshot.get());
+    publisher = std::make_unique<ScrapePublisher>(options.scrape_dump, *clock, *ingestor, *store,
+                                                  *store_metrics, *snapshot, *hub,
+                                                  PublishPacer(options.publish_interval, 0.1));
+    AggregatorHealthOptions health_options;
+    health_options.kube_api_unready_after = options.kube_api_unready_after;
+    health_options.scrape_unready_rounds = static_cast<int>(options.scrape_unready_rounds);
+    health = std::make_unique<AggregatorHealth>(health_options, *discovery, store.get());
+    publisher->SetHealth(health.get());
+    if (!publisher->dump_ok()) {
+      return absl::InvalidArgumentError("--scrape-dump: cannot open " + options.scrape_dump);
+    }
+    deletions =
+        std::make_unique<DeletionListener>(ingestor.get(), snapshot.get(), node_resources.get());
+    discovery->AddListener(deletions.get());
+    return absl::OkStatus();
+  }
+
+  // The scraper (with the node agents after each kubelet) and the scheduler of rounds.
+  void MakeScraping() {
+    scraper = std::make_unique<scrapers::KubeletScraper>(*client, *clock);
+    scrapers::NodeScraper* node_scraper = scraper.get();
+    if (agent_client != nullptr) {
+      // Each node's agent is scraped in the node's task, after its kubelet.
+      agent_scraper = std::make_unique<NodeAgentScraper>(*scraper, *agent_client,
+                                                         static_cast<int>(options.node_agent_port),
+                                                         *node_resources, *clock, *registry);
+      node_scraper = agent_scraper.get();
+      KLOG(INFO) << "scraping the node agents on port " << options.node_agent_port
+                 << " beside the kubelets";
+    }
+    scheduler = std::make_unique<scrapers::ScrapeScheduler>(
+        options.SchedulingOptions(), [this] { return Targets(); }, *node_scraper, *publisher,
+        *clock, *registry);
+  }
+
+  // Who may read what (delegated reviews go to the API server each kubeconfig names), then
+  // REST, /metrics and health on --secure-port (and --port).
+  absl::Status StartRest() {
+    absl::StatusOr<std::unique_ptr<kube::DelegatedAccess>> delegated =
+        kube::DelegatedAccess::Create(options.serving, *clock, registry.get());
+    if (!delegated.ok()) return delegated.status();
+    access = *std::move(delegated);
+    ScrapePublisher* sink = publisher.get();
+    LivenessCheck liveness{[sink] { return sink->last_round_start(); }, options.metric_resolution};
+    rest = std::make_unique<RestServer>(
+        options.RestOptions(), *snapshot, *registry, *clock, std::move(liveness),
+        AccessControl{access->authenticator(), access->authorizer()});
+    health->AddChecks(rest->health());
+    rest->SetRecommender(recommender.get());
+    if (absl::Status s = rest->Start(); !s.ok()) {
+      return absl::UnavailableError("--listen-address/--secure-port/--port: " +
+                                    std::string(s.message()));
+    }
+    KLOG(INFO) << "serving REST, /metrics, /healthz, /livez and /readyz on " << rest->BaseUrl()
+               << (rest->insecure_port() > 0 ? " and " + rest->InsecureBaseUrl() : "");
+    RestServer* server = rest.get();
+    publisher->SetPublishedHook([server] {
+      // Health changes are logged and counted as they happen, not only when probed.
+      server->health().Observe();
+      const RestHandler::Prepared prepared = server->Prepare();
+      KVLOG(1) << "prepared for the new snapshot: node items " << prepared.node_items
+               << ", node list gzip " << prepared.nodes_gzip << ", pod list gzip "
+               << prepared.pods_gzip;
+    });
+    return absl::OkStatus();
+  }
+
+  // gRPC on --grpc-port.
+  absl::Status StartGrpc() {
+    AggregatorServiceOptions grpc_options;
+    grpc_options.windows = options.IngestionOptions().engine.windows;
+    // gRPC callers present a bearer token in the call's metadata; what they read is authorized
+    // as a list or watch of node or pod metrics.
+    grpc_options.access_check = GrpcAccess(access->authenticator(), access->authorizer());
+    grpc_service = std::make_unique<AggregatorService>(snapshot.get(), hub.get(), registry.get(),
+                                                       grpc_options, clock);
+    if (options.grpc_port > 0) {
+      grpc::ServerBuilder builder;
+      int selected_port = 0;
+      const std::string grpc_target = absl::StrCat(options.grpc_address, ":", options.grpc_port);
+      std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+      if (!options.grpc_tls_cert_file.empty()) {
+        absl::StatusOr<std::string> cert = ReadFile(options.grpc_tls_cert_file);
+        absl::StatusOr<std::string> key = ReadFile(options.grpc_tls_private_key_file);
+        if (!cert.ok() || !key.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--grpc-tls-cert-file/--grpc-tls-private-key-file: ",
+                           (cert.ok() ? key.status() : cert.status()).message()));
+        }
+        grpc::SslServerCredentialsOptions ssl;
+        ssl.pem_key_cert_pairs.push_back({*key, *cert});
+        credentials = grpc::SslServerCredentials(ssl);
+      }
+      builder.AddListeningPort(grpc_target, credentials, &selected_port);
+      builder.RegisterService(grpc_service.get());
+      grpc_server = builder.BuildAndStart();
+      if (!grpc_server || selected_port == 0) {
+        return absl::UnavailableError("--grpc-address/--grpc-port: cannot listen on " +
+                                      grpc_target);
+      }
+      KLOG(INFO) << "serving gRPC kubestat.v1.Aggregator on " << grpc_target;
+    }
+    return absl::OkStatus();
+  }
 };
 
 absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorOptions& options,
@@ -211,232 +469,13 @@ absl::StatusOr<std::unique_ptr<Aggregator>> Aggregator::Create(const AggregatorO
   p->clock = &clock;
   p->address_options = options.AddressOptions();
   scrapers::KubeletClientOptions client_options = options.ClientOptions();
-
-  // Discovery: a static list, a kubeconfig, or the in-cluster service account.
-  if (!options.static_nodes.empty()) {
-    absl::StatusOr<std::vector<discovery::NodeInfo>> nodes =
-        discovery::ParseStaticNodes(options.static_nodes);
-    if (!nodes.ok()) return nodes.status();
-    // The port written in --static-nodes is the node's own kubelet port.
-    p->address_options.use_node_status_port = true;
-    p->discovery = std::make_unique<discovery::StaticDiscovery>(*std::move(nodes));
-  } else {
-    absl::StatusOr<kube::KubeApiConfig> api =
-        options.kubeconfig.empty()
-            ? kube::InClusterConfig()
-            : kube::LoadKubeconfig(options.kubeconfig, options.kubeconfig_context);
-    if (!api.ok()) return api.status();
-    if (options.kubeconfig.empty() && client_options.token_file.empty()) {
-      client_options.token_file = api->token_file;  // in cluster, kubelets accept the same token
-    }
-    absl::StatusOr<std::unique_ptr<discovery::KubeApiDiscovery>> kube =
-        discovery::KubeApiDiscovery::Create(*std::move(api), discovery::KubeApiDiscoveryOptions(),
-                                            clock);
-    if (!kube.ok()) return kube.status();
-    p->discovery = *std::move(kube);
-  }
-  absl::StatusOr<std::unique_ptr<scrapers::KubeletClient>> client =
-      scrapers::KubeletClient::Create(client_options);
-  if (!client.ok()) return client.status();
-  p->client = *std::move(client);
-  if (options.node_agent_port > 0) {
-    scrapers::KubeletClientOptions agent_options = options.NodeAgentClientOptions();
-    // The aggregator's identity, as the kubelets get it (in cluster: the service account).
-    if (agent_options.token_file.empty()) agent_options.token_file = client_options.token_file;
-    absl::StatusOr<std::unique_ptr<scrapers::KubeletClient>> agents =
-        scrapers::KubeletClient::Create(agent_options, clock);
-    if (!agents.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--node-agent-*: ", agents.status().message()));
-    }
-    p->agent_client = *std::move(agents);
-    p->node_resources = std::make_unique<NodeResourcesStore>();
-  }
-
-  // Storage and windows.
-  storage::StoreOptions store_options = options.StorageOptions();
-  // Damage read while running is salvaged as at start (with --storage-strict, it waits for
-  // the next start, which stops on it).
-  store_options.salvage_when_damaged = !options.storage_strict;
-  store_options.on_salvage = &Parts::ReportSalvage;
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_options);
-  if (absl::IsDataLoss(store.status()) && !options.storage_strict) {
-    // A database RocksDB cannot open (a damaged MANIFEST, a missing table file): kept for
-    // inspection, and an empty one serves meanwhile.
-    KLOG(ERROR) << "cannot open the store in --storage-dir=" << options.storage_dir << ": "
-                << store.status() << "; moving it aside (--storage-strict stops instead)";
-    absl::StatusOr<std::string> aside = storage::Store::MoveAside(options.StorageOptions());
-    if (aside.ok()) {
-      KLOG(WARNING) << "the damaged store is in " << *aside
-                    << " (delete it once inspected); starting with an empty store";
-      store = storage::Store::Open(store_options);
-    } else {
-      KLOG(ERROR) << "cannot move the damaged store aside: " << aside.status();
-    }
-  }
-  if (!store.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot open the store in --storage-dir=", options.storage_dir, ": ",
-        store.status().ToString(),
-        "\n(move the directory aside or fix its permissions; kubestat will not start on a "
-        "database it cannot read)"));
-  }
-  p->store = *std::move(store);
-  const IngestOptions ingest_options = options.IngestionOptions();
-  p->workloads = std::make_unique<DiscoveryWorkloads>(p->discovery.get());
-  absl::StatusOr<std::unique_ptr<Ingestor>> ingestor =
-      Ingestor::Create(ingest_options, p->store.get(), &clock, p->workloads.get());
-  if (!ingestor.ok()) return ingestor.status();
-  p->ingestor = *std::move(ingestor);
-
-  p->registry = std::make_shared<prometheus::Registry>();
-  p->store_metrics = std::make_unique<StoreSelfMetrics>(*p->registry);
-  p->labels = std::make_unique<DiscoveryLabels>(p->discovery.get());
-  p->recommender = std::make_unique<Recommender>(options.RecommendationOptions(), *p->ingestor,
-                                                 *p->store, *p->workloads, clock);
-  p->recommender_metrics = std::make_unique<RecommenderSelfMetrics>(*p->registry);
-  p->recommender->SetCacheObserver(
-      [metrics = p->recommender_metrics.get()](const RecommenderCacheStats& stats) {
-        metrics->Update(stats);
-      });
-  // Queries read a snapshot of the live state, published after every round and, paced, while
-  // a round scrapes.
-  p->live_state = std::make_unique<AggregatorState>(p->ingestor.get(), p->labels.get(),
-                                                    p->node_resources.get());
-  p->snapshot = std::make_unique<SnapshotSource>(p->live_state.get());
-  p->hub = std::make_unique<WatchHub>(p->snapshot.get());
-  p->publisher = std::make_unique<ScrapePublisher>(
-      options.scrape_dump, clock, *p->ingestor, *p->store, *p->store_metrics, *p->snapshot, *p->hub,
-      PublishPacer(options.publish_interval, 0.1));
-  AggregatorHealthOptions health_options;
-  health_options.kube_api_unready_after = options.kube_api_unready_after;
-  health_options.scrape_unready_rounds = static_cast<int>(options.scrape_unready_rounds);
-  p->health = std::make_unique<AggregatorHealth>(health_options, *p->discovery, p->store.get());
-  p->publisher->SetHealth(p->health.get());
-  if (!p->publisher->dump_ok()) {
-    return absl::InvalidArgumentError("--scrape-dump: cannot open " + options.scrape_dump);
-  }
-  p->deletions = std::make_unique<DeletionListener>(p->ingestor.get(), p->snapshot.get(),
-                                                    p->node_resources.get());
-  p->discovery->AddListener(p->deletions.get());
-
-  p->scraper = std::make_unique<scrapers::KubeletScraper>(*p->client, clock);
-  scrapers::NodeScraper* node_scraper = p->scraper.get();
-  if (p->agent_client != nullptr) {
-    // Each node's agent is scraped in the node's task, after its kubelet.
-    p->agent_scraper = std::make_unique<NodeAgentScraper>(*p->scraper, *p->agent_client,
-                                                          static_cast<int>(options.node_agent_port),
-                                                          *p->node_resources, clock, *p->registry);
-    node_scraper = p->agent_scraper.get();
-    KLOG(INFO) << "scraping the node agents on port " << options.node_agent_port
-               << " beside the kubelets";
-  }
-  Parts* parts = p.get();
-  p->scheduler = std::make_unique<scrapers::ScrapeScheduler>(
-      options.SchedulingOptions(), [parts] { return parts->Targets(); }, *node_scraper,
-      *p->publisher, clock, *p->registry);
-
-  // Who may read what (delegated reviews go to the API server each kubeconfig names), then
-  // REST, /metrics and health on --secure-port (and --port).
-  absl::StatusOr<std::unique_ptr<kube::DelegatedAccess>> access =
-      kube::DelegatedAccess::Create(options.serving, clock, p->registry.get());
-  if (!access.ok()) return access.status();
-  p->access = *std::move(access);
-  ScrapePublisher* publisher = p->publisher.get();
-  LivenessCheck liveness{[publisher] { return publisher->last_round_start(); },
-                         options.metric_resolution};
-  p->rest = std::make_unique<RestServer>(
-      options.RestOptions(), *p->snapshot, *p->registry, clock, std::move(liveness),
-      AccessControl{p->access->authenticator(), p->access->authorizer()});
-  p->health->AddChecks(p->rest->health());
-  p->rest->SetRecommender(p->recommender.get());
-  if (absl::Status s = p->rest->Start(); !s.ok()) {
-    return absl::UnavailableError("--listen-address/--secure-port/--port: " +
-                                  std::string(s.message()));
-  }
-  KLOG(INFO) << "serving REST, /metrics, /healthz, /livez and /readyz on " << p->rest->BaseUrl()
-             << (p->rest->insecure_port() > 0 ? " and " + p->rest->InsecureBaseUrl() : "");
-  RestServer* rest = p->rest.get();
-  p->publisher->SetPublishedHook([rest] {
-    // Health changes are logged and counted as they happen, not only when probed.
-    rest->health().Observe();
-    const RestHandler::Prepared prepared = rest->Prepare();
-    KVLOG(1) << "prepared for the new snapshot: node items " << prepared.node_items
-             << ", node list gzip " << prepared.nodes_gzip << ", pod list gzip "
-             << prepared.pods_gzip;
-  });
-
-  // gRPC on --grpc-port.
-  AggregatorServiceOptions grpc_options;
-  grpc_options.windows = ingest_options.engine.windows;
-  // gRPC callers present a bearer token in the call's metadata; what they read is authorized
-  // as a list or watch of node or pod metrics.
-  kube::Authenticator* grpc_authenticator = p->access->authenticator();
-  kube::Authorizer* grpc_authorizer = p->access->authorizer();
-  grpc_options.access_check = [grpc_authenticator, grpc_authorizer](
-                                  const grpc::ServerContext& context,
-                                  const GrpcAccessRequest& call) -> grpc::Status {
-    kube::HeaderList headers;
-    const auto& metadata = context.client_metadata();
-    for (auto it = metadata.find("authorization");
-         it != metadata.end() && it->first == "authorization"; ++it) {
-      headers.Add("Authorization", std::string(it->second.data(), it->second.size()));
-    }
-    const kube::AuthenticationResult identity =
-        grpc_authenticator->Authenticate(kube::RequestCredentials{headers, nullptr});
-    if (!identity.authenticated()) {
-      KVLOG(1) << "gRPC " << context.peer() << ": unauthenticated ("
-               << kube::AuthenticationOutcomeName(identity.outcome) << ": " << identity.reason
-               << ")";
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "Unauthorized");
-    }
-    kube::RequestAttributes attributes;
-    attributes.resource_request = true;
-    attributes.verb = std::string(call.verb);
-    attributes.api_group = "metrics.k8s.io";
-    attributes.api_version = "v1beta1";
-    attributes.resource = std::string(call.resource);
-    attributes.namespace_name = std::string(call.namespace_name);
-    attributes.path = absl::StrCat("/apis/metrics.k8s.io/v1beta1/",
-                                   call.namespace_name.empty() ? "" : "namespaces/",
-                                   AbslView(call.namespace_name),
-                                   call.namespace_name.empty() ? "" : "/", AbslView(call.resource));
-    const kube::AuthorizationResult decision =
-        grpc_authorizer->Authorize(identity.user, attributes);
-    if (!decision.allowed) {
-      return grpc::Status(
-          grpc::StatusCode::PERMISSION_DENIED,
-          kube::ForbiddenError(identity.user, attributes, decision.reason).message());
-    }
-    return grpc::Status::OK;
-  };
-  p->grpc_service = std::make_unique<AggregatorService>(p->snapshot.get(), p->hub.get(),
-                                                        p->registry.get(), grpc_options, &clock);
-  if (options.grpc_port > 0) {
-    grpc::ServerBuilder builder;
-    int selected_port = 0;
-    const std::string grpc_target = absl::StrCat(options.grpc_address, ":", options.grpc_port);
-    std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-    if (!options.grpc_tls_cert_file.empty()) {
-      absl::StatusOr<std::string> cert = ReadFile(options.grpc_tls_cert_file);
-      absl::StatusOr<std::string> key = ReadFile(options.grpc_tls_private_key_file);
-      if (!cert.ok() || !key.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--grpc-tls-cert-file/--grpc-tls-private-key-file: ",
-                         (cert.ok() ? key.status() : cert.status()).message()));
-      }
-      grpc::SslServerCredentialsOptions ssl;
-      ssl.pem_key_cert_pairs.push_back({*key, *cert});
-      credentials = grpc::SslServerCredentials(ssl);
-    }
-    builder.AddListeningPort(grpc_target, credentials, &selected_port);
-    builder.RegisterService(p->grpc_service.get());
-    p->grpc_server = builder.BuildAndStart();
-    if (!p->grpc_server || selected_port == 0) {
-      return absl::UnavailableError("--grpc-address/--grpc-port: cannot listen on " + grpc_target);
-    }
-    KLOG(INFO) << "serving gRPC kubestat.v1.Aggregator on " << grpc_target;
-  }
+  if (absl::Status s = p->MakeDiscovery(client_options); !s.ok()) return s;
+  if (absl::Status s = p->MakeClients(client_options); !s.ok()) return s;
+  if (absl::Status s = p->OpenStore(); !s.ok()) return s;
+  if (absl::Status s = p->MakeIngestAndQuery(); !s.ok()) return s;
+  p->MakeScraping();
+  if (absl::Status s = p->StartRest(); !s.ok()) return s;
+  if (absl::Status s = p->StartGrpc(); !s.ok()) return s;
   return std::unique_ptr<Aggregator>(new Aggregator(std::move(p)));
 }
 
