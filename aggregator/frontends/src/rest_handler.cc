@@ -167,6 +167,10 @@ RestResponse TextResponse(int code, std::string body) {
   return response;
 }
 
+}  // namespace
+
+namespace internal {
+
 // A request for metric objects, after routing.
 struct MetricsRequest {
   GroupVersion api;
@@ -176,6 +180,12 @@ struct MetricsRequest {
   std::string name;            // the object of a GET; empty for lists
   std::string_view route;
 };
+
+}  // namespace internal
+
+namespace {
+
+using internal::MetricsRequest;
 
 // Routes the segments after /apis/{group}/{version}; std::nullopt for an unknown path.
 std::optional<MetricsRequest> RouteMetrics(GroupVersion api, std::vector<std::string>& rest) {
@@ -471,50 +481,32 @@ std::optional<RestResponse> RestHandler::HandleRecommendations(
   return answer(JsonResponse(limits::RenderRecommendationList(*list, indent)));
 }
 
+namespace {
+
+RestResponse MethodNotAllowedAt(std::string_view route) {
+  RestResponse response =
+      ErrorResponse(ApiError(405, StatusReason::kMethodNotAllowed,
+                             "the server does not allow this method on the requested resource"));
+  response.route = route;
+  return response;
+}
+
+// A discovery document, which does not depend on the source.
+template <typename Render>
+RestResponse Document(const RestRequest& request, std::string_view route, Render render) {
+  if (request.method != "GET") return MethodNotAllowedAt(route);
+  const int indent = PrettyRequested(ParseQueryString(request.query)) ? 2 : 0;
+  RestResponse response = JsonResponse(render(indent));
+  response.route = route;
+  return response;
+}
+
+}  // namespace
+
 RestResponse RestHandler::Dispatch(const RestRequest& request,
                                    std::string_view* matched_route) const {
   std::vector<std::string> segments = SplitPath(request.path);
-  const bool is_get = request.method == "GET";
-  const auto method_not_allowed = [](std::string_view route) {
-    RestResponse response =
-        ErrorResponse(ApiError(405, StatusReason::kMethodNotAllowed,
-                               "the server does not allow this method on the requested resource"));
-    response.route = route;
-    return response;
-  };
-  // Documents that do not depend on the source: discovery.
-  const auto document = [&](std::string_view route, auto render) {
-    if (!is_get) return method_not_allowed(route);
-    const int indent = PrettyRequested(ParseQueryString(request.query)) ? 2 : 0;
-    RestResponse response = JsonResponse(render(indent));
-    response.route = route;
-    return response;
-  };
-
-  if (segments.size() == 1) {
-    const std::string& first = segments[0];
-    if (first == "api") {
-      return document("/api", [](int indent) { return RenderApiVersions(indent); });
-    }
-    if (first == "apis") {
-      return document("/apis", [](int indent) { return RenderApiGroupList(indent); });
-    }
-    if (first == "healthz" || first == "livez" || first == "readyz") {
-      const std::string_view route =
-          first == "healthz" ? "/healthz" : (first == "livez" ? "/livez" : "/readyz");
-      if (!is_get) return method_not_allowed(route);
-      RestResponse response = TextResponse(200, "ok");
-      if (first != "healthz") {
-        const http::HealthAnswer answer = health_.Answer(
-            first == "livez" ? http::HealthEndpoint::kLivez : http::HealthEndpoint::kReadyz,
-            request.query);
-        response = TextResponse(answer.code, answer.body);
-      }
-      response.route = route;
-      return response;
-    }
-    return NotFoundPath();
-  }
+  if (segments.size() == 1) return ServeTopLevel(request, segments[0]);
   if (segments.size() < 2 || segments[0] != "apis") return NotFoundPath();
 
   // The group's preferred version, until the path names one.
@@ -527,17 +519,17 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
     return NotFoundPath();
   }
   if (segments.size() == 2) {
-    return document(RoutesOf(api).group, [api](int indent) { return RenderApiGroup(api, indent); });
+    return Document(request, RoutesOf(api).group,
+                    [api](int indent) { return RenderApiGroup(api, indent); });
   }
   const std::span<const GroupVersion> versions = GroupVersions(api);
   const auto version = std::find_if(versions.begin(), versions.end(),
                                     [&](GroupVersion v) { return segments[2] == VersionName(v); });
   if (version == versions.end()) return NotFoundPath();
   api = *version;
-  const ApiRoutes& routes = RoutesOf(api);
   if (segments.size() == 3) {
     const bool recommendations = api == GroupVersion::kV1alpha1 && recommender_ != nullptr;
-    return document(routes.resource_list, [api, recommendations](int indent) {
+    return Document(request, RoutesOf(api).resource_list, [api, recommendations](int indent) {
       return RenderApiResourceList(api, indent, metrics_api::kReadVerbs, recommendations);
     });
   }
@@ -553,38 +545,56 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   std::optional<MetricsRequest> metrics = RouteMetrics(api, rest);
   if (!metrics) return NotFoundPath();
   *matched_route = metrics->route;
+  RestResponse response = ServeMetrics(request, *metrics);
+  response.route = metrics->route;
+  return response;
+}
 
-  const std::string_view group = GroupName(api);
-  const std::string_view resource = ResourceName(metrics->resource);
-  RestResponse response;
-  if (!is_get) {
-    response = ErrorResponse(
-        ApiError::MethodNotAllowed(group, resource, VerbOf(request.method, metrics->collection)));
-    response.route = metrics->route;
+RestResponse RestHandler::ServeTopLevel(const RestRequest& request, std::string_view first) const {
+  if (first == "api") {
+    return Document(request, "/api", [](int indent) { return RenderApiVersions(indent); });
+  }
+  if (first == "apis") {
+    return Document(request, "/apis", [](int indent) { return RenderApiGroupList(indent); });
+  }
+  if (first == "healthz" || first == "livez" || first == "readyz") {
+    const std::string_view route =
+        first == "healthz" ? "/healthz" : (first == "livez" ? "/livez" : "/readyz");
+    if (request.method != "GET") return MethodNotAllowedAt(route);
+    RestResponse response = TextResponse(200, "ok");
+    if (first != "healthz") {
+      const http::HealthAnswer answer = health_.Answer(
+          first == "livez" ? http::HealthEndpoint::kLivez : http::HealthEndpoint::kReadyz,
+          request.query);
+      response = TextResponse(answer.code, answer.body);
+    }
+    response.route = route;
     return response;
+  }
+  return NotFoundPath();
+}
+
+RestResponse RestHandler::ServeMetrics(const RestRequest& request,
+                                       const MetricsRequest& metrics) const {
+  const GroupVersion api = metrics.api;
+  if (request.method != "GET") {
+    return ErrorResponse(ApiError::MethodNotAllowed(GroupName(api), ResourceName(metrics.resource),
+                                                    VerbOf(request.method, metrics.collection)));
   }
   const QueryParams params = ParseQueryString(request.query);
   const int indent = PrettyRequested(params) ? 2 : 0;
   const std::optional<Encoding> encoding = NegotiateEncoding(request.accept, HasProtobuf(api));
-  if (!encoding) {
-    response = ErrorResponse(metrics_api::NotAcceptable(HasProtobuf(api)), indent);
-    response.route = metrics->route;
-    return response;
-  }
+  if (!encoding) return ErrorResponse(metrics_api::NotAcceptable(HasProtobuf(api)), indent);
   if (!source_.Ready()) {
-    response = ErrorResponse(
+    return ErrorResponse(
         ApiError::ServiceUnavailable("the metrics are not available yet: the aggregator is "
                                      "starting (store rebuild or discovery sync in progress)"),
         indent);
-    response.route = metrics->route;
-    return response;
   }
   absl::StatusOr<ListQuery> query =
-      ParseListQuery(params, metrics->resource, metrics->namespace_name);
+      ParseListQuery(params, metrics.resource, metrics.namespace_name);
   if (!query.ok()) {
-    response = ErrorResponse(ApiError::BadRequest(std::string(query.status().message())), indent);
-    response.route = metrics->route;
-    return response;
+    return ErrorResponse(ApiError::BadRequest(std::string(query.status().message())), indent);
   }
   const RenderContext ctx{api, clock_.Now(), indent};
   if (metrics_max_age_ > Duration::zero() && metrics_api::IsMetricsK8sIo(api)) {
@@ -592,63 +602,79 @@ RestResponse RestHandler::Dispatch(const RestRequest& request,
   }
   // A whole metrics/v1alpha1 list depends on the snapshot alone, so its gzip form is kept.
   const bool whole_list_gzip = api == GroupVersion::kV1alpha1 && indent == 0 &&
-                               metrics->collection && query->SelectsAll() && request.accepts_gzip &&
+                               metrics.collection && query->SelectsAll() && request.accepts_gzip &&
                                compression_.enabled;
+  return metrics.resource == ApiResource::kNodes
+             ? ServeNodes(metrics, *query, ctx, *encoding, whole_list_gzip)
+             : ServePods(metrics, *query, ctx, *encoding, whole_list_gzip);
+}
 
-  std::optional<std::string> body;
-  if (metrics->resource == ApiResource::kNodes) {
-    if (metrics->collection) {
-      const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
-      const std::span<const std::shared_ptr<const metrics_api::NodeMetrics>> nodes(cut->nodes);
-      if (api == GroupVersion::kV1alpha1 && indent == 0) {
-        // Every window of every node: rendered once per snapshot, then copied.
-        const std::shared_ptr<SnapshotCache> cache = CacheOf(cut);
-        node_items_asked_.store(ctx.now, std::memory_order_relaxed);
-        if (whole_list_gzip) {
-          nodes_gzip_asked_.store(ctx.now, std::memory_order_relaxed);
-          const std::shared_ptr<const std::string> packed = WholeNodeListGzip(cache, ctx.now);
-          if (!packed->empty()) response = GzipJsonResponse(*packed);
-        }
-        if (response.content_encoding.empty()) {
-          body = RenderNodeList(nodes, *NodeItems(cache, ctx.now), Select(*query, api, nodes), ctx);
-        }
-      } else if (*encoding == Encoding::kProtobuf) {
-        body = RenderNodeListProtobuf(nodes, *query, ctx);
-      } else {
-        body = RenderNodeList(nodes, *query, ctx);
-      }
-    } else if (std::optional<metrics_api::NodeMetrics> node = source_.GetNode(metrics->name);
-               node && Fresh(api, *node, query->fresh_since)) {
-      body = *encoding == Encoding::kProtobuf ? RenderNodeProtobuf(*node, ctx)
-                                              : RenderNode(*node, ctx);
-    }
-  } else {
-    if (metrics->collection) {
-      const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
-      if (whole_list_gzip) {
-        pods_gzip_asked_.store(ctx.now, std::memory_order_relaxed);
-        const std::shared_ptr<const std::string> packed = WholePodListGzip(CacheOf(cut), ctx.now);
-        if (!packed->empty()) response = GzipJsonResponse(*packed);
-      }
-      if (response.content_encoding.empty()) {
-        body = RenderPods(*cut, *query, ctx, *encoding);
-      }
-    } else if (std::optional<metrics_api::PodMetrics> pod =
-                   source_.GetPod(metrics->namespace_name, metrics->name);
-               pod && Fresh(api, *pod, query->fresh_since)) {
-      body = *encoding == Encoding::kProtobuf ? RenderPodProtobuf(*pod, ctx) : RenderPod(*pod, ctx);
-    }
+namespace {
+
+// The answer of `body` in `encoding`, or NotFound when there is none.
+RestResponse BodyOrNotFound(std::optional<std::string> body, Encoding encoding,
+                            const MetricsRequest& metrics, int indent) {
+  if (!body) {
+    return ErrorResponse(
+        ApiError::NotFound(GroupName(metrics.api), ResourceName(metrics.resource), metrics.name),
+        indent);
   }
-  if (response.content_encoding.empty()) {  // else it holds the kept gzip form of a whole list
-    if (body) {
-      response = JsonResponse(*std::move(body));
-      response.content_type = metrics_api::ContentType(*encoding);
-    } else {
-      response = ErrorResponse(ApiError::NotFound(group, resource, metrics->name), indent);
-    }
-  }
-  response.route = metrics->route;
+  RestResponse response = JsonResponse(*std::move(body));
+  response.content_type = metrics_api::ContentType(encoding);
   return response;
+}
+
+}  // namespace
+
+RestResponse RestHandler::ServeNodes(const MetricsRequest& metrics, const ListQuery& query,
+                                     const RenderContext& ctx, Encoding encoding,
+                                     bool whole_list_gzip) const {
+  const GroupVersion api = metrics.api;
+  std::optional<std::string> body;
+  if (metrics.collection) {
+    const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
+    const std::span<const std::shared_ptr<const metrics_api::NodeMetrics>> nodes(cut->nodes);
+    if (api == GroupVersion::kV1alpha1 && ctx.indent == 0) {
+      // Every window of every node: rendered once per snapshot, then copied.
+      const std::shared_ptr<SnapshotCache> cache = CacheOf(cut);
+      node_items_asked_.store(ctx.now, std::memory_order_relaxed);
+      if (whole_list_gzip) {
+        nodes_gzip_asked_.store(ctx.now, std::memory_order_relaxed);
+        const std::shared_ptr<const std::string> packed = WholeNodeListGzip(cache, ctx.now);
+        if (!packed->empty()) return GzipJsonResponse(*packed);
+      }
+      body = RenderNodeList(nodes, *NodeItems(cache, ctx.now), Select(query, api, nodes), ctx);
+    } else if (encoding == Encoding::kProtobuf) {
+      body = RenderNodeListProtobuf(nodes, query, ctx);
+    } else {
+      body = RenderNodeList(nodes, query, ctx);
+    }
+  } else if (std::optional<metrics_api::NodeMetrics> node = source_.GetNode(metrics.name);
+             node && Fresh(api, *node, query.fresh_since)) {
+    body =
+        encoding == Encoding::kProtobuf ? RenderNodeProtobuf(*node, ctx) : RenderNode(*node, ctx);
+  }
+  return BodyOrNotFound(std::move(body), encoding, metrics, ctx.indent);
+}
+
+RestResponse RestHandler::ServePods(const MetricsRequest& metrics, const ListQuery& query,
+                                    const RenderContext& ctx, Encoding encoding,
+                                    bool whole_list_gzip) const {
+  std::optional<std::string> body;
+  if (metrics.collection) {
+    const std::shared_ptr<const MetricsSnapshot> cut = source_.Snapshot();
+    if (whole_list_gzip) {
+      pods_gzip_asked_.store(ctx.now, std::memory_order_relaxed);
+      const std::shared_ptr<const std::string> packed = WholePodListGzip(CacheOf(cut), ctx.now);
+      if (!packed->empty()) return GzipJsonResponse(*packed);
+    }
+    body = RenderPods(*cut, query, ctx, encoding);
+  } else if (std::optional<metrics_api::PodMetrics> pod =
+                 source_.GetPod(metrics.namespace_name, metrics.name);
+             pod && Fresh(metrics.api, *pod, query.fresh_since)) {
+    body = encoding == Encoding::kProtobuf ? RenderPodProtobuf(*pod, ctx) : RenderPod(*pod, ctx);
+  }
+  return BodyOrNotFound(std::move(body), encoding, metrics, ctx.indent);
 }
 
 }  // namespace kubestat::aggregator

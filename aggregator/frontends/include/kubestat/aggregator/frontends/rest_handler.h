@@ -84,6 +84,9 @@
 #include "kubestat/core/clock.h"
 #include "kubestat/core/time.h"
 #include "kubestat/http/health_checks.h"
+#include "kubestat/metrics_api/encoding.h"
+#include "kubestat/metrics_api/query.h"
+#include "kubestat/metrics_api/render.h"
 
 namespace kubestat::aggregator {
 
@@ -148,6 +151,10 @@ void CompressResponse(const ResponseCompression& compression, bool accepts_gzip,
 // node is scraped at all, everything leaves within twice max_age.
 Timestamp FreshSince(Timestamp newest_usage, Timestamp now, Duration max_age);
 
+namespace internal {
+struct MetricsRequest;
+}  // namespace internal
+
 class RestHandler {
  public:
   // metrics.k8s.io leaves out (lists) and answers NotFound for (gets) the objects whose
@@ -188,6 +195,21 @@ class RestHandler {
                                                     std::vector<std::string>& rest) const;
   // Sets *matched_route as soon as the path matched a metric route (for errors thrown later).
   RestResponse Dispatch(const RestRequest& request, std::string_view* matched_route) const;
+  // /api, /apis and the health endpoints (`first`: the path's one segment).
+  RestResponse ServeTopLevel(const RestRequest& request, std::string_view first) const;
+  // A routed request for metric objects (internal::MetricsRequest, rest_handler.cc): checked
+  // (method, Accept, readiness, query), then the nodes' or the pods' answer.
+  RestResponse ServeMetrics(const RestRequest& request,
+                            const internal::MetricsRequest& metrics) const;
+  // The answer of a GET of nodes or node, pods or pod; NotFound for an object not served.
+  // `whole_list_gzip`: the request may take the kept gzip form of a whole list.
+  RestResponse ServeNodes(const internal::MetricsRequest& metrics,
+                          const metrics_api::ListQuery& query,
+                          const metrics_api::RenderContext& ctx, metrics_api::Encoding encoding,
+                          bool whole_list_gzip) const;
+  RestResponse ServePods(const internal::MetricsRequest& metrics,
+                         const metrics_api::ListQuery& query, const metrics_api::RenderContext& ctx,
+                         metrics_api::Encoding encoding, bool whole_list_gzip) const;
 
   // What is derived from one snapshot alone, each part made once, by Prepare() or the
   // first request that needs it (others wait for it rather than repeat it).
