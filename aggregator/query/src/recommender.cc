@@ -260,16 +260,11 @@ RecommenderCacheStats Recommender::CacheStats() const {
   return cache_->Stats();
 }
 
-absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view namespace_name,
-                                                              const RecommendationFilter& filter,
-                                                              RecommenderCost* cost) const {
-  RecommenderCost scratch_cost;
-  if (cost == nullptr) cost = &scratch_cost;
-  // 1. The workloads of the pods discovery lists.
-  const std::vector<discovery::PodInfo> pods = workloads_.Pods(namespace_name);
-  if (!namespace_name.empty() && pods.empty()) {
-    return absl::NotFoundError(StrCat("namespace ", namespace_name, " has no pods"));
-  }
+namespace {
+
+// The workloads of a list: each (namespace, workload) with its pods' containers, and where
+// each pod's containers go in it.
+struct WorkloadGroups {
   std::map<std::pair<std::string, Workload>, WorkloadGroup> groups;
   // (namespace, pod) -> the pod's group and its containers' indexes in it.
   struct PodPlace {
@@ -277,87 +272,104 @@ absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view n
     std::map<std::string, size_t, std::less<>> container_index;
   };
   std::map<std::pair<std::string, std::string>, PodPlace, std::less<>> places;
+};
+
+// Step 1: the workloads of the pods discovery lists; a group is selected when one of its pods
+// matches the filter's label selector.
+WorkloadGroups GroupByWorkload(const std::vector<discovery::PodInfo>& pods,
+                               const RecommendationFilter& filter) {
+  WorkloadGroups out;
   for (const discovery::PodInfo& pod : pods) {
     Workload workload = limits::WorkloadOf(pod.name, pod.owner_kind, pod.owner_name, pod.labels);
-    WorkloadGroup& group = groups[{pod.namespace_name, workload}];
+    WorkloadGroup& group = out.groups[{pod.namespace_name, workload}];
     group.namespace_name = pod.namespace_name;
     group.workload = std::move(workload);
     ++group.pods;
     if (filter.pods.Matches(pod.labels)) group.selected = true;
-    PodPlace& place = places[{pod.namespace_name, pod.name}];
+    WorkloadGroups::PodPlace& place = out.places[{pod.namespace_name, pod.name}];
     place.group = &group;
     for (const limits::ContainerResources& c : pod.containers) {
       place.container_index[c.name] = group.ContainerIndex(c);
     }
   }
+  return out;
+}
 
-  // 2. Where the history of each workload container goes (its owner, workload_history.h),
-  //    and the live container series of its pods, by node, for the newest samples.
+// Where each selected workload container's usage is gathered: its history's owner key
+// (workload_history.h) and, by node, the live container series of its pods.
+struct UsageTargets {
   std::map<std::string, UsageAccumulator*, std::less<>> owners;
-  for (auto& entry : groups) {
+  std::map<storage::NodeId, std::unordered_map<storage::SeriesId, UsageAccumulator*>> by_node;
+};
+
+// Step 2.
+UsageTargets TargetsOf(WorkloadGroups& workloads, const std::vector<StoredSeries>& series) {
+  UsageTargets out;
+  for (auto& entry : workloads.groups) {
     WorkloadGroup& group = entry.second;
     if (!group.selected) continue;
     for (size_t i = 0; i < group.containers.size(); ++i) {
       for (windows::Resource r : {windows::Resource::kCpu, windows::Resource::kMemory}) {
-        owners[HistoryOwner(group.namespace_name, group.workload, group.containers[i].name, r)] =
-            &group.usage[i][LimitsResource(r)];
+        out.owners[HistoryOwner(group.namespace_name, group.workload, group.containers[i].name,
+                                r)] = &group.usage[i][LimitsResource(r)];
       }
     }
   }
-  std::map<storage::NodeId, std::unordered_map<storage::SeriesId, UsageAccumulator*>> by_node;
-  for (const StoredSeries& s : ingestor_.ContainerSeries(namespace_name)) {
-    auto place = places.find(std::make_pair(s.key.pod_namespace, s.key.pod));
-    if (place == places.end() || !place->second.group->selected) continue;
+  for (const StoredSeries& s : series) {
+    auto place = workloads.places.find(std::make_pair(s.key.pod_namespace, s.key.pod));
+    if (place == workloads.places.end() || !place->second.group->selected) continue;
     auto index = place->second.container_index.find(s.key.container);
     if (index == place->second.container_index.end()) continue;
-    by_node[s.node][s.id] =
+    out.by_node[s.node][s.id] =
         &place->second.group->usage[index->second][LimitsResource(s.key.resource)];
   }
+  return out;
+}
 
-  // 3. Read: the histograms of the closed buckets before the previous one, of every pod the
-  //    workloads had (gone ones too), then the samples since of the live series.
-  const Timestamp now = clock_.Now();
-  const Duration width = ingestor_.engine_options().rollup_width;
-  const Timestamp current = now - Duration(now.time_since_epoch().count() % width.count());
-  const Timestamp cut = current - width;
-  if (absl::Status s = ReadClosedHistory(store_, *cache_, width, namespace_name,
-                                         now - options_.history, cut - Duration(1), owners, cost);
-      !s.ok()) {
-    return s;
-  }
-  // The previous bucket is complete once the current one has started: its samples are read
-  // once and cached per owner (under the owner's key and a 0x01), the current bucket's every
-  // time.
-  struct PreviousBucket {
-    std::string key;
-    ClosedHistory part;
-    bool read = false;  // not cached: read from the samples
-  };
-  std::unordered_map<const UsageAccumulator*, PreviousBucket> previous;
-  {
-    std::lock_guard<std::mutex> lock(cache_->mu);
-    for (const auto& entry : owners) {
-      PreviousBucket& p = previous[entry.second];
-      p.key = entry.first + '\x01';
-      const ClosedHistory* cached = cache_->Find(p.key);
-      if (cached != nullptr && cached->first == cut) {
-        p.part = *cached;
-      } else {
-        p.part.first = cut;
-        p.part.through = current - Duration(1);
-        p.read = true;
-      }
+// The previous bucket of each owner, complete once the current one has started: read from the
+// samples once and cached per owner (under the owner's key and a 0x01).
+struct PreviousBucket {
+  std::string key;
+  ClosedHistory part;
+  bool read = false;  // not cached: read from the samples
+};
+using PreviousBuckets = std::unordered_map<const UsageAccumulator*, PreviousBucket>;
+
+// Step 3, after the closed buckets: each owner's previous bucket [cut, current) from the cache,
+// or marked to be read.
+PreviousBuckets LookUpPreviousBuckets(RecommenderHistoryCache& cache, const UsageTargets& targets,
+                                      Timestamp cut, Timestamp current) {
+  PreviousBuckets previous;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (const auto& entry : targets.owners) {
+    PreviousBucket& p = previous[entry.second];
+    p.key = entry.first + '\x01';
+    const ClosedHistory* cached = cache.Find(p.key);
+    if (cached != nullptr && cached->first == cut) {
+      p.part = *cached;
+    } else {
+      p.part.first = cut;
+      p.part.through = current - Duration(1);
+      p.read = true;
     }
   }
-  if (cache_observer_) cache_observer_(CacheStats());
-  for (const auto& entry : by_node) {
+  return previous;
+}
+
+// Then the samples: of the previous buckets not cached, and of the current bucket
+// [current, now] (every time); the previous buckets join the usage and the cache.
+absl::Status ReadRecentSamples(const storage::Store& store, RecommenderHistoryCache& cache,
+                               const UsageTargets& targets, PreviousBuckets& previous,
+                               Timestamp cut, Timestamp current, Timestamp now,
+                               RecommenderCost* cost) {
+  for (const auto& entry : targets.by_node) {
     // Named, not a structured binding: clang 14 cannot capture those in a lambda.
     const storage::NodeId node = entry.first;
     const auto& series = entry.second;
     bool read_previous = false;
     for (const auto& target : series) read_previous |= previous[target.second].read;
     if (read_previous) {
-      absl::Status s = store_.ReadScrapes(
+      absl::Status s = store.ReadScrapes(
           node, cut - Duration(1), current - Duration(1),
           [&](Timestamp t, std::span<const storage::SeriesValue> values) {
             ++cost->sample_blobs;
@@ -375,33 +387,36 @@ absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view n
       if (!s.ok()) return s;
     }
     absl::Status s =
-        store_.ReadScrapes(node, current - Duration(1), now,
-                           [&](Timestamp t, std::span<const storage::SeriesValue> values) {
-                             ++cost->sample_blobs;
-                             for (const storage::SeriesValue& v : values) {
-                               auto target = series.find(v.id);
-                               if (target == series.end()) continue;
-                               target->second->histogram.Add(v.value);
-                               target->second->Note(t, t, 1);
-                             }
-                           });
+        store.ReadScrapes(node, current - Duration(1), now,
+                          [&](Timestamp t, std::span<const storage::SeriesValue> values) {
+                            ++cost->sample_blobs;
+                            for (const storage::SeriesValue& v : values) {
+                              auto target = series.find(v.id);
+                              if (target == series.end()) continue;
+                              target->second->histogram.Add(v.value);
+                              target->second->Note(t, t, 1);
+                            }
+                          });
     if (!s.ok()) return s;
   }
-  {
-    std::lock_guard<std::mutex> lock(cache_->mu);
-    for (auto& entry : previous) {
-      UsageAccumulator& target = *const_cast<UsageAccumulator*>(entry.first);
-      const ClosedHistory& part = entry.second.part;
-      target.histogram.Merge(part.histogram);
-      target.Note(part.history.from, part.history.to, part.history.samples);
-      if (entry.second.read) cache_->Put(entry.second.key, std::move(entry.second.part));
-    }
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (auto& entry : previous) {
+    UsageAccumulator& target = *const_cast<UsageAccumulator*>(entry.first);
+    const ClosedHistory& part = entry.second.part;
+    target.histogram.Merge(part.histogram);
+    target.Note(part.history.from, part.history.to, part.history.samples);
+    if (entry.second.read) cache.Put(entry.second.key, std::move(entry.second.part));
   }
+  return absl::OkStatus();
+}
 
-  // 4. Each workload's recommendations, fitted into its namespace's LimitRanges.
+// Step 4: each selected workload's recommendations, its usage summarized and fitted into its
+// namespace's LimitRanges, in (namespace, name) order.
+std::vector<Recommendation> Fit(WorkloadGroups& workloads, const RecommendationFilter& filter,
+                                const RecommenderOptions& options, const WorkloadSource& source) {
   std::map<std::string, std::vector<limits::LimitRange>, std::less<>> limit_ranges;
   std::vector<Recommendation> out;
-  for (auto& entry : groups) {
+  for (auto& entry : workloads.groups) {
     WorkloadGroup& group = entry.second;
     if (!group.selected) continue;
     for (size_t i = 0; i < group.containers.size(); ++i) {
@@ -410,17 +425,17 @@ absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view n
         const UsageAccumulator& a = group.usage[i][ri];
         const double unit = r == limits::Resource::kCpu ? kNanocoresPerMillicore : 1;
         group.containers[i].usage[ri] = {
-            Summarize(a.histogram, options_.recommend.cpu_percentile, unit), a.history};
+            Summarize(a.histogram, options.recommend.cpu_percentile, unit), a.history};
       }
     }
     auto lr = limit_ranges.find(group.namespace_name);
     if (lr == limit_ranges.end()) {
-      lr = limit_ranges.emplace(group.namespace_name, workloads_.LimitRanges(group.namespace_name))
+      lr = limit_ranges.emplace(group.namespace_name, source.LimitRanges(group.namespace_name))
                .first;
     }
     for (Recommendation& r :
          limits::Recommend(group.namespace_name, group.workload, group.pods, group.containers,
-                           lr->second, options_.recommend, options_.history)) {
+                           lr->second, options.recommend, options.history)) {
       if (LowestConfidence(r) >= filter.min_confidence) out.push_back(std::move(r));
     }
   }
@@ -429,6 +444,44 @@ absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view n
     return a.Name() < b.Name();
   });
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Recommendation>> Recommender::List(std::string_view namespace_name,
+                                                              const RecommendationFilter& filter,
+                                                              RecommenderCost* cost) const {
+  RecommenderCost scratch_cost;
+  if (cost == nullptr) cost = &scratch_cost;
+  // 1. The workloads of the pods discovery lists.
+  const std::vector<discovery::PodInfo> pods = workloads_.Pods(namespace_name);
+  if (!namespace_name.empty() && pods.empty()) {
+    return absl::NotFoundError(StrCat("namespace ", namespace_name, " has no pods"));
+  }
+  WorkloadGroups workloads = GroupByWorkload(pods, filter);
+  // 2. Where the usage of each workload container goes.
+  const UsageTargets targets = TargetsOf(workloads, ingestor_.ContainerSeries(namespace_name));
+  // 3. Read: the histograms of the closed buckets before the previous one, of every pod the
+  //    workloads had (gone ones too), then the samples since of the live series.
+  const Timestamp now = clock_.Now();
+  const Duration width = ingestor_.engine_options().rollup_width;
+  const Timestamp current = now - Duration(now.time_since_epoch().count() % width.count());
+  const Timestamp cut = current - width;
+  if (absl::Status s =
+          ReadClosedHistory(store_, *cache_, width, namespace_name, now - options_.history,
+                            cut - Duration(1), targets.owners, cost);
+      !s.ok()) {
+    return s;
+  }
+  PreviousBuckets previous = LookUpPreviousBuckets(*cache_, targets, cut, current);
+  if (cache_observer_) cache_observer_(CacheStats());
+  if (absl::Status s =
+          ReadRecentSamples(store_, *cache_, targets, previous, cut, current, now, cost);
+      !s.ok()) {
+    return s;
+  }
+  // 4. Each workload's recommendations, fitted into its namespace's LimitRanges.
+  return Fit(workloads, filter, options_, workloads_);
 }
 
 absl::StatusOr<Recommendation> Recommender::Get(std::string_view namespace_name,
