@@ -424,6 +424,151 @@ void BuildLayout(const NodeScrape& scrape, NodeState& node) {
 
 }  // namespace
 
+// One scrape on its way in (IngestAt): its samples in key order, each with its series (its
+// key, and its state when it has a stored sample) and value, and what the node's state takes
+// once the batch is written.
+struct IngestStep {
+  struct Pending {
+    const windows::SeriesKey* key;
+    SeriesState* state;
+    uint64_t value;
+    uint32_t layout_index;  // with a layout
+  };
+  std::vector<Pending> samples;
+  std::vector<windows::SeriesKey> retired;
+  std::set<PodName> present;
+  bool clean = false;  // no entry skipped: the scrape's layout can be kept
+  uint64_t resets = 0;
+  // The cpu counters after this step: in the layout's order with one, by key without.
+  std::vector<std::optional<CpuCounter>> next_layout_counters;
+  std::unordered_map<windows::SeriesKey, CpuCounter, windows::SeriesKeyHash> next_counters;
+  // Without a layout: the keys of this step (samples point into them).
+  std::vector<windows::SeriesKey> owned;
+  uint64_t salvage_epoch = 0;  // the store's SalvageEpoch() the batch was made at
+  std::vector<std::pair<size_t, SeriesId>> created;  // index into samples, id
+  uint64_t rollups = 0;
+};
+
+namespace {
+
+// IngestAt's samples from the node's layout of its previous scrape, which this scrape matches.
+void SamplesFromLayout(const NodeScrape& scrape, const NodeState& node, Timestamp at,
+                       IngestStep& step) {
+  const ScrapeLayout& layout = *node.layout;
+  const size_t objects = layout.objects();
+  std::vector<std::optional<uint64_t>> values(2 * objects);
+  step.next_layout_counters.resize(objects);
+  auto add = [&](size_t object, const std::optional<CpuSample>& cpu,
+                 const std::optional<scrapers::MemorySample>& memory,
+                 const std::optional<Timestamp>& start) {
+    const std::optional<CpuCounter>& previous = layout.counters[object];
+    bool reset = false;
+    values[2 * object] = CpuRate(previous ? &*previous : nullptr, cpu, start, at,
+                                 &step.next_layout_counters[object], &reset);
+    if (reset) ++step.resets;
+    if (memory && memory->working_set_bytes) values[2 * object + 1] = *memory->working_set_bytes;
+  };
+  add(0, scrape.cpu, scrape.memory, scrape.start_time);
+  size_t object = 1;
+  for (const ContainerScrape& c : scrape.system_containers) {
+    add(object++, c.cpu, c.memory, c.start_time);
+  }
+  for (const scrapers::PodScrape& pod : scrape.pods) {
+    std::optional<uint64_t> cpu_sum = 0, memory_sum = 0;
+    for (const ContainerScrape& c : pod.containers) {
+      add(object, c.cpu, c.memory, c.start_time);
+      const std::optional<uint64_t>& rate = values[2 * object];
+      const std::optional<uint64_t>& bytes = values[2 * object + 1];
+      cpu_sum = cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
+      memory_sum =
+          memory_sum && bytes ? std::optional(SaturatingAdd(*memory_sum, *bytes)) : std::nullopt;
+      ++object;
+    }
+    if (!pod.containers.empty()) {
+      values[2 * object] = cpu_sum;
+      values[2 * object + 1] = memory_sum;
+    }
+    ++object;
+  }
+  step.samples.reserve(values.size());
+  for (uint32_t i : layout.order) {
+    if (values[i]) step.samples.push_back({layout.keys[i], layout.states[i], *values[i], i});
+  }
+}
+
+// IngestAt's samples of a scrape without a reusable layout: each object's series by key, and
+// the node's series this scrape no longer has, retired.
+void SamplesByKey(const NodeScrape& scrape, NodeState& node, Timestamp at, IngestStep& step) {
+  std::vector<windows::SeriesKey> alive;
+  std::vector<std::pair<size_t, uint64_t>> found;  // index into `owned`, value
+  step.clean = ForEachObject(
+      scrape, node.deleted_pods, &step.present,
+      [&, cpu_sum = std::optional<uint64_t>(0), memory_sum = std::optional<uint64_t>(0),
+       containers = size_t{0}](windows::ObjectKind kind, const scrapers::PodScrape*,
+                               std::string_view ns, std::string_view pod,
+                               std::string_view container, const ContainerScrape* c) mutable {
+        windows::SeriesKey cpu_key{scrape.node_name,       kind,
+                                   std::string(ns),        std::string(pod),
+                                   std::string(container), windows::Resource::kCpu};
+        windows::SeriesKey memory_key = cpu_key;
+        memory_key.resource = windows::Resource::kMemory;
+        std::optional<uint64_t> rate, bytes;
+        if (kind == windows::ObjectKind::kPod) {
+          if (containers > 0) {
+            rate = cpu_sum;
+            bytes = memory_sum;
+          }
+          cpu_sum = 0;
+          memory_sum = 0;
+          containers = 0;
+        } else {
+          const std::optional<CpuSample>& cpu = c ? c->cpu : scrape.cpu;
+          const std::optional<scrapers::MemorySample>& memory = c ? c->memory : scrape.memory;
+          const std::optional<Timestamp>& start = c ? c->start_time : scrape.start_time;
+          auto previous = node.counters.find(cpu_key);
+          std::optional<CpuCounter> next;
+          bool reset = false;
+          rate = CpuRate(previous == node.counters.end() ? nullptr : &previous->second, cpu, start,
+                         at, &next, &reset);
+          if (reset) ++step.resets;
+          if (next) step.next_counters.insert_or_assign(cpu_key, *next);
+          if (memory && memory->working_set_bytes) bytes = *memory->working_set_bytes;
+          if (kind == windows::ObjectKind::kContainer) {
+            ++containers;
+            cpu_sum =
+                cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
+            memory_sum = memory_sum && bytes ? std::optional(SaturatingAdd(*memory_sum, *bytes))
+                                             : std::nullopt;
+          }
+        }
+        if (rate) {
+          found.emplace_back(step.owned.size(), *rate);
+          step.owned.push_back(cpu_key);
+        }
+        if (bytes) {
+          found.emplace_back(step.owned.size(), *bytes);
+          step.owned.push_back(memory_key);
+        }
+        alive.push_back(std::move(cpu_key));
+        alive.push_back(std::move(memory_key));
+      });
+  std::sort(alive.begin(), alive.end());
+  std::sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
+    return step.owned[a.first] < step.owned[b.first];
+  });
+  for (const auto& [key, state] : node.series) {
+    if (!std::binary_search(alive.begin(), alive.end(), key)) step.retired.push_back(key);
+  }
+  step.samples.reserve(found.size());
+  for (const auto& [index, value] : found) {
+    auto it = node.series.find(step.owned[index]);
+    step.samples.push_back(
+        {&step.owned[index], it == node.series.end() ? nullptr : &it->second, value, 0});
+  }
+}
+
+}  // namespace
+
 absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
   if (!ready()) {
     counters_->scrapes_rejected.fetch_add(1, std::memory_order_relaxed);
@@ -453,255 +598,140 @@ absl::Status Ingestor::IngestAt(const NodeScrape& scrape, Timestamp at) {
           "scrape of node ", scrape.node_name, " at ", FormatRfc3339Nano(at),
           " is not after its previous scrape at ", FormatRfc3339Nano(node.last_scrape)));
     }
-    const std::string& name = scrape.node_name;
     const bool same_layout = options_.reuse_layout && node.layout && node.deleted_pods.empty() &&
                              node.layout->Matches(scrape);
     if (!same_layout) DropLayout(node);
 
-    // 1. Samples of this step, in key order: the series (its key, and its state when it has a
-    // stored sample) and the value.
-    struct Pending {
-      const windows::SeriesKey* key;
-      SeriesState* state;
-      uint64_t value;
-      uint32_t layout_index;  // with a layout
-    };
-    std::vector<Pending> samples;
-    std::vector<windows::SeriesKey> retired;
-    std::set<PodName> present;
-    bool clean = false;
-    uint64_t resets = 0;
-    // The cpu counters after this step: in the layout's order with one, by key without.
-    std::vector<std::optional<CpuCounter>> next_layout_counters;
-    std::unordered_map<windows::SeriesKey, CpuCounter, windows::SeriesKeyHash> next_counters;
-    // Without a layout: the keys of this step (samples point into them).
-    std::vector<windows::SeriesKey> owned;
+    IngestStep step;
+    // 1. Samples of this step, in key order.
     if (same_layout) {
-      const ScrapeLayout& layout = *node.layout;
-      const size_t objects = layout.objects();
-      std::vector<std::optional<uint64_t>> values(2 * objects);
-      next_layout_counters.resize(objects);
-      auto add = [&](size_t object, const std::optional<CpuSample>& cpu,
-                     const std::optional<scrapers::MemorySample>& memory,
-                     const std::optional<Timestamp>& start) {
-        const std::optional<CpuCounter>& previous = layout.counters[object];
-        bool reset = false;
-        values[2 * object] = CpuRate(previous ? &*previous : nullptr, cpu, start, at,
-                                     &next_layout_counters[object], &reset);
-        if (reset) ++resets;
-        if (memory && memory->working_set_bytes)
-          values[2 * object + 1] = *memory->working_set_bytes;
-      };
-      add(0, scrape.cpu, scrape.memory, scrape.start_time);
-      size_t object = 1;
-      for (const ContainerScrape& c : scrape.system_containers) {
-        add(object++, c.cpu, c.memory, c.start_time);
-      }
-      for (const scrapers::PodScrape& pod : scrape.pods) {
-        std::optional<uint64_t> cpu_sum = 0, memory_sum = 0;
-        for (const ContainerScrape& c : pod.containers) {
-          add(object, c.cpu, c.memory, c.start_time);
-          const std::optional<uint64_t>& rate = values[2 * object];
-          const std::optional<uint64_t>& bytes = values[2 * object + 1];
-          cpu_sum = cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
-          memory_sum = memory_sum && bytes ? std::optional(SaturatingAdd(*memory_sum, *bytes))
-                                           : std::nullopt;
-          ++object;
-        }
-        if (!pod.containers.empty()) {
-          values[2 * object] = cpu_sum;
-          values[2 * object + 1] = memory_sum;
-        }
-        ++object;
-      }
-      samples.reserve(values.size());
-      for (uint32_t i : layout.order) {
-        if (values[i]) samples.push_back({layout.keys[i], layout.states[i], *values[i], i});
-      }
+      SamplesFromLayout(scrape, node, at, step);
     } else {
-      std::vector<windows::SeriesKey> alive;
-      std::vector<std::pair<size_t, uint64_t>> found;  // index into `owned`, value
-      clean = ForEachObject(
-          scrape, node.deleted_pods, &present,
-          [&, cpu_sum = std::optional<uint64_t>(0), memory_sum = std::optional<uint64_t>(0),
-           containers = size_t{0}](windows::ObjectKind kind, const scrapers::PodScrape*,
-                                   std::string_view ns, std::string_view pod,
-                                   std::string_view container, const ContainerScrape* c) mutable {
-            windows::SeriesKey cpu_key{name,
-                                       kind,
-                                       std::string(ns),
-                                       std::string(pod),
-                                       std::string(container),
-                                       windows::Resource::kCpu};
-            windows::SeriesKey memory_key = cpu_key;
-            memory_key.resource = windows::Resource::kMemory;
-            std::optional<uint64_t> rate, bytes;
-            if (kind == windows::ObjectKind::kPod) {
-              if (containers > 0) {
-                rate = cpu_sum;
-                bytes = memory_sum;
-              }
-              cpu_sum = 0;
-              memory_sum = 0;
-              containers = 0;
-            } else {
-              const std::optional<CpuSample>& cpu = c ? c->cpu : scrape.cpu;
-              const std::optional<scrapers::MemorySample>& memory = c ? c->memory : scrape.memory;
-              const std::optional<Timestamp>& start = c ? c->start_time : scrape.start_time;
-              auto previous = node.counters.find(cpu_key);
-              std::optional<CpuCounter> next;
-              bool reset = false;
-              rate = CpuRate(previous == node.counters.end() ? nullptr : &previous->second, cpu,
-                             start, at, &next, &reset);
-              if (reset) ++resets;
-              if (next) next_counters.insert_or_assign(cpu_key, *next);
-              if (memory && memory->working_set_bytes) bytes = *memory->working_set_bytes;
-              if (kind == windows::ObjectKind::kContainer) {
-                ++containers;
-                cpu_sum =
-                    cpu_sum && rate ? std::optional(SaturatingAdd(*cpu_sum, *rate)) : std::nullopt;
-                memory_sum = memory_sum && bytes ? std::optional(SaturatingAdd(*memory_sum, *bytes))
-                                                 : std::nullopt;
-              }
-            }
-            if (rate) {
-              found.emplace_back(owned.size(), *rate);
-              owned.push_back(cpu_key);
-            }
-            if (bytes) {
-              found.emplace_back(owned.size(), *bytes);
-              owned.push_back(memory_key);
-            }
-            alive.push_back(std::move(cpu_key));
-            alive.push_back(std::move(memory_key));
-          });
-      std::sort(alive.begin(), alive.end());
-      std::sort(found.begin(), found.end(),
-                [&](const auto& a, const auto& b) { return owned[a.first] < owned[b.first]; });
-      for (const auto& [key, state] : node.series) {
-        if (!std::binary_search(alive.begin(), alive.end(), key)) retired.push_back(key);
-      }
-      samples.reserve(found.size());
-      for (const auto& [index, value] : found) {
-        auto it = node.series.find(owned[index]);
-        samples.push_back(
-            {&owned[index], it == node.series.end() ? nullptr : &it->second, value, 0});
-      }
+      SamplesByKey(scrape, node, at, step);
     }
-
-    // 2. The batch: node entry, new series, retirements, closed rollups, the blob.
-    storage::ScrapeBatch batch;
-    const uint64_t salvage_epoch = store_->SalvageEpoch();
-    if (!node.persisted || node.salvage_epoch != salvage_epoch) batch.AddNode(node.id, name);
-    if (node.persisted && node.salvage_epoch != salvage_epoch) {
-      for (const auto& [key, state] : node.series) {
-        batch.AddSeries(state.id, node.id, EncodeSeriesKey(key));
-      }
-      node.chain.Reset();
-    }
-    for (const windows::SeriesKey& key : retired) batch.RetireSeries(node.series.at(key).id, at);
+    // 2. The batch written: node entry, new series, retirements, closed rollups, the blob.
     auto lookup = [&node](const windows::SeriesKey& key) -> std::optional<SeriesId> {
       auto it = node.series.find(key);
       if (it == node.series.end()) return std::nullopt;
       return it->second.id;
     };
     IngestSampleCache cache(store_, node.id, lookup);
-    std::vector<storage::SeriesValue> values;
-    values.reserve(samples.size());
-    std::vector<std::pair<size_t, SeriesId>> created;  // index into samples, id
-    uint64_t rollups = 0;
-    const Duration width = options_.engine.rollup_width;
-    std::vector<windows::Sample> bucket;
-    for (size_t i = 0; i < samples.size(); ++i) {
-      const Pending& sample = samples[i];
-      SeriesId id = 0;
-      if (sample.state == nullptr) {
-        id = store_->AllocateSeriesId();
-        batch.AddSeries(id, node.id, EncodeSeriesKey(*sample.key));
-        created.emplace_back(i, id);
-      } else {
-        id = sample.state->id;
-        const Timestamp previous_bucket = shard.engine->RollupBucketStart(sample.state->newest);
-        if (previous_bucket < shard.engine->RollupBucketStart(at)) {
-          // This sample closes the bucket of the series' previous sample.
-          bucket.clear();
-          absl::Status s = cache.Read(id, previous_bucket - Duration(1),
-                                      previous_bucket + width - Duration(1), &bucket);
-          if (!s.ok()) {
-            counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
-            return s;
-          }
-          if (!bucket.empty()) {
-            absl::StatusOr<windows::BucketRollup> rollup =
-                shard.engine->BuildRollup(previous_bucket, bucket);
-            if (rollup.ok()) {
-              batch.PutRollup(node.id, id, previous_bucket, windows::SerializeRollup(*rollup));
-              PutUsageHistory(*sample.key, workloads_, id, previous_bucket, bucket, &batch);
-              ++rollups;
-            }
-          }
-        }
-      }
-      values.push_back({id, sample.value});
-    }
-    batch.PutScrape(node.id, at, values, &node.chain);
-    if (absl::Status s = store_->Write(batch); !s.ok()) {
-      counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
-      return s;
-    }
-
-    // 3. Committed: update the state, then the engine.
-    node.persisted = true;
-    node.salvage_epoch = salvage_epoch;
-    node.has_scrape = true;
-    node.last_scrape = at;
-    for (const windows::SeriesKey& key : retired) {
-      node.series.erase(key);
-      shard.engine->DeleteSeries(key);
-    }
-    for (const auto& [index, id] : created) {
-      Pending& sample = samples[index];
-      auto it = node.series.emplace(*sample.key, SeriesState{id, at, {}}).first;
-      sample.state = &it->second;
-      sample.key = &it->first;  // `owned` or the layout's own key may go; the map's stays
-      if (same_layout) {
-        // The layout's own key of a series without a stored sample gives way to the map's.
-        ScrapeLayout& layout = *node.layout;
-        layout.keys[sample.layout_index] = &it->first;
-        layout.states[sample.layout_index] = &it->second;
-        if (--layout.own_keys_in_use == 0) std::deque<windows::SeriesKey>().swap(layout.own_keys);
-      }
-    }
-    for (Pending& sample : samples) sample.state->newest = at;
-    if (same_layout) {
-      node.layout->counters = std::move(next_layout_counters);
-    } else {
-      node.counters = std::move(next_counters);
-      for (auto it = node.deleted_pods.begin(); it != node.deleted_pods.end();) {
-        it = present.contains(*it) ? std::next(it) : node.deleted_pods.erase(it);
-      }
-      for (const PodName& p : node.deleted_pods) present.erase(p);
-      node.pods = std::move(present);
-    }
-    uint64_t engine_errors = 0;
-    // Each series through its handle: found by key only the first time.
-    for (const Pending& sample : samples) {
-      if (!shard.engine->Ingest(*sample.key, at, sample.value, cache, sample.state->engine).ok()) {
-        ++engine_errors;
-      }
-    }
-    if (!same_layout && clean && options_.reuse_layout) BuildLayout(scrape, node);
-    counters_->scrapes.fetch_add(1, std::memory_order_relaxed);
-    if (same_layout) counters_->layout_reuses.fetch_add(1, std::memory_order_relaxed);
-    counters_->samples.fetch_add(samples.size(), std::memory_order_relaxed);
-    counters_->series_created.fetch_add(created.size(), std::memory_order_relaxed);
-    counters_->series_retired.fetch_add(retired.size(), std::memory_order_relaxed);
-    counters_->rollups_written.fetch_add(rollups, std::memory_order_relaxed);
-    counters_->counter_resets.fetch_add(resets, std::memory_order_relaxed);
-    counters_->engine_errors.fetch_add(engine_errors, std::memory_order_relaxed);
+    step.salvage_epoch = store_->SalvageEpoch();
+    if (absl::Status s = WriteStep(shard, node, scrape, at, cache, step); !s.ok()) return s;
+    // 3. Committed: the node's state, then the engine.
+    CommitStep(shard, node, scrape, at, same_layout, cache, step);
   }
   if (options_.apply_retention) MaybeApplyRetention(at);
   return absl::OkStatus();
+}
+
+absl::Status Ingestor::WriteStep(Shard& shard, NodeState& node, const NodeScrape& scrape,
+                                 Timestamp at, IngestSampleCache& cache, IngestStep& step) {
+  storage::ScrapeBatch batch;
+  const uint64_t salvage_epoch = step.salvage_epoch;
+  if (!node.persisted || node.salvage_epoch != salvage_epoch)
+    batch.AddNode(node.id, scrape.node_name);
+  if (node.persisted && node.salvage_epoch != salvage_epoch) {
+    for (const auto& [key, state] : node.series) {
+      batch.AddSeries(state.id, node.id, EncodeSeriesKey(key));
+    }
+    node.chain.Reset();
+  }
+  for (const windows::SeriesKey& key : step.retired) batch.RetireSeries(node.series.at(key).id, at);
+  std::vector<storage::SeriesValue> values;
+  values.reserve(step.samples.size());
+  const Duration width = options_.engine.rollup_width;
+  std::vector<windows::Sample> bucket;
+  for (size_t i = 0; i < step.samples.size(); ++i) {
+    const IngestStep::Pending& sample = step.samples[i];
+    SeriesId id = 0;
+    if (sample.state == nullptr) {
+      id = store_->AllocateSeriesId();
+      batch.AddSeries(id, node.id, EncodeSeriesKey(*sample.key));
+      step.created.emplace_back(i, id);
+    } else {
+      id = sample.state->id;
+      const Timestamp previous_bucket = shard.engine->RollupBucketStart(sample.state->newest);
+      if (previous_bucket < shard.engine->RollupBucketStart(at)) {
+        // This sample closes the bucket of the series' previous sample.
+        bucket.clear();
+        absl::Status s = cache.Read(id, previous_bucket - Duration(1),
+                                    previous_bucket + width - Duration(1), &bucket);
+        if (!s.ok()) {
+          counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+          return s;
+        }
+        if (!bucket.empty()) {
+          absl::StatusOr<windows::BucketRollup> rollup =
+              shard.engine->BuildRollup(previous_bucket, bucket);
+          if (rollup.ok()) {
+            batch.PutRollup(node.id, id, previous_bucket, windows::SerializeRollup(*rollup));
+            PutUsageHistory(*sample.key, workloads_, id, previous_bucket, bucket, &batch);
+            ++step.rollups;
+          }
+        }
+      }
+    }
+    values.push_back({id, sample.value});
+  }
+  batch.PutScrape(node.id, at, values, &node.chain);
+  if (absl::Status s = store_->Write(batch); !s.ok()) {
+    counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+void Ingestor::CommitStep(Shard& shard, NodeState& node, const NodeScrape& scrape, Timestamp at,
+                          bool same_layout, IngestSampleCache& cache, IngestStep& step) {
+  node.persisted = true;
+  node.salvage_epoch = step.salvage_epoch;
+  node.has_scrape = true;
+  node.last_scrape = at;
+  for (const windows::SeriesKey& key : step.retired) {
+    node.series.erase(key);
+    shard.engine->DeleteSeries(key);
+  }
+  for (const auto& [index, id] : step.created) {
+    IngestStep::Pending& sample = step.samples[index];
+    auto it = node.series.emplace(*sample.key, SeriesState{id, at, {}}).first;
+    sample.state = &it->second;
+    sample.key = &it->first;  // `step.owned` or the layout's own key may go; the map's stays
+    if (same_layout) {
+      // The layout's own key of a series without a stored sample gives way to the map's.
+      ScrapeLayout& layout = *node.layout;
+      layout.keys[sample.layout_index] = &it->first;
+      layout.states[sample.layout_index] = &it->second;
+      if (--layout.own_keys_in_use == 0) std::deque<windows::SeriesKey>().swap(layout.own_keys);
+    }
+  }
+  for (IngestStep::Pending& sample : step.samples) sample.state->newest = at;
+  if (same_layout) {
+    node.layout->counters = std::move(step.next_layout_counters);
+  } else {
+    node.counters = std::move(step.next_counters);
+    for (auto it = node.deleted_pods.begin(); it != node.deleted_pods.end();) {
+      it = step.present.contains(*it) ? std::next(it) : node.deleted_pods.erase(it);
+    }
+    for (const PodName& p : node.deleted_pods) step.present.erase(p);
+    node.pods = std::move(step.present);
+  }
+  uint64_t engine_errors = 0;
+  // Each series through its handle: found by key only the first time.
+  for (const IngestStep::Pending& sample : step.samples) {
+    if (!shard.engine->Ingest(*sample.key, at, sample.value, cache, sample.state->engine).ok()) {
+      ++engine_errors;
+    }
+  }
+  if (!same_layout && step.clean && options_.reuse_layout) BuildLayout(scrape, node);
+  counters_->scrapes.fetch_add(1, std::memory_order_relaxed);
+  if (same_layout) counters_->layout_reuses.fetch_add(1, std::memory_order_relaxed);
+  counters_->samples.fetch_add(step.samples.size(), std::memory_order_relaxed);
+  counters_->series_created.fetch_add(step.created.size(), std::memory_order_relaxed);
+  counters_->series_retired.fetch_add(step.retired.size(), std::memory_order_relaxed);
+  counters_->rollups_written.fetch_add(step.rollups, std::memory_order_relaxed);
+  counters_->counter_resets.fetch_add(step.resets, std::memory_order_relaxed);
+  counters_->engine_errors.fetch_add(engine_errors, std::memory_order_relaxed);
 }
 
 void Ingestor::MaybeApplyRetention(Timestamp time) {

@@ -155,7 +155,11 @@ struct StoredSeries {
   storage::SeriesId id = 0;
 };
 
-struct NodeState;  // one node's windows and chain, in ingest.cc
+namespace internal {
+class IngestSampleCache;  // ingest/src/ingest_sample_cache.h
+}  // namespace internal
+struct NodeState;   // one node's windows and chain, in ingest.cc
+struct IngestStep;  // one scrape on its way in, in ingest.cc
 
 class Ingestor {
  public:
@@ -253,6 +257,13 @@ class Ingestor {
   // dropped writes it kept in memory (the shard's lock held). Returns the node's new entry.
   NodeMap::iterator RestoreAfterLoss(Shard& shard, NodeMap::iterator node, uint64_t generation);
   void MaybeApplyRetention(Timestamp time);
+  // IngestAt's steps 2 and 3, with the shard's lock held: the batch of `step` written (node
+  // entry, new series, retirements, the rollups its samples close, the blob), then the node's
+  // state and the engine given what was written.
+  absl::Status WriteStep(Shard& shard, NodeState& node, const scrapers::NodeScrape& scrape,
+                         Timestamp at, internal::IngestSampleCache& cache, IngestStep& step);
+  void CommitStep(Shard& shard, NodeState& node, const scrapers::NodeScrape& scrape, Timestamp at,
+                  bool same_layout, internal::IngestSampleCache& cache, IngestStep& step);
 
   IngestOptions options_;
   storage::Store* store_;
