@@ -973,8 +973,29 @@ absl::Status Ingestor::RestoreNode(
   return absl::OkStatus();
 }
 
+// One node of the store to restore, with its live series.
+struct Ingestor::RebuildNode {
+  NodeId id = 0;
+  std::string name;
+  std::vector<std::pair<SeriesId, windows::SeriesKey>> series;
+};
+
 absl::Status Ingestor::Rebuild() {
   const Timestamp started = clock_->MonotonicNow();
+  if (absl::Status s = ResetForRebuild(); !s.ok()) return s;
+  absl::StatusOr<storage::Dictionary> dict = store_->LoadDictionary();
+  if (!dict.ok()) {
+    counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
+    return dict.status();
+  }
+  std::map<NodeId, RebuildNode> nodes = NodesToRebuild(*dict);
+  if (absl::Status s = RestoreAll(RebuildOrder(nodes)); !s.ok()) return s;
+  counters_->rebuild_nanos.store(Nanos(clock_->MonotonicNow()) - Nanos(started));
+  ready_.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::Status Ingestor::ResetForRebuild() {
   // A second rebuild (after the store was salvaged) starts over: what the first restored
   // may since have been left out of the store.
   for (const auto& shard : shards_) {
@@ -989,26 +1010,19 @@ absl::Status Ingestor::Rebuild() {
   counters_->rebuilt_series.store(0);
   counters_->rebuild_errors.store(0);
   counters_->rebuild_damaged_reads.store(0);
-  {
-    std::lock_guard<std::mutex> lock(counters_->unrestored_mu);
-    counters_->unrestored.clear();
-  }
-  absl::StatusOr<storage::Dictionary> dict = store_->LoadDictionary();
-  if (!dict.ok()) {
-    counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
-    return dict.status();
-  }
-  struct NodeWork {
-    NodeId id = 0;
-    std::string name;
-    std::vector<std::pair<SeriesId, windows::SeriesKey>> series;
-  };
-  std::map<NodeId, NodeWork> work;
-  for (const storage::NodeEntry& n : dict->nodes) work[n.id] = NodeWork{n.id, n.name, {}};
-  for (const storage::SeriesEntry& e : dict->series) {
-    auto node = work.find(e.node);
+  std::lock_guard<std::mutex> lock(counters_->unrestored_mu);
+  counters_->unrestored.clear();
+  return absl::OkStatus();
+}
+
+std::map<NodeId, Ingestor::RebuildNode> Ingestor::NodesToRebuild(
+    const storage::Dictionary& dict) const {
+  std::map<NodeId, RebuildNode> nodes;
+  for (const storage::NodeEntry& n : dict.nodes) nodes[n.id] = RebuildNode{n.id, n.name, {}};
+  for (const storage::SeriesEntry& e : dict.series) {
+    auto node = nodes.find(e.node);
     absl::StatusOr<windows::SeriesKey> key = DecodeSeriesKey(e.key);
-    if (node == work.end() || !key.ok() || key->node != node->second.name) {
+    if (node == nodes.end() || !key.ok() || key->node != node->second.name) {
       counters_->Unrestored(key.ok() ? absl::StrCat(key->ToString(), " (its node entry is missing)")
                                      : absl::StrCat("series ", e.id, " of node ", e.node,
                                                     " (its dictionary entry is unreadable)"));
@@ -1016,19 +1030,28 @@ absl::Status Ingestor::Rebuild() {
     }
     node->second.series.emplace_back(e.id, std::move(*key));
   }
+  return nodes;
+}
+
+std::vector<Ingestor::RebuildNode*> Ingestor::RebuildOrder(
+    std::map<NodeId, RebuildNode>& nodes) const {
   // The threads take nodes one at a time from one list that goes round the shards, so
   // they stay balanced to a node and two nodes taken at the same time are nearly always of
   // different shards (a node's restore holds its shard's lock).
-  std::vector<std::vector<NodeWork*>> per_shard(shards_.size());
+  std::vector<std::vector<RebuildNode*>> per_shard(shards_.size());
   std::hash<std::string_view> hash;
-  for (auto& [id, node] : work) per_shard[hash(node.name) % shards_.size()].push_back(&node);
-  std::vector<NodeWork*> queue;
-  queue.reserve(work.size());
-  for (size_t round = 0; queue.size() < work.size(); ++round) {
-    for (const std::vector<NodeWork*>& nodes : per_shard) {
-      if (round < nodes.size()) queue.push_back(nodes[round]);
+  for (auto& [id, node] : nodes) per_shard[hash(node.name) % shards_.size()].push_back(&node);
+  std::vector<RebuildNode*> queue;
+  queue.reserve(nodes.size());
+  for (size_t round = 0; queue.size() < nodes.size(); ++round) {
+    for (const std::vector<RebuildNode*>& shard_nodes : per_shard) {
+      if (round < shard_nodes.size()) queue.push_back(shard_nodes[round]);
     }
   }
+  return queue;
+}
+
+absl::Status Ingestor::RestoreAll(const std::vector<RebuildNode*>& queue) {
   std::atomic<size_t> next_node{0};
   std::mutex error_mu;
   absl::Status first_error;
@@ -1041,7 +1064,7 @@ absl::Status Ingestor::Rebuild() {
       RestoreScratch scratch{
           IngestSampleCache(store_, 0, nullptr, options_.engine.rollup_width), {}, {}, {}};
       for (size_t i = next_node.fetch_add(1); i < queue.size(); i = next_node.fetch_add(1)) {
-        NodeWork* w = queue[i];
+        const RebuildNode* w = queue[i];
         if (absl::Status s = RestoreNode(w->id, w->name, w->series, scratch, /*take_lock=*/true);
             !s.ok()) {
           counters_->store_errors.fetch_add(1, std::memory_order_relaxed);
@@ -1055,10 +1078,7 @@ absl::Status Ingestor::Rebuild() {
     });
   }
   for (std::thread& t : threads) t.join();
-  if (!first_error.ok()) return first_error;
-  counters_->rebuild_nanos.store(Nanos(clock_->MonotonicNow()) - Nanos(started));
-  ready_.store(true, std::memory_order_release);
-  return absl::OkStatus();
+  return first_error;
 }
 
 std::vector<std::string> Ingestor::ListNodes() const {

@@ -242,6 +242,7 @@ class Ingestor {
   struct Shard;
   struct Counters;
   struct RestoreScratch;
+  struct RebuildNode;
   using NodeMap = std::map<std::string, NodeState, std::less<>>;
   Ingestor(IngestOptions options, storage::Store* store, Clock* clock,
            const PodWorkloads* workloads);
@@ -257,6 +258,14 @@ class Ingestor {
   // dropped writes it kept in memory (the shard's lock held). Returns the node's new entry.
   NodeMap::iterator RestoreAfterLoss(Shard& shard, NodeMap::iterator node, uint64_t generation);
   void MaybeApplyRetention(Timestamp time);
+  // Rebuild's steps: the shards emptied (a rebuild after a salvage starts over); the store's
+  // nodes with their live series, each unreadable entry named as not restored; the order the
+  // restoring threads take them in; every node restored on options_.rebuild_threads threads
+  // (the first error, naming its node).
+  absl::Status ResetForRebuild();
+  std::map<storage::NodeId, RebuildNode> NodesToRebuild(const storage::Dictionary& dict) const;
+  std::vector<RebuildNode*> RebuildOrder(std::map<storage::NodeId, RebuildNode>& nodes) const;
+  absl::Status RestoreAll(const std::vector<RebuildNode*>& queue);
   // IngestAt's steps 2 and 3, with the shard's lock held: the batch of `step` written (node
   // entry, new series, retirements, the rollups its samples close, the blob), then the node's
   // state and the engine given what was written.
