@@ -1386,10 +1386,9 @@ void Store::ShedLocked(uint64_t keep) {
   KLOG(ERROR) << "store: the writes kept in memory for " << options_.dir << " outgrew "
               << options_.backlog_bytes << " bytes: dropped the oldest " << batches << " batches ("
               << dropped.scrapes << " node scrapes, "
-              << (dropped.scrapes > 0
-                      ? absl::StrCat(FormatRfc3339(AtNanos(dropped.oldest)), " to ",
-                                     FormatRfc3339(AtNanos(dropped.newest)))
-                      : std::string("no scrape"))
+              << (dropped.scrapes > 0 ? absl::StrCat(FormatRfc3339(AtNanos(dropped.oldest)), " to ",
+                                                     FormatRfc3339(AtNanos(dropped.newest)))
+                                      : std::string("no scrape"))
               << "); their series and nodes are kept";
 }
 
@@ -1765,8 +1764,7 @@ absl::Status Store::ApplyRetention(Timestamp now) {
     forget.Delete(keys::AckKey(node));
   }
   // Usage histograms have a retention of their own (the right-sizing history).
-  const int64_t history_cutoff_hour =
-      HourOf(Nanos(now) - options_.history_retention.count());
+  const int64_t history_cutoff_hour = HourOf(Nanos(now) - options_.history_retention.count());
   const auto cutoff_of = [&](char tag) {
     return tag == keys::kHistoryTag || tag == keys::kWorkloadHistoryTag ? history_cutoff_hour
                                                                         : cutoff_hour;

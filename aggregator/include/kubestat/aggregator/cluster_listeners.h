@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/aggregator/ingest/ingest.h"
+#include "kubestat/aggregator/query/aggregator_state.h"
 #include "kubestat/aggregator/query/node_agent.h"
 #include "kubestat/aggregator/query/recommender.h"
 #include "kubestat/aggregator/query/snapshot_source.h"

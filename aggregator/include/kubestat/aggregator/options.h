@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/aggregator/ingest/ingest.h"
 #include "kubestat/aggregator/query/recommender.h"
-#include "kubestat/aggregator/frontends/rest_server.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/kube/serving_options.h"
 #include "kubestat/scrapers/kubelet_client.h"

@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kubestat/aggregator/query/metrics_source.h"
 #include "kubestat/aggregator/frontends/rest_handler.h"
+#include "kubestat/aggregator/query/metrics_source.h"
 #include "kubestat/core/clock.h"
 #include "kubestat/http/server_options.h"
 #include "kubestat/kube/authenticator.h"
