@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "kubestat/core/absl_view.h"
 #include "kubestat/core/url.h"
-#include "usage.h"
+#include "kubestat/metrics_api/internal/usage.h"
 
 namespace kubestat::metrics_api {
 namespace {

@@ -13,8 +13,8 @@
 #include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/time.h"
+#include "kubestat/metrics_api/internal/usage.h"
 #include "resource_set_json.h"
-#include "usage.h"
 
 namespace kubestat::metrics_api {
 namespace {

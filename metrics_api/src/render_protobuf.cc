@@ -8,8 +8,8 @@
 #include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/time.h"
 #include "kubestat/core/varint.h"
+#include "kubestat/metrics_api/internal/usage.h"
 #include "protobuf_wire.h"
-#include "usage.h"
 
 namespace kubestat::metrics_api {
 namespace {

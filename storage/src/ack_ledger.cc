@@ -1,4 +1,4 @@
-#include "ack_ledger.h"
+#include "kubestat/storage/internal/ack_ledger.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
-#include "keys.h"
+#include "kubestat/storage/internal/keys.h"
 
 namespace kubestat::storage {
 

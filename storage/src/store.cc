@@ -23,10 +23,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "ack_ledger.h"
-#include "keys.h"
 #include "kubestat/core/log.h"
 #include "kubestat/core/time.h"
+#include "kubestat/storage/internal/ack_ledger.h"
+#include "kubestat/storage/internal/keys.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"

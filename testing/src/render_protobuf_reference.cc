@@ -10,8 +10,8 @@
 #include "k8s/metrics/pkg/apis/metrics/v1beta1/generated.pb.h"
 #include "kubestat/apimachinery/quantity.h"
 #include "kubestat/core/time.h"
+#include "kubestat/metrics_api/internal/usage.h"  // metrics_api's own choice of usage, timestamp and window
 #include "kubestat/metrics_api/render_protobuf.h"
-#include "usage.h"  // metrics_api's own choice of usage, timestamp and window
 
 namespace kubestat::testing {
 namespace {

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "keys.h"
+#include "kubestat/storage/internal/keys.h"
 
 namespace kubestat::storage::keys {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "keys.h"
+#include "kubestat/storage/internal/keys.h"
 #include "kubestat/storage/scrape_blob.h"
 #include "kubestat/storage/store.h"
 #include "kubestat/testing/temp_dir.h"

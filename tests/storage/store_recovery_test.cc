@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "ack_ledger.h"
+#include "kubestat/storage/internal/ack_ledger.h"
 #include "kubestat/storage/store.h"
 #include "kubestat/testing/temp_dir.h"
 

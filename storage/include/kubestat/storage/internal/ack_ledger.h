@@ -23,8 +23,9 @@
 // file, synced, renamed over the marker, and the directory synced.
 //
 // Thread-safety: every method may be called from any thread.
-#ifndef KUBESTAT_STORAGE_SRC_ACK_LEDGER_H_
-#define KUBESTAT_STORAGE_SRC_ACK_LEDGER_H_
+// Internal to storage: only storage/ and its tests include it (tests/layout checks).
+#ifndef KUBESTAT_STORAGE_INTERNAL_ACK_LEDGER_H_
+#define KUBESTAT_STORAGE_INTERNAL_ACK_LEDGER_H_
 
 #include <chrono>
 #include <cstdint>
@@ -95,4 +96,4 @@ class AckLedger {
 
 }  // namespace kubestat::storage
 
-#endif  // KUBESTAT_STORAGE_SRC_ACK_LEDGER_H_
+#endif  // KUBESTAT_STORAGE_INTERNAL_ACK_LEDGER_H_

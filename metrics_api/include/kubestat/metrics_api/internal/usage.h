@@ -1,7 +1,9 @@
 // What metrics.k8s.io shows of an object (usage, its window and timestamp), shared by the
-// JSON and the protobuf renderers so that both encodings say the same.
-#ifndef KUBESTAT_METRICS_API_SRC_USAGE_H_
-#define KUBESTAT_METRICS_API_SRC_USAGE_H_
+// JSON and the protobuf renderers so that both encodings say the same. Internal to
+// metrics_api: only metrics_api/ and the tests' reference renderer include it (tests/layout
+// checks).
+#ifndef KUBESTAT_METRICS_API_INTERNAL_USAGE_H_
+#define KUBESTAT_METRICS_API_INTERNAL_USAGE_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -38,4 +40,4 @@ inline Timestamp PodUsageTimestamp(const PodMetrics& pod) {
 
 }  // namespace kubestat::metrics_api::internal
 
-#endif  // KUBESTAT_METRICS_API_SRC_USAGE_H_
+#endif  // KUBESTAT_METRICS_API_INTERNAL_USAGE_H_

@@ -1,7 +1,8 @@
 // Key encoding of the store (layout documented in store.h). Big-endian integers; times as
 // int64 nanoseconds with the sign bit flipped so that byte order is time order.
-#ifndef KUBESTAT_STORAGE_SRC_KEYS_H_
-#define KUBESTAT_STORAGE_SRC_KEYS_H_
+// Internal to storage: only storage/ and its tests include it (tests/layout checks).
+#ifndef KUBESTAT_STORAGE_INTERNAL_KEYS_H_
+#define KUBESTAT_STORAGE_INTERNAL_KEYS_H_
 
 #include <cstdint>
 #include <limits>
@@ -149,4 +150,4 @@ inline std::string PartitionStart(char tag, int64_t hour) {
 
 }  // namespace kubestat::storage::keys
 
-#endif  // KUBESTAT_STORAGE_SRC_KEYS_H_
+#endif  // KUBESTAT_STORAGE_INTERNAL_KEYS_H_
