@@ -18,6 +18,20 @@ foreach(flag -Wdangling-reference -Wdangling -Wdangling-gsl -Wreturn-stack-addre
   endif()
 endforeach()
 
+# KUBESTAT_LINKER=lld (or mold, gold): the linker every binary is linked with (-fuse-ld);
+# empty, the compiler's default. A missing linker fails the configure step.
+set(KUBESTAT_LINKER "" CACHE STRING "The linker to link with (-fuse-ld=<this>); empty: the default")
+if(KUBESTAT_LINKER)
+  include(CheckCXXSourceCompiles)
+  set(CMAKE_REQUIRED_LINK_OPTIONS -fuse-ld=${KUBESTAT_LINKER})
+  check_cxx_source_compiles("int main() { return 0; }" KUBESTAT_LINKER_WORKS_${KUBESTAT_LINKER})
+  unset(CMAKE_REQUIRED_LINK_OPTIONS)
+  if(NOT KUBESTAT_LINKER_WORKS_${KUBESTAT_LINKER})
+    message(FATAL_ERROR "KUBESTAT_LINKER=${KUBESTAT_LINKER}: the compiler cannot link with it")
+  endif()
+  add_link_options(-fuse-ld=${KUBESTAT_LINKER})
+endif()
+
 if(KUBESTAT_ASAN AND KUBESTAT_TSAN)
   message(FATAL_ERROR "KUBESTAT_ASAN and KUBESTAT_TSAN cannot be combined")
 endif()

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
+  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev lld
   # libraries
   libcpprest-dev libboost-system-dev librocksdb-dev libprotobuf-dev protobuf-compiler
   libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev libssl-dev libabsl-dev libyaml-cpp-dev zlib1g-dev

@@ -6,7 +6,10 @@
 #   4. every libFuzzer target for a short run (KUBESTAT_FUZZ_SECONDS each, default 20), as many
 #      at once as there are cores.
 # Benchmarks are built but not run (ctest -L bench runs them). Each stage prints its time as it
-# ends; the last lines list them all.
+# ends; the last lines list them all. The builds here link with lld and keep line tables only
+# (-g1: what stack traces and sanitizer reports read), and a sanitizer build compiles at a lower
+# priority while the tests before it run, on the cores they leave idle (its log is
+# <build dir>/build.log).
 # Usage: scripts/test.sh [--no-asan] [--no-tsan] [--no-fuzz]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +22,7 @@ for arg in "$@"; do
     --no-asan) asan=0 ;;
     --no-tsan) tsan=0 ;;
     --no-fuzz) fuzz=0 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -51,10 +54,49 @@ run_ctest() {
 scripts/install-deps.sh
 stage_done "install"
 
+# A sanitizer build in the background, at the lowest priority: it takes the cores the running
+# tests leave idle. Its output goes to DIR/build.log.
+background_build=""
+start_background_build() {
+  local dir=$1
+  shift
+  setsid -w nice -n 19 cmake --build "$dir" -j "$jobs" "$@" >"$dir/build.log" 2>&1 &
+  background_build=$!
+}
+# Waits for it; on failure prints the end of its log and stops.
+finish_background_build() {
+  local dir=$1
+  if ! wait "$background_build"; then
+    background_build=""
+    tail -n 60 "$dir/build.log"
+    echo "test.sh: the build in $dir failed (whole log: $dir/build.log)" >&2
+    exit 1
+  fi
+  background_build=""
+}
+# A background build does not outlive the script.
+trap '[[ -n "$background_build" ]] && kill -- "-$background_build" 2>/dev/null; true' EXIT
+
+linker=()
+if command -v ld.lld >/dev/null 2>&1; then linker=(-DKUBESTAT_LINKER=lld); fi
+
 echo "== plain build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  "${linker[@]}" >/dev/null
 cmake --build build -j "$jobs"
 stage_done "plain build"
+
+if ((asan)); then
+  # -O1 (asserts kept: no NDEBUG): AddressSanitizer's own advice for tolerable speed; at -O0
+  # the instrumented libraries made this the longest stage. Test code is -O0 either way
+  # (KUBESTAT_TEST_CXX_FLAGS).
+  echo "== ASan+UBSan build (clang, -O1), with the fuzz targets: beside the plain tests"
+  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" "${linker[@]}" \
+    -DKUBESTAT_ASAN=ON -DKUBESTAT_FUZZ=ON -DKUBESTAT_BENCH=OFF >/dev/null
+  start_background_build build-asan
+fi
 # The real control plane's test (label controlplane) builds Kubernetes the first time: run
 # with `ctest -L controlplane`.
 run_ctest build/ctest.log --test-dir build -LE 'bench|controlplane' --output-on-failure -j "$jobs" \
@@ -62,15 +104,16 @@ run_ctest build/ctest.log --test-dir build -LE 'bench|controlplane' --output-on-
 stage_done "plain tests"
 
 if ((asan)); then
-  # -O1 (asserts kept: no NDEBUG): AddressSanitizer's own advice for tolerable speed; at -O0
-  # the instrumented libraries made this the longest stage. Test code is -O0 either way
-  # (KUBESTAT_TEST_CXX_FLAGS).
-  echo "== ASan+UBSan build (clang, -O1), with the fuzz targets"
-  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-    -DKUBESTAT_ASAN=ON -DKUBESTAT_FUZZ=ON -DKUBESTAT_BENCH=OFF >/dev/null
-  cmake --build build-asan -j "$jobs"
-  stage_done "ASan build"
+  finish_background_build build-asan
+  stage_done "ASan build (after)"
+  if ((tsan)); then
+    echo "== ThreadSanitizer build (clang): the concurrency tests, beside the ASan tests"
+    CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${linker[@]}" \
+      -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
+    start_background_build build-tsan --target kubestat_concurrency_tests
+  fi
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     run_ctest build-asan/ctest.log --test-dir build-asan -LE 'bench|controlplane' --output-on-failure -j "$jobs" \
@@ -79,11 +122,17 @@ if ((asan)); then
 fi
 
 if ((tsan)); then
-  echo "== ThreadSanitizer build (clang): the concurrency tests"
-  CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
-  cmake --build build-tsan -j "$jobs" --target kubestat_concurrency_tests
-  stage_done "TSan build"
+  if ((asan)); then
+    finish_background_build build-tsan
+  else
+    echo "== ThreadSanitizer build (clang): the concurrency tests"
+    CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${linker[@]}" \
+      -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
+    cmake --build build-tsan -j "$jobs" --target kubestat_concurrency_tests
+  fi
+  stage_done "TSan build (after)"
   # Left out here: a test whose point is a gRPC write finishing within a round (a slow watcher
   # cut off while a fast one keeps up), which ThreadSanitizer's several-fold slowdown can
   # break for the fast one too; the plain and ASan runs above have it.
