@@ -14,40 +14,13 @@
 namespace kubestat::http::internal {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
 struct CtxFree {
   void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
 };
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-
-BioPtr MemoryBio(const std::string& pem) {
-  return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-}
 
 absl::Status Bad(std::string_view field, std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("ClientOptions.", AbslView(field), ": ",
                                                  AbslView(what), " (", TakeOpenSslError(), ")"));
-}
-
-// Every certificate in `pem`, in order; empty when there is none.
-std::vector<X509Ptr> ReadCertificates(const std::string& pem) {
-  std::vector<X509Ptr> certs;
-  BioPtr bio = MemoryBio(pem);
-  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
-    certs.emplace_back(cert);
-  }
-  // The loop ends on "no start line" at the end of the text: not an error.
-  ERR_clear_error();
-  return certs;
 }
 
 // The SSL_CTX ex_data slot holding a heap std::shared_ptr<TlsVerifyLog>, freed with the
@@ -97,18 +70,6 @@ int VerifyAndRecord(X509_STORE_CTX* store_ctx, void* /*arg*/) {
 }
 
 }  // namespace
-
-std::string TakeOpenSslError(std::string_view otherwise) {
-  const unsigned long code = ERR_peek_error();
-  std::string text(otherwise);
-  if (code != 0) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof(buf));
-    text = buf;
-  }
-  ERR_clear_error();
-  return text;
-}
 
 uint64_t TlsVerifyLog::failures() const {
   std::lock_guard lock(mu_);
@@ -184,8 +145,7 @@ absl::Status ApplyClientTls(SSL_CTX* ctx, const ClientTlsMaterial& tls) {
       }
     }
     BioPtr key_bio = MemoryBio(tls.client_key_pem);
-    std::unique_ptr<EVP_PKEY, PkeyFree> key(
-        PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+    PrivateKeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
     if (key == nullptr) return Bad("client_key_pem", "holds no PEM private key");
     if (SSL_CTX_use_PrivateKey(ctx, key.get()) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
       return Bad("client_key_pem", "does not match client_cert_pem");

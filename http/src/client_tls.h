@@ -13,12 +13,9 @@
 
 #include "absl/status/status.h"
 #include "kubestat/http/client.h"
+#include "openssl_pem.h"
 
 namespace kubestat::http::internal {
-
-// The oldest OpenSSL error queued on this thread as text (`otherwise` when there is none),
-// and the queue cleared.
-std::string TakeOpenSslError(std::string_view otherwise = "no details");
 
 // TLS material for a client, as PEM text: ca_pem the trusted CAs (empty: leave the
 // context's trust as it is), client_cert_pem the client certificate chain (empty: none),

@@ -9,33 +9,22 @@
 #include <openssl/x509v3.h>
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "openssl_pem.h"
 
 namespace kubestat::http {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-struct CertificateFree {
-  void operator()(X509* cert) const { X509_free(cert); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
-using Certificate = std::unique_ptr<X509, CertificateFree>;
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
+using internal::BioPtr;
+using internal::PrivateKeyPtr;
+using internal::ReadCertificates;
+using internal::ReadPrivateKey;
+using internal::X509Ptr;
 
-std::string OpenSslError() {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "no OpenSSL error queued";
-  char buf[256];
-  ERR_error_string_n(code, buf, sizeof(buf));
-  return buf;
-}
+std::string OpenSslError() { return internal::TakeOpenSslError("no OpenSSL error queued"); }
 
 absl::Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value) {
   X509V3_CTX ctx;
@@ -62,30 +51,24 @@ std::string MemoryText(BIO* bio) {
   return std::string(data, static_cast<size_t>(size));
 }
 
-Bio ReadBio(const std::string& pem) {
-  return Bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-}
-
 }  // namespace
 
 absl::StatusOr<IssuedCertificate> IssueCertificate(const CertificateSpec& spec,
                                                    const IssuedCertificate* issuer) {
-  Key key(spec.key_type == KeyType::kRsa2048 ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256"));
+  PrivateKeyPtr key(spec.key_type == KeyType::kRsa2048 ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256"));
   if (!key) return absl::InternalError(absl::StrCat("key generation failed: ", OpenSslError()));
-  Certificate issuer_cert;
-  Key issuer_key;
+  X509Ptr issuer_cert;
+  PrivateKeyPtr issuer_key;
   if (issuer != nullptr) {
-    issuer_cert.reset(
-        PEM_read_bio_X509(ReadBio(issuer->cert_pem).get(), nullptr, nullptr, nullptr));
-    issuer_key.reset(
-        PEM_read_bio_PrivateKey(ReadBio(issuer->key_pem).get(), nullptr, nullptr, nullptr));
+    std::vector<X509Ptr> certs = ReadCertificates(issuer->cert_pem);
+    if (!certs.empty()) issuer_cert = std::move(certs.front());
+    issuer_key = ReadPrivateKey(issuer->key_pem);
     if (!issuer_cert || !issuer_key) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the issuer's certificate or key does not parse: ", OpenSslError()));
+      return absl::InvalidArgumentError("the issuer's certificate or key does not parse as PEM");
     }
   }
 
-  Certificate cert(X509_new());
+  X509Ptr cert(X509_new());
   X509_set_version(cert.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), spec.serial);
   X509_gmtime_adj(X509_getm_notBefore(cert.get()), static_cast<long>(spec.not_before.count()));
@@ -126,8 +109,8 @@ absl::StatusOr<IssuedCertificate> IssueCertificate(const CertificateSpec& spec,
   }
 
   IssuedCertificate issued;
-  Bio cert_bio(BIO_new(BIO_s_mem()));
-  Bio key_bio(BIO_new(BIO_s_mem()));
+  BioPtr cert_bio(BIO_new(BIO_s_mem()));
+  BioPtr key_bio(BIO_new(BIO_s_mem()));
   if (PEM_write_bio_X509(cert_bio.get(), cert.get()) != 1 ||
       PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) !=
           1) {

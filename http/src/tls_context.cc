@@ -22,55 +22,16 @@
 #include "kubestat/core/str_cat.h"
 #include "kubestat/http/tls_certificates.h"
 #include "kubestat/http/tls_config.h"
+#include "openssl_pem.h"
 
 namespace kubestat::http::internal {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
 struct StoreCtxFree {
   void operator()(X509_STORE_CTX* c) const { X509_STORE_CTX_free(c); }
 };
-struct X509Free {
-  void operator()(X509* c) const { X509_free(c); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
-using Cert = std::unique_ptr<X509, X509Free>;
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
 
 constexpr auto kReloadCheckInterval = std::chrono::seconds(1);
-
-std::string OpenSslError() {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "unknown OpenSSL error";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  return text;
-}
-
-std::vector<Cert> ParseCerts(const std::string& pem) {
-  std::vector<Cert> certs;
-  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  while (true) {
-    X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
-    if (cert == nullptr) break;
-    certs.emplace_back(cert);
-  }
-  ERR_clear_error();  // the end of the PEM text reads as an error
-  return certs;
-}
-
-Key ParseKey(const std::string& pem) {
-  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  ERR_clear_error();
-  return key;
-}
 
 // Chooses http/1.1 when the client offers it; without it the handshake goes on without
 // ALPN (the client then speaks HTTP/1.1 or fails on its own).
@@ -142,8 +103,8 @@ bool UsablePair(const std::string& cert_path, const std::string& key_path) {
   absl::StatusOr<std::string> cert_pem = ReadFile(cert_path);
   absl::StatusOr<std::string> key_pem = ReadFile(key_path);
   if (!cert_pem.ok() || !key_pem.ok()) return false;
-  std::vector<Cert> certs = ParseCerts(*cert_pem);
-  Key key = ParseKey(*key_pem);
+  std::vector<X509Ptr> certs = ReadCertificates(*cert_pem);
+  PrivateKeyPtr key = ReadPrivateKey(*key_pem);
   if (certs.empty() || key == nullptr) return false;
   if (X509_check_private_key(certs[0].get(), key.get()) != 1) {
     ERR_clear_error();
@@ -310,18 +271,20 @@ absl::StatusOr<std::shared_ptr<const TlsServing>> TlsContextSource::Build() cons
   if (!ciphers->tls12_cipher_list.empty() &&
       SSL_CTX_set_cipher_list(ctx, ciphers->tls12_cipher_list.c_str()) != 1) {
     return absl::InternalError(StrCat("--tls-cipher-suites: OpenSSL refused ",
-                                      ciphers->tls12_cipher_list, ": ", OpenSslError()));
+                                      ciphers->tls12_cipher_list, ": ",
+                                      TakeOpenSslError("unknown OpenSSL error")));
   }
   if (!ciphers->tls13_ciphersuites.empty() &&
       SSL_CTX_set_ciphersuites(ctx, ciphers->tls13_ciphersuites.c_str()) != 1) {
     return absl::InternalError(StrCat("--tls-cipher-suites: OpenSSL refused ",
-                                      ciphers->tls13_ciphersuites, ": ", OpenSslError()));
+                                      ciphers->tls13_ciphersuites, ": ",
+                                      TakeOpenSslError("unknown OpenSSL error")));
   }
   // Key exchange by elliptic-curve Diffie-Hellman only: OpenSSL also offers finite-field
   // groups (ffdhe*) for TLS 1.3 unless told otherwise.
   if (SSL_CTX_set1_groups_list(ctx, "X25519:P-256:X448:P-384:P-521") != 1) {
-    return absl::InternalError(
-        absl::StrCat("TLS: cannot set the key exchange groups: ", OpenSslError()));
+    return absl::InternalError(absl::StrCat("TLS: cannot set the key exchange groups: ",
+                                            TakeOpenSslError("unknown OpenSSL error")));
   }
   SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
 
@@ -354,14 +317,14 @@ absl::StatusOr<std::shared_ptr<const TlsServing>> TlsContextSource::Build() cons
         sk_X509_NAME_pop_free(names, X509_NAME_free);
         return absl::InternalError(pem.status().message());
       }
-      std::vector<Cert> certs = ParseCerts(*pem);
+      std::vector<X509Ptr> certs = ReadCertificates(*pem);
       if (certs.empty()) {
         sk_X509_NAME_pop_free(names, X509_NAME_free);
         return absl::InternalError(
             StrCat("client CA bundle ", bundle.name, " (", bundle.file, ") holds no certificate"));
       }
       X509_STORE* store = X509_STORE_new();
-      for (const Cert& cert : certs) {
+      for (const X509Ptr& cert : certs) {
         X509_STORE_add_cert(store, cert.get());
         sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(cert.get())));
       }
