@@ -79,11 +79,16 @@ trap '[[ -n "$background_build" ]] && kill -- "-$background_build" 2>/dev/null; 
 
 linker=()
 if command -v ld.lld >/dev/null 2>&1; then linker=(-DKUBESTAT_LINKER=lld); fi
+# RelWithDebInfo with line tables only.
+optimized=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+configure_tsan() {
+  CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${optimized[@]}" "${linker[@]}" \
+    -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
+}
 
 echo "== plain build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-  "${linker[@]}" >/dev/null
+cmake -S . -B build -G Ninja "${optimized[@]}" "${linker[@]}" >/dev/null
 cmake --build build -j "$jobs"
 stage_done "plain build"
 
@@ -108,10 +113,7 @@ if ((asan)); then
   stage_done "ASan build (after)"
   if ((tsan)); then
     echo "== ThreadSanitizer build (clang): the concurrency tests, beside the ASan tests"
-    CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${linker[@]}" \
-      -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
+    configure_tsan
     start_background_build build-tsan --target kubestat_concurrency_tests
   fi
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -126,10 +128,7 @@ if ((tsan)); then
     finish_background_build build-tsan
   else
     echo "== ThreadSanitizer build (clang): the concurrency tests"
-    CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${linker[@]}" \
-      -DKUBESTAT_TSAN=ON -DKUBESTAT_BENCH=OFF >/dev/null
+    configure_tsan
     cmake --build build-tsan -j "$jobs" --target kubestat_concurrency_tests
   fi
   stage_done "TSan build (after)"

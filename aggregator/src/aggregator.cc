@@ -426,7 +426,7 @@ struct Aggregator::Parts {
   // gRPC on --grpc-port.
   absl::Status StartGrpc() {
     AggregatorServiceOptions grpc_options;
-    grpc_options.windows = options.IngestionOptions().engine.windows;
+    grpc_options.windows = ingestor->engine_options().windows;
     // gRPC callers present a bearer token in the call's metadata; what they read is authorized
     // as a list or watch of node or pod metrics.
     grpc_options.access_check = GrpcAccess(access->authenticator(), access->authorizer());

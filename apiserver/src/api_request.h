@@ -35,10 +35,6 @@ using metrics_api::PodMetrics;
 using metrics_api::RenderContext;
 using metrics_api::Resource;
 
-inline constexpr std::string_view kWriteVerbs[] = {"get",    "list",   "watch",
-                                                   "create", "update", "delete"};
-inline constexpr std::string_view kWatchVerbs[] = {"get", "list", "watch"};
-
 Resource ResourceOf(ObjectKind kind);
 
 // What a request's path names.

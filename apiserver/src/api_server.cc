@@ -37,12 +37,18 @@ using internal::ApiWrites;
 using internal::Encoding;
 using internal::GroupVersion;
 using internal::Json;
-using internal::kWatchVerbs;
-using internal::kWriteVerbs;
 using internal::NotFoundPath;
 using internal::Parse;
 using internal::Target;
 using internal::TrueParam;
+
+namespace {
+
+// The verbs the API's resource lists name: metrics/v1alpha1 takes writes, metrics.k8s.io not.
+constexpr std::string_view kWriteVerbs[] = {"get", "list", "watch", "create", "update", "delete"};
+constexpr std::string_view kWatchVerbs[] = {"get", "list", "watch"};
+
+}  // namespace
 
 http::ServerOptions ApiServerOptions::SecureDefaults() {
   http::ServerOptions options;
