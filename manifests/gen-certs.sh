@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes kubestat's serving certificates without cert-manager, as a kustomize overlay.
 #
-#   manifests/gen-certs.sh [-b OVERLAY] [-n NAMESPACE] [-d DAYS] [-f FRONT_PROXY_CA] OUT_DIR
+#   manifests/gen-certs.sh [-b OVERLAY] [-n NAMESPACE] [-d DAYS] OUT_DIR
 #
 # Writes into OUT_DIR (created; keys are mode 0600):
 #   ca.crt, ca.key                 a CA (ECDSA P-256) that signs the two serving certificates
@@ -9,11 +9,9 @@
 #   apiserver.crt, apiserver.key   kubestat-apiserver's serving certificate
 #   ca-bundle.b64                  ca.crt in base64 on one line: an APIService's caBundle
 #   apiservice-cabundle.yaml       a JSON 6902 patch setting /spec/caBundle to it
-#   front-proxy-ca.crt             a copy of FRONT_PROXY_CA, when -f is given
 #   kustomization.yaml             OVERLAY (default manifests/base) plus the Secrets
 #                                  kubestat-aggregator-tls and kubestat-apiserver-tls
-#                                  (tls.crt, tls.key, ca.crt), the ConfigMap
-#                                  kubestat-front-proxy-ca with -f, and the caBundle patch on
+#                                  (tls.crt, tls.key, ca.crt), and the caBundle patch on
 #                                  every APIService of OVERLAY
 # Each serving certificate names its Service: <svc>, <svc>.<ns>, <svc>.<ns>.svc and
 # <svc>.<ns>.svc.cluster.local, and is checked with `openssl verify` for each name before
@@ -29,19 +27,17 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 overlay="$here/base"
 namespace=kubestat
 days=365
-front_proxy_ca=""
 
 usage() {
   sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
 }
 
-while getopts "b:n:d:f:h" opt; do
+while getopts "b:n:d:h" opt; do
   case "$opt" in
     b) overlay=$OPTARG ;;
     n) namespace=$OPTARG ;;
     d) days=$OPTARG ;;
-    f) front_proxy_ca=$OPTARG ;;
     h) usage 0 ;;
     *) usage 2 >&2 ;;
   esac
@@ -54,10 +50,6 @@ fi
 out=$1
 if [[ ! -f "$overlay/kustomization.yaml" ]]; then
   echo "gen-certs.sh: -b $overlay: no kustomization.yaml there" >&2
-  exit 2
-fi
-if [[ -n "$front_proxy_ca" && ! -s "$front_proxy_ca" ]]; then
-  echo "gen-certs.sh: -f $front_proxy_ca: missing or empty" >&2
   exit 2
 fi
 command -v openssl >/dev/null || { echo "gen-certs.sh: openssl is not installed" >&2; exit 1; }
@@ -139,15 +131,6 @@ relative=$(realpath --relative-to="$out" "$(cd "$overlay" && pwd)")
     echo "  - tls.key=$name.key"
     echo "  - ca.crt=ca.crt"
   done
-  if [[ -n "$front_proxy_ca" ]]; then
-    cp "$front_proxy_ca" "$out/front-proxy-ca.crt"
-    chmod 0644 "$out/front-proxy-ca.crt"
-    echo "configMapGenerator:"
-    echo "- name: kubestat-front-proxy-ca"
-    echo "  namespace: $namespace"
-    echo "  files:"
-    echo "  - ca.crt=front-proxy-ca.crt"
-  fi
   echo "patchesJson6902:"
   for name in $apiservices; do
     echo "- target:"
@@ -162,7 +145,4 @@ chmod 0644 "$out/kustomization.yaml" "$out/apiservice-cabundle.yaml" "$out/ca-bu
 
 echo "gen-certs.sh: wrote $out (CA, serving certificates verified for $(dns_names kubestat-apiserver | wc -w) names each)"
 echo "  APIServices given the caBundle: $(echo $apiservices)"
-if [[ -z "$front_proxy_ca" ]]; then
-  echo "  no -f: create the ConfigMap kubestat-front-proxy-ca yourself (manifests/README.md)"
-fi
 echo "  apply with: kubectl apply -k $out"

@@ -145,6 +145,12 @@ rules:
   verbs: [get, list, watch]
   apiGroups: [""]
   resources: [nodes, pods, limitranges]
+# The front proxy's trust the cluster publishes (the Role extension-apiserver-authentication-reader).
+- groups: [kubestat:aggregators]
+  verbs: [get, list, watch]
+  apiGroups: [""]
+  resources: [configmaps]
+  namespaces: [kube-system]
 - groups: [kubestat:aggregators]
   verbs: [create]
   apiGroups: [authentication.k8s.io, authorization.k8s.io]
@@ -210,15 +216,15 @@ else
   agent_flags=()
 fi
 
-# The aggregator: HTTPS with a self-signed pair, the proxy believed by its certificate,
-# tokens and permissions reviewed by the cluster (TokenReview, SubjectAccessReview).
+# The aggregator: HTTPS with a self-signed pair, the proxy believed by its certificate (its
+# CA and name read from the cluster's kube-system/extension-apiserver-authentication, as in a
+# real cluster), tokens and permissions reviewed by the cluster (TokenReview,
+# SubjectAccessReview).
 agg_kubeconfig="$work/kubeconfigs/kubestat-aggregator.kubeconfig"
 "$build/aggregator/kubestat-aggregator" --kubeconfig="$agg_kubeconfig" \
   --kubelet-scheme=http --kubelet-preferred-address-types=InternalIP \
   --kubelet-use-node-status-port --metric-resolution="$resolution" --kubelet-timeout="$timeout" \
   --listen-address=127.0.0.1 --secure-port="$port" --cert-dir="$work/aggregator-certs" \
-  --requestheader-client-ca-file="$work/sim-tls/front-proxy-ca.crt" \
-  --requestheader-allowed-names=front-proxy-client \
   --authentication-kubeconfig="$agg_kubeconfig" --authorization-kubeconfig="$agg_kubeconfig" \
   --scrape-dump="$work/scrapes.jsonl" "${agent_flags[@]}" \
   --grpc-address=127.0.0.1 --grpc-port="$grpc_port" --storage-dir="$work/store" \

@@ -33,6 +33,9 @@ absl::Status Flagged(std::string_view flag, const absl::Status& status) {
 AgentOptions::AgentOptions()
     : podresources_socket(podresources::kDefaultSocketPath), node_name(DefaultNodeName()) {
   serving.secure_port = kDefaultAgentPort;
+  // The aggregator calls the agent directly, never through the aggregation layer: no front
+  // proxy's trust to look up.
+  serving.authentication_skip_lookup = true;
 }
 
 void AgentOptions::RegisterFlags(FlagSet& flags) {

@@ -26,7 +26,12 @@ absl::Status AsFlag(const absl::Status& status) {
 
 }  // namespace
 
-BridgeOptions::BridgeOptions() { serving.secure_port = 8444; }
+BridgeOptions::BridgeOptions() {
+  serving.secure_port = 8444;
+  // The bridge serves its health and metrics only, never through the aggregation layer: no
+  // front proxy's trust to look up.
+  serving.authentication_skip_lookup = true;
+}
 
 void BridgeOptions::RegisterFlags(FlagSet& flags) {
   flags.AddString("aggregator-address", &aggregator_address,

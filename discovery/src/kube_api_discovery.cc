@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "kubestat/discovery/discovery.h"
 #include "kubestat/http/client.h"
-#include "kubestat/kube/bearer_token.h"
 #include "kubestat/kube/kube_api_tls.h"
 #include "kubestat/kube/list_watch.h"
 #include "kubestat/kube/watch_event.h"
@@ -355,19 +354,9 @@ absl::StatusOr<std::unique_ptr<KubeApiDiscovery>> KubeApiDiscovery::Create(
     kube::KubeApiConfig config, KubeApiDiscoveryOptions options, const Clock& clock) {
   if (absl::Status status = options.Validate(); !status.ok()) return status;
   auto impl = std::make_unique<Impl>();
-  http::ClientOptions list_options;
-  list_options.base_url = config.server;
-  list_options.ca_pem = config.ca_pem;
-  list_options.insecure_skip_tls_verify = config.insecure_skip_tls_verify;
-  list_options.client_cert_pem = config.client_cert_pem;
-  list_options.client_key_pem = config.client_key_pem;
-  if (!config.token.empty()) {
-    list_options.bearer_token = config.token;
-  } else if (!config.token_file.empty()) {
-    auto token = std::make_shared<kube::BearerTokenFile>(config.token_file);
-    list_options.bearer_token_source = [token] { return token->Get(); };
-  }
-  kube::WatchTlsFiles(config, &list_options);  // shared by the watch client's copy
+  absl::StatusOr<http::ClientOptions> client_options = kube::KubeApiClientOptions(config);
+  if (!client_options.ok()) return client_options.status();
+  http::ClientOptions list_options = *std::move(client_options);  // TLS files shared by both
   list_options.timeout = options.request_timeout;
   list_options.max_response_bytes = options.max_response_bytes;
   http::ClientOptions watch_options = list_options;

@@ -66,33 +66,6 @@ std::string NameEntry(X509_NAME_ENTRY* entry) {
 
 // --- self-signed pair ---
 
-// Writes `content` to `path` through a temporary file renamed into place, created with
-// `mode` from the start (a key is never readable by others, not even briefly).
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
-  const std::string tmp = StrCat(path, ".tmp.", getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return absl::InternalError(StrCat("cannot create ", tmp, ": ", strerror(errno)));
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string error = strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return absl::InternalError(StrCat("cannot write ", tmp, ": ", error));
-    }
-    written += static_cast<size_t>(n);
-  }
-  ::fchmod(fd, mode);
-  if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string error = strerror(errno);
-    ::unlink(tmp.c_str());
-    return absl::InternalError(StrCat("cannot write ", path, ": ", error));
-  }
-  return absl::OkStatus();
-}
-
 bool IsIp(const std::string& host) {
   unsigned char buf[sizeof(in6_addr)];
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
@@ -313,12 +286,13 @@ absl::StatusOr<std::shared_ptr<const TlsServing>> TlsContextSource::Build() cons
     STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
     for (const ClientCaBundle& bundle : options_.client_cas) {
       absl::StatusOr<std::string> pem = ReadFile(bundle.file, bundle.name);
+      if (!pem.ok() && bundle.may_be_empty && !std::filesystem::exists(bundle.file)) pem = "";
       if (!pem.ok()) {
         sk_X509_NAME_pop_free(names, X509_NAME_free);
         return absl::InternalError(pem.status().message());
       }
       std::vector<X509Ptr> certs = ReadCertificates(*pem);
-      if (certs.empty()) {
+      if (certs.empty() && !bundle.may_be_empty) {
         sk_X509_NAME_pop_free(names, X509_NAME_free);
         return absl::InternalError(
             StrCat("client CA bundle ", bundle.name, " (", bundle.file, ") holds no certificate"));

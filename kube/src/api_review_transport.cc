@@ -64,24 +64,10 @@ absl::StatusCode CodeOf(int http_code) {
 
 absl::StatusOr<std::unique_ptr<ApiReviewTransport>> ApiReviewTransport::Create(
     const KubeApiConfig& config, const Clock& clock, Duration timeout) {
-  if (!config.token.empty() && !config.token_file.empty()) {
-    return absl::InvalidArgumentError("kube API config: set at most one of token and token_file");
-  }
-  http::ClientOptions options;
-  options.base_url = config.server;
-  // kubectl accepts a server URL with a trailing slash; requests carry their own.
-  while (options.base_url.size() > 1 && options.base_url.back() == '/') options.base_url.pop_back();
-  options.ca_pem = config.ca_pem;
-  options.insecure_skip_tls_verify = config.insecure_skip_tls_verify;
-  options.client_cert_pem = config.client_cert_pem;
-  options.client_key_pem = config.client_key_pem;
-  options.bearer_token = config.token;
   std::shared_ptr<BearerTokenFile> token_file;
-  if (!config.token_file.empty()) {
-    token_file = std::make_shared<BearerTokenFile>(config.token_file);
-    options.bearer_token_source = [token_file] { return token_file->Get(); };
-  }
-  WatchTlsFiles(config, &options);
+  absl::StatusOr<http::ClientOptions> client_options = KubeApiClientOptions(config, &token_file);
+  if (!client_options.ok()) return client_options.status();
+  http::ClientOptions options = *std::move(client_options);
   options.timeout = timeout;
   options.max_response_bytes = kMaxReviewResponseBytes;
   absl::StatusOr<std::unique_ptr<http::Client>> client =

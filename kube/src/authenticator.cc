@@ -6,6 +6,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -115,6 +116,11 @@ absl::Status AuthenticatorOptions::Validate() const {
 
 struct Authenticator::Parts {
   AuthenticatorOptions options;
+  // The parts the cluster's published trust may change (SetClusterTrust); options holds the
+  // rest. Read once per request.
+  mutable std::mutex trust_mu;
+  std::shared_ptr<const FrontProxyOptions> front_proxy;  // guarded by trust_mu
+  bool client_certificates = false;                      // guarded by trust_mu
   std::unique_ptr<TokenAuthFile> token_file;
   std::unique_ptr<TokenReviewer> token_reviewer;
   // [method][outcome]; null without a registry.
@@ -156,12 +162,24 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Create(
       }
     }
   }
+  parts->front_proxy = std::make_shared<const FrontProxyOptions>(options.front_proxy);
+  parts->client_certificates = options.client_certificates;
   parts->options = std::move(options);
   return std::unique_ptr<Authenticator>(new Authenticator(std::move(parts)));
 }
 
 Authenticator::Authenticator(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
 Authenticator::~Authenticator() = default;
+
+absl::Status Authenticator::SetClusterTrust(FrontProxyOptions front_proxy,
+                                            bool client_certificates) {
+  if (absl::Status s = front_proxy.Validate(); !s.ok()) return s;
+  auto shared = std::make_shared<const FrontProxyOptions>(std::move(front_proxy));
+  std::lock_guard lock(parts_->trust_mu);
+  parts_->front_proxy = std::move(shared);
+  parts_->client_certificates = client_certificates;
+  return absl::OkStatus();
+}
 
 AuthenticationResult Authenticator::Authenticate(const RequestCredentials& credentials) {
   AuthenticationResult result = Decide(credentials);
@@ -179,8 +197,15 @@ AuthenticationResult Authenticator::Authenticate(const RequestCredentials& crede
 AuthenticationResult Authenticator::Decide(const RequestCredentials& credentials) {
   const AuthenticatorOptions& options = parts_->options;
   AuthenticationResult result;
+  std::shared_ptr<const FrontProxyOptions> front_proxy;
+  bool client_certificates = false;
+  {
+    std::lock_guard lock(parts_->trust_mu);
+    front_proxy = parts_->front_proxy;
+    client_certificates = parts_->client_certificates;
+  }
 
-  FrontProxyResult proxied = AuthenticateFrontProxy(options.front_proxy, credentials);
+  FrontProxyResult proxied = AuthenticateFrontProxy(*front_proxy, credentials);
   if (proxied.outcome == FrontProxyOutcome::kAuthenticated) {
     result.outcome = AuthenticationOutcome::kAuthenticated;
     result.method = AuthenticationMethod::kFrontProxy;
@@ -191,7 +216,7 @@ AuthenticationResult Authenticator::Decide(const RequestCredentials& credentials
   // A failure of an earlier method, reported only if no later method succeeds.
   std::optional<AuthenticationResult> failure;
   const ClientCertificate* cert = credentials.client_certificate;
-  if (options.client_certificates && cert != nullptr) {
+  if (client_certificates && cert != nullptr) {
     if (cert->VerifiedBy(options.client_ca_bundle)) {
       if (!cert->common_name.empty()) {
         result.outcome = AuthenticationOutcome::kAuthenticated;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kubestat/core/log.h"
+#include "kubestat/kube/bearer_token.h"
 
 namespace kubestat::kube {
 
@@ -80,6 +81,29 @@ void WatchTlsFiles(const KubeApiConfig& config, http::ClientOptions* options) {
   auto files = std::make_shared<KubeApiTlsFiles>(config);
   if (!files->watching()) return;
   options->tls_source = [files] { return files->Get(); };
+}
+
+absl::StatusOr<http::ClientOptions> KubeApiClientOptions(
+    const KubeApiConfig& config, std::shared_ptr<BearerTokenFile>* token_file) {
+  if (!config.token.empty() && !config.token_file.empty()) {
+    return absl::InvalidArgumentError("kube API config: set at most one of token and token_file");
+  }
+  http::ClientOptions options;
+  options.base_url = config.server;
+  // kubectl accepts a server URL with a trailing slash; requests carry their own.
+  while (options.base_url.size() > 1 && options.base_url.back() == '/') options.base_url.pop_back();
+  options.ca_pem = config.ca_pem;
+  options.insecure_skip_tls_verify = config.insecure_skip_tls_verify;
+  options.client_cert_pem = config.client_cert_pem;
+  options.client_key_pem = config.client_key_pem;
+  options.bearer_token = config.token;
+  if (!config.token_file.empty()) {
+    auto file = std::make_shared<BearerTokenFile>(config.token_file);
+    options.bearer_token_source = [file] { return file->Get(); };
+    if (token_file != nullptr) *token_file = std::move(file);
+  }
+  WatchTlsFiles(config, &options);
+  return options;
 }
 
 }  // namespace kubestat::kube

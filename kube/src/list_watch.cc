@@ -212,13 +212,18 @@ void ListWatch::Run(const std::stop_token& stop) {
   }
 }
 
+std::string ListWatch::FieldSelectorQuery() const {
+  if (options_.field_selector.empty()) return "";
+  return StrCat("&fieldSelector=", QueryEscape(options_.field_selector));
+}
+
 ListWatchError ListWatch::List(const std::stop_token& stop) {
   handler_.OnListStart();
   std::string continue_token;
   std::string resource_version;
   const auto on_item = [this](std::string_view item) { handler_.OnListItem(item); };
   do {
-    std::string path = StrCat(options_.path, "?limit=", options_.page_size);
+    std::string path = StrCat(options_.path, "?limit=", options_.page_size, FieldSelectorQuery());
     if (!continue_token.empty()) path += StrCat("&continue=", QueryEscape(continue_token));
     http::ClientRequest request = Get(std::move(path), stop);
     request.body_spare_capacity = simdjson::SIMDJSON_PADDING;
@@ -245,7 +250,7 @@ ListWatchError ListWatch::Watch(const std::stop_token& stop, bool* expired) {
   std::string path = StrCat(options_.path, "?watch=true",
                             options_.allow_watch_bookmarks ? "&allowWatchBookmarks=true" : "",
                             "&resourceVersion=", QueryEscape(resource_version()),
-                            "&timeoutSeconds=", timeout_seconds);
+                            "&timeoutSeconds=", timeout_seconds, FieldSelectorQuery());
   handler_.OnWatchStart();
   std::string pending;
   ListWatchError ended{ListWatchError::Stage::kWatch, absl::OkStatus()};

@@ -54,6 +54,12 @@ void SecureServingOptions::RegisterFlags(FlagSet& flags) {
                       "request headers holding the groups");
   flags.AddStringList("requestheader-extra-headers-prefix", &requestheader_extra_headers_prefix,
                       "request header prefixes of the user's extra attributes");
+  flags.AddBool("authentication-skip-lookup", &authentication_skip_lookup,
+                "do not read the client CA and the front-proxy trust that the flags leave out "
+                "from the ConfigMap kube-system/extension-apiserver-authentication");
+  flags.AddBool("authentication-tolerate-lookup-failure", &authentication_tolerate_lookup_failure,
+                "start even when that ConfigMap cannot be read (proxied requests are then "
+                "not believed until it can)");
   flags.AddString("token-auth-file", &token_auth_file,
                   "static bearer tokens, CSV token,user,uid,\"group1,group2\" (re-read on change)");
   flags.AddBool("anonymous-auth", &anonymous_auth,
@@ -144,6 +150,16 @@ http::ServerOptions SecureServingOptions::SecureServer(std::string metrics_name)
     secure.tls.client_cas.push_back(
         {std::string(kRequestHeaderCaBundle), requestheader_client_ca_file});
   }
+  // The cluster's trust, kept in files that ExtensionAuthenticationFollower writes.
+  const ExtensionAuthenticationOptions lookup = ExtensionLookup();
+  if (lookup.client_ca) {
+    secure.tls.client_cas.push_back(
+        {std::string(kClientCaBundle), ExtensionClientCaFile(lookup.dir), true});
+  }
+  if (lookup.request_header) {
+    secure.tls.client_cas.push_back(
+        {std::string(kRequestHeaderCaBundle), ExtensionRequestHeaderCaFile(lookup.dir), true});
+  }
   return secure;
 }
 
@@ -156,9 +172,21 @@ std::optional<http::ServerOptions> SecureServingOptions::PlainServer() const {
   return plain;
 }
 
+ExtensionAuthenticationOptions SecureServingOptions::ExtensionLookup() const {
+  ExtensionAuthenticationOptions lookup;
+  if (authentication_skip_lookup || authentication_kubeconfig.empty()) return lookup;
+  lookup.client_ca = client_ca_file.empty();
+  lookup.request_header = requestheader_client_ca_file.empty();
+  lookup.dir = cert_dir + "/cluster-trust";
+  return lookup;
+}
+
 AuthenticatorOptions SecureServingOptions::AuthenticationOptions() const {
   AuthenticatorOptions options;
-  options.front_proxy.enabled = !requestheader_client_ca_file.empty();
+  // Looked up, the front proxy is believed once the cluster's trust is applied
+  // (Authenticator::SetClusterTrust); until then no certificate verifies against its CA.
+  options.front_proxy.enabled =
+      !requestheader_client_ca_file.empty() || ExtensionLookup().request_header;
   options.front_proxy.allowed_names = requestheader_allowed_names;
   options.front_proxy.username_headers = requestheader_username_headers;
   options.front_proxy.group_headers = requestheader_group_headers;

@@ -21,18 +21,20 @@
 #include "kubeconfig.h"
 #include "kubestat/apimachinery/api_error.h"
 #include "kubestat/apimachinery/label_selector.h"
+#include "kubestat/core/file.h"
 #include "kubestat/core/json_writer.h"
+#include "kubestat/core/str_cat.h"
 #include "kubestat/core/url.h"
 #include "kubestat/http/server.h"
 #include "kubestat/sim/access_review.h"
 #include "kubestat/sim/render.h"
 #include "kubestat/sim/request_info.h"
 #include "kubestat/sim/users.h"
-#include "limit_ranges.h"
 #include "podresources_server.h"
 #include "prometheus/registry.h"
 #include "sim_hash.h"
 #include "sim_strings.h"
+#include "stored_objects.h"
 #include "tls.h"
 
 namespace kubestat::sim {
@@ -244,11 +246,19 @@ class ReplySink : public ProxyResponseSink {
 
 // A response body written over time: a watch, an oversized body or a slow drip.
 struct Stream {
-  enum class Kind { kPodWatch, kNodeWatch, kLimitRangeWatch, kOversized, kSlowdrip };
+  enum class Kind {
+    kPodWatch,
+    kNodeWatch,
+    kLimitRangeWatch,
+    kConfigMapWatch,
+    kOversized,
+    kSlowdrip
+  };
   Kind kind;
   std::shared_ptr<StreamWriter> writer;  // set when the server starts the stream
   Timestamp deadline;                    // monotonic; the stream is closed then
-  // Watches: which pods (namespace and node; empty: all).
+  // Watches: which pods (namespace and node) or stored objects (namespace and name); empty:
+  // all.
   std::string namespace_filter;
   std::string node_filter;
   // Oversized: bytes left to write. Slowdrip: the payload and how much was sent.
@@ -271,9 +281,10 @@ void Send(Stream& s, std::string_view data) {
 struct WatchEvent {
   uint64_t resource_version;
   std::string namespace_name;
-  std::string node_name;
-  std::string line;          // the event, newline-terminated
-  bool limit_range = false;  // a LimitRange's event, else a pod's
+  std::string node_name;  // a pod's node; a stored object's name
+  std::string line;       // the event, newline-terminated
+  // The watches it goes to: a pod's, a LimitRange's or a ConfigMap's.
+  Stream::Kind kind = Stream::Kind::kPodWatch;
 };
 
 }  // namespace
@@ -389,8 +400,10 @@ struct Simulator::State {
   std::vector<uint64_t> slot_version;  // per global slot
   std::deque<WatchEvent> history;
   uint64_t oldest_retained = 1;
-  // LimitRanges by "namespace/name", each with the resourceVersion of its last change.
-  std::map<std::string, std::pair<SimLimitRange, uint64_t>> limit_ranges;
+  // LimitRanges and ConfigMaps by "namespace/name", each with the resourceVersion of its
+  // last change.
+  std::map<std::string, std::pair<StoredObject, uint64_t>> limit_ranges;
+  std::map<std::string, std::pair<StoredObject, uint64_t>> config_maps;
   std::vector<std::shared_ptr<Stream>> streams;
   std::vector<Parked> parked;  // "timeout" fault: never answered
   uint64_t garbage_counter = 0;
@@ -451,9 +464,7 @@ struct Simulator::State {
   }
 
   static bool Matches(const Stream& s, const WatchEvent& ev) {
-    const Stream::Kind kind =
-        ev.limit_range ? Stream::Kind::kLimitRangeWatch : Stream::Kind::kPodWatch;
-    return s.kind == kind &&
+    return s.kind == ev.kind &&
            (s.namespace_filter.empty() || s.namespace_filter == ev.namespace_name) &&
            (s.node_filter.empty() || s.node_filter == ev.node_name);
   }
@@ -691,7 +702,10 @@ struct Simulator::State {
     }
     if (parts.size() >= 2 && parts[0] == "sim" && parts[1] == "v1") {
       if (parts.size() == 6 && parts[2] == "namespaces" && parts[4] == "limitranges") {
-        return ChangeLimitRange(req, parts[3], parts[5]);
+        return ChangeStored(kLimitRanges, req, parts[3], parts[5]);
+      }
+      if (parts.size() == 6 && parts[2] == "namespaces" && parts[4] == "configmaps") {
+        return ChangeStored(kConfigMaps, req, parts[3], parts[5]);
       }
       if (parts.size() == 6 && parts[2] == "namespaces" && parts[4] == "pods") {
         if (req.method != "DELETE") {
@@ -776,6 +790,9 @@ struct Simulator::State {
           "\"kind\":\"Namespace\",\"verbs\":[\"get\",\"list\"],\"shortNames\":[\"ns\"]},"
           "{\"name\":\"nodes\",\"singularName\":\"node\",\"namespaced\":false,\"kind\":"
           "\"Node\",\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":[\"no\"]},"
+          "{\"name\":\"configmaps\",\"singularName\":\"configmap\",\"namespaced\":true,"
+          "\"kind\":\"ConfigMap\",\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":"
+          "[\"cm\"]},"
           "{\"name\":\"limitranges\",\"singularName\":\"limitrange\",\"namespaced\":true,"
           "\"kind\":\"LimitRange\",\"verbs\":[\"get\",\"list\",\"watch\"],\"shortNames\":"
           "[\"limits\"]},"
@@ -792,7 +809,7 @@ struct Simulator::State {
         return Pods("", "", query);
       }
       if (parts[2] == "limitranges" && parts.size() == 3) {
-        return LimitRanges("", "", query);
+        return Stored(kLimitRanges, "", "", query);
       }
       if (parts[2] == "namespaces") {
         if (parts.size() <= 4) {
@@ -802,7 +819,10 @@ struct Simulator::State {
           return Pods(parts[3], parts.size() == 6 ? parts[5] : "", query);
         }
         if (parts[4] == "limitranges" && parts.size() <= 6) {
-          return LimitRanges(parts[3], parts.size() == 6 ? parts[5] : "", query);
+          return Stored(kLimitRanges, parts[3], parts.size() == 6 ? parts[5] : "", query);
+        }
+        if (parts[4] == "configmaps" && parts.size() <= 6) {
+          return Stored(kConfigMaps, parts[3], parts.size() == 6 ? parts[5] : "", query);
         }
       }
     }
@@ -946,11 +966,12 @@ struct Simulator::State {
         }));
   }
 
-  // The node a "spec.nodeName=X" field selector names, "" for none. Other field selectors
-  // are accepted and ignored.
-  static std::string NodeFilter(const std::map<std::string, std::string>& query) {
+  // The value a "<field>=X" field selector gives `field`, "" for none. Other field
+  // selectors are accepted and ignored.
+  static std::string FieldFilter(const std::map<std::string, std::string>& query,
+                                 std::string_view field) {
     const std::string fs = PercentDecodeLenient(QueryParam(query, "fieldSelector"), true);
-    for (const std::string prefix : {"spec.nodeName=", "spec.nodeName=="}) {
+    for (const std::string& prefix : {StrCat(field, "="), StrCat(field, "==")}) {
       const size_t at = fs.find(prefix);
       if (at != std::string::npos) {
         std::string v = fs.substr(at + prefix.size());
@@ -964,7 +985,7 @@ struct Simulator::State {
   Response Pods(const std::string& ns, const std::string& name,
                 const std::map<std::string, std::string>& query) {
     const Timestamp now = Now();
-    const std::string node_filter = NodeFilter(query);
+    const std::string node_filter = FieldFilter(query, "spec.nodeName");
     std::vector<std::pair<PodInfo, uint64_t>> pods;
     uint64_t list_version;
     {
@@ -1065,89 +1086,104 @@ struct Simulator::State {
     return response;
   }
 
-  // ---- LimitRanges ------------------------------------------------------------------
+  // ---- LimitRanges and ConfigMaps -----------------------------------------------------
 
-  Response LimitRanges(const std::string& ns, const std::string& name,
-                       const std::map<std::string, std::string>& query) {
-    std::vector<std::pair<SimLimitRange, uint64_t>> items;
+  std::map<std::string, std::pair<StoredObject, uint64_t>>& StoreOf(const StoredKind& kind) {
+    return kind.kind == kLimitRanges.kind ? limit_ranges : config_maps;
+  }
+  static Stream::Kind WatchKindOf(const StoredKind& kind) {
+    return kind.kind == kLimitRanges.kind ? Stream::Kind::kLimitRangeWatch
+                                          : Stream::Kind::kConfigMapWatch;
+  }
+
+  // A list (fieldSelector metadata.name=X narrows it, as RBAC's resourceNames need), a get
+  // or a watch of `kind` in `ns` ("": every namespace).
+  Response Stored(const StoredKind& kind, const std::string& ns, const std::string& name,
+                  const std::map<std::string, std::string>& query) {
+    const std::string named = name.empty() ? FieldFilter(query, "metadata.name") : name;
+    std::vector<std::pair<StoredObject, uint64_t>> items;
     uint64_t list_version;
     {
       std::lock_guard<std::mutex> lock(mu);
       list_version = resource_version;
-      for (const auto& [key, entry] : limit_ranges) {
+      for (const auto& [key, entry] : StoreOf(kind)) {
         if (!ns.empty() && entry.first.namespace_name != ns) continue;
-        if (!name.empty() && entry.first.name != name) continue;
+        if (!named.empty() && entry.first.name != named) continue;
         items.push_back(entry);
       }
     }
     if (!name.empty()) {
-      if (items.empty()) return ReplyError(ApiError::NotFound("", "limitranges", name));
+      if (items.empty())
+        return ReplyError(ApiError::NotFound("", std::string(kind.resource), name));
       std::string out;
-      AppendLimitRangeJson(out, items[0].first, items[0].second);
+      AppendStoredObjectJson(out, kind, items[0].first, items[0].second);
       return Reply(200, std::move(out), kJson);
     }
     if (IsWatch(query)) {
-      return WatchFrom(Stream::Kind::kLimitRangeWatch, ns, "", query, list_version, [&] {
+      return WatchFrom(WatchKindOf(kind), ns, named, query, list_version, [&] {
         std::string initial;
-        for (const auto& [lr, rv] : items) {
-          std::string object;
-          AppendLimitRangeJson(object, lr, rv);
-          initial += RenderWatchEvent("ADDED", object);
+        for (const auto& [object, rv] : items) {
+          std::string json;
+          AppendStoredObjectJson(json, kind, object, rv);
+          initial += RenderWatchEvent("ADDED", json);
         }
         return initial;
       });
     }
-    std::string out = absl::StrCat(
-        "{\"kind\":\"LimitRangeList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"",
-        list_version, "\"},\"items\":[");
+    std::string out =
+        StrCat("{\"kind\":\"", kind.kind, "List\",\"apiVersion\":\"v1\",\"metadata\":{",
+               "\"resourceVersion\":\"", list_version, "\"},\"items\":[");
     for (size_t i = 0; i < items.size(); ++i) {
       if (i > 0) out += ",";
-      AppendLimitRangeJson(out, items[i].first, items[i].second);
+      AppendStoredObjectJson(out, kind, items[i].first, items[i].second);
     }
     out += "]}";
     return Reply(200, std::move(out), kJson);
   }
 
-  // PUT /sim/v1/namespaces/{ns}/limitranges/{name} creates or replaces a LimitRange (the
-  // body: a LimitRange, or its spec), DELETE removes it; watchers get ADDED, MODIFIED or
-  // DELETED. The answer is the object.
-  Response ChangeLimitRange(const Request& req, const std::string& ns, const std::string& name) {
+  // PUT /sim/v1/namespaces/{ns}/{limitranges|configmaps}/{name} creates or replaces one (the
+  // body: the object, or its spec or data), DELETE removes it; watchers get ADDED, MODIFIED
+  // or DELETED. The answer is the object.
+  Response ChangeStored(const StoredKind& kind, const Request& req, const std::string& ns,
+                        const std::string& name) {
+    const std::string resource(kind.resource);
     if (req.method != "PUT" && req.method != "DELETE") {
-      return ReplyError(ApiError::MethodNotAllowed("", "limitranges", std::string(req.method)));
+      return ReplyError(ApiError::MethodNotAllowed("", resource, std::string(req.method)));
     }
-    std::string spec;
+    std::string content;
     if (req.method == "PUT") {
       absl::StatusOr<std::string> body = ReadBody(req, kReviewBodyLimit);
       if (!body.ok()) return ReplyError(ApiError::FromStatus(body.status()));
-      absl::StatusOr<std::string> parsed = ParseLimitRangeSpec(*body);
+      absl::StatusOr<std::string> parsed = ParseStoredContent(kind, *body);
       if (!parsed.ok()) {
         return ReplyError(ApiError::BadRequest(std::string(parsed.status().message())));
       }
-      spec = *std::move(parsed);
+      content = *std::move(parsed);
     }
     std::lock_guard<std::mutex> lock(mu);
+    std::map<std::string, std::pair<StoredObject, uint64_t>>& store = StoreOf(kind);
     const std::string key = ns + "/" + name;
-    auto it = limit_ranges.find(key);
+    auto it = store.find(key);
     std::string type = "ADDED";
-    SimLimitRange lr{ns, name, "", spec, clock.Now()};
+    StoredObject object{ns, name, "", content, clock.Now()};
     if (req.method == "DELETE") {
-      if (it == limit_ranges.end()) return ReplyError(ApiError::NotFound("", "limitranges", name));
-      lr = it->second.first;
-      limit_ranges.erase(it);
+      if (it == store.end()) return ReplyError(ApiError::NotFound("", resource, name));
+      object = it->second.first;
+      store.erase(it);
       type = "DELETED";
-    } else if (it != limit_ranges.end()) {
-      lr.uid = it->second.first.uid;
-      lr.created = it->second.first.created;
+    } else if (it != store.end()) {
+      object.uid = it->second.first.uid;
+      object.created = it->second.first.created;
       type = "MODIFIED";
     } else {
-      lr.uid = LimitRangeUid(Mix(options.model.seed, HashString(key), resource_version));
+      object.uid = StoredObjectUid(Mix(options.model.seed, HashString(key), resource_version));
     }
     const uint64_t rv = ++resource_version;
-    if (type != "DELETED") limit_ranges[key] = {lr, rv};
-    std::string object;
-    AppendLimitRangeJson(object, lr, rv);
-    RecordLocked({rv, ns, "", RenderWatchEvent(type, object), /*limit_range=*/true});
-    return Reply(200, std::move(object), kJson);
+    if (type != "DELETED") store[key] = {object, rv};
+    std::string json;
+    AppendStoredObjectJson(json, kind, object, rv);
+    RecordLocked({rv, ns, name, RenderWatchEvent(type, json), WatchKindOf(kind)});
+    return Reply(200, std::move(json), kJson);
   }
 
   Response Faults(const Request& req, const std::vector<std::string>& parts) {
@@ -1458,8 +1494,16 @@ absl::Status Simulator::Start() {
   s.resource_version = s.initial_version;
   s.oldest_retained = s.initial_version + 1;
   s.slot_version.assign(slots, s.initial_version);
+  if (front_proxy) {
+    // As kube-apiserver publishes the front proxy's trust for the servers it aggregates.
+    absl::StatusOr<std::string> ca = ReadFile(s.front_proxy.ca_cert, "front-proxy CA");
+    if (!ca.ok()) return fail_early(ca.status());
+    StoredObject trust = ExtensionAuthenticationConfigMap(*ca, s.clock.Now());
+    std::string key = trust.namespace_name + "/" + trust.name;
+    s.config_maps[std::move(key)] = {std::move(trust), s.initial_version};
+  }
   if (s.options.default_limit_ranges) {
-    for (SimLimitRange& lr : DefaultLimitRanges(s.clock.Now())) {
+    for (StoredObject& lr : DefaultLimitRanges(s.clock.Now())) {
       std::string key = lr.namespace_name + "/" + lr.name;
       s.limit_ranges[std::move(key)] = {std::move(lr), s.initial_version};
     }

@@ -16,15 +16,21 @@
 #   5. a LimitRange with Container cpu max 1 refuses a pod asking for 2 cpu, naming that
 #      constraint, and admits one asking for 500m;
 #   6. every overlay in manifests/overlays/* (rendered with `kubectl kustomize`), and
-#      gen-certs.sh's overlay made with the cluster's own front-proxy CA, is accepted by
+#      gen-certs.sh's overlay, is accepted by
 #      `kubectl apply --server-side`, after the CRDs of crds.txt (cert-manager's, the
 #      Prometheus Operator's); each refusal is printed with the API server's message;
+#   7. kubestat-aggregator ($KUBESTAT_AGGREGATOR_BINARY), run with a TokenRequest token of the
+#      manifests' ServiceAccount and no front-proxy flag, believes the front proxy's certificate
+#      from kube-system/extension-apiserver-authentication (and the cluster CA's client
+#      certificates), refuses forged headers, follows a username header added to the ConfigMap,
+#      and is refused nothing it asks of the API server;
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
 # the test fails if any fails. It waits only by polling a condition with a deadline.
 #
 # Usage: tests/controlplane/control_plane_test.sh [--keep]
 #   --keep  leave the state directory (logs, kubeconfig) for a look, print its path
-# Environment: KUBESTAT_CACHE (build.sh's cache), TMPDIR, GOPROXY (the CRDs' modules),
+# Environment: KUBESTAT_AGGREGATOR_BINARY (check 7), KUBESTAT_CACHE (build.sh's cache), TMPDIR,
+#   GOPROXY (the CRDs' modules),
 #   KUBESTAT_CONTROLPLANE_DEADLINE: seconds each condition is polled for (default: 120).
 # Exit status: 0 all checks passed; 1 a check failed; 77 (skip) when go is not installed.
 set -euo pipefail
@@ -54,6 +60,7 @@ cleanup() {
       tail -n 15 "$log"
     done
   fi
+  if [[ -n "${agg_pid:-}" ]]; then kill "$agg_pid" 2>/dev/null || true; fi
   "$root/controlplane/start.sh" stop "$state" || true
   if (( keep )); then echo "state kept in $state"; else rm -rf "$work"; fi
 }
@@ -297,16 +304,92 @@ for overlay in "$root"/manifests/overlays/*/; do
   overlay=${overlay%/}
   apply_rendered "overlays/${overlay##*/}" "$overlay"
 done
-# manifests/README.md's way without cert-manager: the front-proxy CA from the cluster's own
-# extension-apiserver-authentication ConfigMap, gen-certs.sh over overlays/metrics-server.
-kubectl -n kube-system get configmap extension-apiserver-authentication \
-  -o jsonpath='{.data.requestheader-client-ca-file}' > "$work/front-proxy-ca.crt"
-if cmp -s "$work/front-proxy-ca.crt" "$KUBESTAT_CP_PKI/front-proxy-ca.crt" &&
-   "$root/manifests/gen-certs.sh" -b "$root/manifests/overlays/metrics-server" \
-     -f "$work/front-proxy-ca.crt" "$work/kubestat-certs" > "$work/gen-certs.log" 2>&1; then
+# manifests/README.md's way without cert-manager: gen-certs.sh over overlays/metrics-server.
+if "$root/manifests/gen-certs.sh" -b "$root/manifests/overlays/metrics-server" \
+     "$work/kubestat-certs" > "$work/gen-certs.log" 2>&1; then
   apply_rendered "gen-certs.sh over overlays/metrics-server" "$work/kubestat-certs"
 else
-  fail "manifests: the ConfigMap's front-proxy CA or gen-certs.sh: $(cat "$work/gen-certs.log" 2>/dev/null)"
+  fail "manifests: gen-certs.sh: $(cat "$work/gen-certs.log" 2>/dev/null)"
+fi
+
+# --- 7. the aggregator as its ServiceAccount, with the cluster's trust -------------------------
+# The manifests applied above made the ServiceAccount kubestat/kubestat-aggregator and its
+# RBAC. The aggregator runs here with a token of that account (TokenRequest) and no
+# --client-ca-file or --requestheader-* flag: it must read the client CA and the front
+# proxy's CA, names and headers from kube-system/extension-apiserver-authentication, and
+# follow the ConfigMap when it changes. Every request it makes is the account's: a
+# permission the ClusterRoles lack shows as a 403 in its log.
+if [[ -z "${KUBESTAT_AGGREGATOR_BINARY:-}" || ! -x "$KUBESTAT_AGGREGATOR_BINARY" ]]; then
+  fail "aggregator: KUBESTAT_AGGREGATOR_BINARY names no binary ('${KUBESTAT_AGGREGATOR_BINARY:-}')"
+else
+  agg=$work/aggregator
+  mkdir -p "$agg"
+  kubectl -n kubestat create token kubestat-aggregator --duration=1h > "$agg/token"
+  printf '%s\n' "apiVersion: v1" "kind: Config" "clusters:" "- name: cp" \
+    "  cluster: {server: \"$KUBESTAT_CP_SERVER\", certificate-authority: \"$KUBESTAT_CP_PKI/ca.crt\"}" \
+    "users:" "- name: kubestat-aggregator" "  user: {tokenFile: \"$agg/token\"}" "contexts:" \
+    "- name: cp" "  context: {cluster: cp, user: kubestat-aggregator}" "current-context: cp" \
+    > "$agg/kubeconfig"
+  agg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$KUBESTAT_AGGREGATOR_BINARY" --kubeconfig="$agg/kubeconfig" \
+    --authentication-kubeconfig="$agg/kubeconfig" --authorization-kubeconfig="$agg/kubeconfig" \
+    --listen-address=127.0.0.1 --secure-port="$agg_port" --cert-dir="$agg/certs" \
+    --grpc-port=0 --storage-dir="$agg/store" --metric-resolution=5s > "$agg/log" 2>&1 &
+  agg_pid=$!
+  # GET as the front proxy: its client certificate, the user in header $1.
+  as_proxy() {
+    curl -sk -o /dev/null -w '%{http_code}' --max-time 10 \
+      --cert "$KUBESTAT_CP_PKI/front-proxy-client.crt" --key "$KUBESTAT_CP_PKI/front-proxy-client.key" \
+      -H "$1: kubestat-admin" -H "X-Remote-Group: system:masters" \
+      "https://127.0.0.1:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true
+  }
+  proxied_ok() { [[ "$(as_proxy X-Remote-User)" == 200 ]]; }
+  if poll proxied_ok; then
+    ok "aggregator: the front proxy's certificate believed from the cluster's ConfigMap, its user authorized by SubjectAccessReview (200)"
+  else
+    fail "aggregator: the front proxy was not believed ($(as_proxy X-Remote-User)): $(tail -n 5 "$agg/log")"
+  fi
+  if cmp -s "$agg/certs/cluster-trust/requestheader-client-ca.crt" "$KUBESTAT_CP_PKI/front-proxy-ca.crt" &&
+     cmp -s "$agg/certs/cluster-trust/client-ca.crt" "$KUBESTAT_CP_PKI/ca.crt"; then
+    ok "aggregator: keeps the ConfigMap's front-proxy CA and client CA as published"
+  else
+    fail "aggregator: the CAs it keeps differ from the cluster's"
+  fi
+  # The client CA from the ConfigMap: the admin's certificate names the admin.
+  admin_code=$(curl -sk -o /dev/null -w '%{http_code}' --max-time 10 \
+    --cert "$KUBESTAT_CP_PKI/admin.crt" --key "$KUBESTAT_CP_PKI/admin.key" \
+    "https://127.0.0.1:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true)
+  forged_code=$(curl -sk -o /dev/null -w '%{http_code}' --max-time 10 \
+    -H "X-Remote-User: kubestat-admin" -H "X-Remote-Group: system:masters" \
+    "https://127.0.0.1:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true)
+  if [[ "$admin_code" == 200 && "$forged_code" == 401 ]]; then
+    ok "aggregator: a client certificate of the cluster CA authenticates (200); forged headers without the proxy's certificate do not (401)"
+  else
+    fail "aggregator: client certificate $admin_code (want 200), forged headers $forged_code (want 401)"
+  fi
+  # A username header the cluster adds is followed: before, a request naming its user there
+  # names nobody (401); after, it is the user. (kube-apiserver merges what it finds in the
+  # ConfigMap with its own flags, so an added header stays.)
+  before=$(as_proxy X-Kubestat-User)
+  headers=$(kubectl -n kube-system get configmap extension-apiserver-authentication \
+    -o jsonpath='{.data.requestheader-username-headers}')
+  patch=$(python3 -c 'import json, sys
+h = json.loads(sys.argv[1]) + ["X-Kubestat-User"]
+print(json.dumps({"data": {"requestheader-username-headers": json.dumps(h)}}))' "$headers")
+  kubectl -n kube-system patch configmap extension-apiserver-authentication --type=merge -p "$patch" >/dev/null
+  followed() { [[ "$(as_proxy X-Kubestat-User)" == 200 ]]; }
+  if [[ "$before" == 401 ]] && poll followed; then
+    ok "aggregator: a username header added to the ConfigMap is followed without a restart (401, then 200)"
+  else
+    fail "aggregator: the ConfigMap's change was not followed (before $before, now $(as_proxy X-Kubestat-User)): $(grep 'extension-apiserver' "$agg/log" | tail -n 3)"
+  fi
+  if grep -q ' 403\|Forbidden\|forbidden' "$agg/log"; then
+    fail "aggregator: the ServiceAccount was refused something: $(grep -m 3 ' 403\|Forbidden\|forbidden' "$agg/log")"
+  else
+    ok "aggregator: nothing refused to the ServiceAccount (discovery, TokenReview, SubjectAccessReview, the ConfigMap)"
+  fi
+  kill "$agg_pid" 2>/dev/null || true
+  wait "$agg_pid" 2>/dev/null || true
 fi
 
 # --- the end -----------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ namespace kubestat::testing {
 
 // The simulated cluster's users for the tests that run its fake kube-apiserver with
 // --users-file: an admin (system:masters), the aggregator's service account (list and watch
-// nodes, pods and limitranges, create token and access reviews, read the node agents'
-// /podresources), the node agents' service account (create token and access reviews) and
+// nodes, pods and limitranges, read the ConfigMaps of kube-system (the cluster's
+// extension-apiserver-authentication), create token and access reviews, read the node
+// agents' /podresources), the node agents' service account (create token and access reviews) and
 // alice, who may read the metrics of pods in namespace shop only; every authenticated user may
 // read discovery.
 inline constexpr char kSimUsersYaml[] = R"(users:
@@ -43,6 +44,11 @@ rules:
 - groups: [kubestat:aggregators]
   verbs: [get]
   nonResourceURLs: [/podresources]
+- groups: [kubestat:aggregators]
+  verbs: [get, list, watch]
+  apiGroups: [""]
+  resources: [configmaps]
+  namespaces: [kube-system]
 - groups: [kubestat:aggregators, kubestat:node-agents]
   verbs: [create]
   apiGroups: [authentication.k8s.io, authorization.k8s.io]

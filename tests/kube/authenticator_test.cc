@@ -72,6 +72,33 @@ TEST_F(AuthenticatorTest, FrontProxyWinsOnAQualifiedConnection) {
   EXPECT_EQ(Attempts("front_proxy", "authenticated"), 1);
 }
 
+TEST_F(AuthenticatorTest, TheClustersTrustReplacesTheAllowedNamesHeadersAndClientCertificates) {
+  auto authn = Make();
+  const HeaderList headers({{"X-Proxy-User", "alice"}, {"X-Remote-User", "mallory"}});
+  const ClientCertificate proxy{{"requestheader-client-ca"}, "aggregator", {}};
+  const ClientCertificate user{{"client-ca"}, "bob", {"team-b"}};
+  // The flags' names: the proxy's CN is not among them.
+  EXPECT_EQ(authn->Authenticate({headers, &proxy}).outcome, AuthenticationOutcome::kRejected);
+  FrontProxyOptions published;
+  published.enabled = true;
+  published.allowed_names = {"aggregator"};
+  published.username_headers = {"X-Proxy-User"};
+  ASSERT_TRUE(authn->SetClusterTrust(published, /*client_certificates=*/false).ok());
+  AuthenticationResult proxied = authn->Authenticate({headers, &proxy});
+  ASSERT_EQ(proxied.outcome, AuthenticationOutcome::kAuthenticated);
+  EXPECT_EQ(proxied.user.name, "alice");
+  // Client certificates no longer authenticate: bob is nobody.
+  EXPECT_EQ(authn->Authenticate({HeaderList(), &user}).outcome,
+            AuthenticationOutcome::kNoCredentials);
+  // A trust that does not validate changes nothing.
+  FrontProxyOptions broken = published;
+  broken.username_headers.clear();
+  EXPECT_FALSE(authn->SetClusterTrust(broken, true).ok());
+  EXPECT_EQ(authn->Authenticate({headers, &proxy}).user.name, "alice");
+  EXPECT_EQ(authn->Authenticate({HeaderList(), &user}).outcome,
+            AuthenticationOutcome::kNoCredentials);
+}
+
 TEST_F(AuthenticatorTest, ForgedProxyHeadersWithoutCertificateAreNotBelieved) {
   auto authn = Make();
   const HeaderList headers(

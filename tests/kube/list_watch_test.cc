@@ -335,6 +335,19 @@ TEST_F(ListWatchTest, BookmarksAreNotAskedForWhenTurnedOff) {
               ElementsAre("watch=true&resourceVersion=100&timeoutSeconds=7"));
 }
 
+TEST_F(ListWatchTest, AFieldSelectorGoesWithEveryListAndWatch) {
+  ListWatchOptions options = Options();
+  options.field_selector = "metadata.name=web 1";
+  Start(options);
+  ASSERT_TRUE(pods_.WaitForWatches(1));
+  EXPECT_THAT(pods_.list_queries(),
+              ElementsAre("limit=2&fieldSelector=metadata.name%3Dweb%201",
+                          "limit=2&fieldSelector=metadata.name%3Dweb%201&continue=after%2F2"));
+  EXPECT_THAT(pods_.watch_queries(),
+              ElementsAre("watch=true&allowWatchBookmarks=true&resourceVersion=100"
+                          "&timeoutSeconds=7&fieldSelector=metadata.name%3Dweb%201"));
+}
+
 TEST_F(ListWatchTest, EventsArriveInOrderAndMoveTheResumePoint) {
   StartWatching();
   const std::string modified = WriteWatchEvent(WatchEventType::kModified, Pod("web-1", "102"));

@@ -313,13 +313,7 @@ def render(kubectl, directory):
 def gen_certs(manifests, work, overlay):
     """Runs gen-certs.sh on `overlay`; returns its output directory, certificates verified."""
     out = os.path.join(work, "certs-" + os.path.basename(overlay))
-    fp = os.path.join(work, "front-proxy-ca.crt")
-    if not os.path.exists(fp):
-        subprocess.run(["openssl", "req", "-x509", "-new", "-nodes", "-newkey", "ec",
-                        "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout",
-                        os.path.join(work, "front-proxy-ca.key"), "-out", fp, "-subj",
-                        "/CN=front-proxy-ca", "-days", "1"], check=True, capture_output=True)
-    subprocess.run([os.path.join(manifests, "gen-certs.sh"), "-b", overlay, "-f", fp, out],
+    subprocess.run([os.path.join(manifests, "gen-certs.sh"), "-b", overlay, out],
                    check=True, capture_output=True, text=True)
     for name, svc in (("aggregator", "kubestat-aggregator"), ("apiserver", "kubestat-apiserver")):
         for dns in (svc, f"{svc}.kubestat", f"{svc}.kubestat.svc",

@@ -76,6 +76,10 @@ struct ServerLimits {
 struct ClientCaBundle {
   std::string name;
   std::string file;
+  // A bundle another part of the process keeps up to date (the cluster's trust, read from
+  // its ConfigMap): while the file is missing or holds no certificate, the bundle verifies
+  // nothing instead of failing the listener. Default: false (the file must hold one)
+  bool may_be_empty = false;
 };
 
 struct TlsOptions {

@@ -119,6 +119,13 @@ class Authenticator {
 
   AuthenticationResult Authenticate(const RequestCredentials& credentials);
 
+  // Replaces the front-proxy options and whether client certificates authenticate (the
+  // trust a cluster publishes and may change: extension_authentication.h), for the requests
+  // that start after it returns. InvalidArgument (and nothing changes) when `front_proxy`
+  // does not validate.
+  [[nodiscard]] absl::Status SetClusterTrust(FrontProxyOptions front_proxy,
+                                             bool client_certificates);
+
  private:
   struct Parts;
   explicit Authenticator(std::unique_ptr<Parts> parts);

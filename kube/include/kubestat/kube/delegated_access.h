@@ -1,7 +1,9 @@
 // DelegatedAccess: the authenticator and the authorizer that SecureServingOptions describe,
 // with the review transports they delegate through (TokenReview to the API server of
 // --authentication-kubeconfig, SubjectAccessReview to that of --authorization-kubeconfig;
-// "in-cluster" for the service account's), and the front door made of them.
+// "in-cluster" for the service account's), and the front door made of them. When the flags
+// leave the client CA or the front-proxy trust out, it reads them from the cluster's
+// extension-apiserver-authentication ConfigMap and follows it (serving_options.h).
 //
 // Ownership: owns the transports, the authenticator and the authorizer; borrows the clock
 // and the registry (optional), which must outlive it. Gates it makes borrow it.
@@ -18,6 +20,7 @@
 #include "kubestat/kube/api_review_transport.h"
 #include "kubestat/kube/authenticator.h"
 #include "kubestat/kube/authorizer.h"
+#include "kubestat/kube/extension_authentication.h"
 #include "kubestat/kube/serving_options.h"
 
 namespace prometheus {
@@ -41,12 +44,17 @@ class DelegatedAccess {
 
  private:
   DelegatedAccess() = default;
+  // Reads and follows what SecureServingOptions::ExtensionLookup names, if anything.
+  [[nodiscard]] absl::Status FollowClusterTrust(const SecureServingOptions& options,
+                                                const Clock& clock, prometheus::Registry* registry);
 
   std::vector<std::string> always_allow_paths_;
   std::unique_ptr<ApiReviewTransport> authentication_transport_;
   std::unique_ptr<ApiReviewTransport> authorization_transport_;
   std::unique_ptr<Authenticator> authenticator_;
   std::unique_ptr<Authorizer> authorizer_;
+  // Declared last: stopped first, while the authenticator it updates still exists.
+  std::unique_ptr<ExtensionAuthenticationFollower> cluster_trust_;
 };
 
 }  // namespace kubestat::kube

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@
 #include "kubestat/kube/kubeconfig.h"
 
 namespace kubestat::kube {
+
+class BearerTokenFile;
 
 class KubeApiTlsFiles {
  public:
@@ -74,6 +77,15 @@ class KubeApiTlsFiles {
 // Sets options->tls_source to a KubeApiTlsFiles of `config` when the config names files to
 // watch and options->base_url is https; else leaves the options as they are.
 void WatchTlsFiles(const KubeApiConfig& config, http::ClientOptions* options);
+
+// The http::ClientOptions that reach the API server of `config`: its server URL (trailing
+// slashes dropped: requests carry their own), its CA or insecure_skip_tls_verify, its client
+// certificate and key (re-read on change, WatchTlsFiles) and its token or token file
+// (re-read on change, bearer_token.h; the file's reader is stored in *token_file when
+// given). Timeouts and caps stay the caller's. InvalidArgument when both token and
+// token_file are set.
+[[nodiscard]] absl::StatusOr<http::ClientOptions> KubeApiClientOptions(
+    const KubeApiConfig& config, std::shared_ptr<BearerTokenFile>* token_file = nullptr);
 
 }  // namespace kubestat::kube
 

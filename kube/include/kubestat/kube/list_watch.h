@@ -10,7 +10,8 @@
 //   pods.Stop();
 //
 // What it does, in a loop until stopped:
-//   1. List: GET <path>?limit=<page_size>, then &continue=<token> for each further page,
+//   1. List: GET <path>?limit=<page_size> (and &fieldSelector= when given), then &continue=<token>
+//   for each further page,
 //      until a page has no continue token. Each item goes to the handler as its JSON text;
 //      when every page has been read the handler is told the list is complete and its
 //      resourceVersion becomes the resume point. The items of a complete list are the whole
@@ -74,6 +75,10 @@ struct ListWatchOptions {
   // The collection's path, percent-encoded, without a query: "/api/v1/nodes",
   // "/apis/apps/v1/namespaces/shop/deployments". Required. Default: ""
   std::string path;
+  // A field selector sent with every list and watch (fieldSelector=), e.g.
+  // "metadata.name=extension-apiserver-authentication", as RBAC rules naming resourceNames
+  // require of a list or watch; "" for none. Default: ""
+  std::string field_selector;
   // Items per list page (limit=). Default: 500
   int page_size = 500;
   // timeoutSeconds asked of each watch (whole seconds, at least 1s); the server ends the
@@ -179,6 +184,8 @@ class ListWatch {
 
  private:
   void Run(const std::stop_token& stop);
+  // "&fieldSelector=<escaped>", or "" without one.
+  std::string FieldSelectorQuery() const;
   // One whole list (every page); an OK status when it completed.
   ListWatchError List(const std::stop_token& stop);
   // One watch request from the resume point, until it ends; *expired when the server said

@@ -23,6 +23,7 @@
 #include "kubestat/http/server_options.h"
 #include "kubestat/kube/authenticator.h"
 #include "kubestat/kube/authorizer.h"
+#include "kubestat/kube/extension_authentication.h"
 
 namespace kubestat {
 class FlagSet;
@@ -64,6 +65,17 @@ struct SecureServingOptions {
   std::vector<std::string> requestheader_username_headers = {"X-Remote-User"};
   std::vector<std::string> requestheader_group_headers = {"X-Remote-Group"};
   std::vector<std::string> requestheader_extra_headers_prefix = {"X-Remote-Extra-"};
+  // With --authentication-kubeconfig, the client CA and the front-proxy CA, allowed names
+  // and header names that the flags above leave out (--client-ca-file,
+  // --requestheader-client-ca-file) are read from the cluster's ConfigMap
+  // kube-system/extension-apiserver-authentication and followed as it changes
+  // (extension_authentication.h; the CA files are kept in <cert_dir>/cluster-trust), unless
+  // authentication_skip_lookup. When the front proxy is looked up and the ConfigMap cannot
+  // be read at start, the server does not start unless
+  // authentication_tolerate_lookup_failure (it then starts without that trust and takes it
+  // when the ConfigMap can be read). Default: false, false
+  bool authentication_skip_lookup = false;
+  bool authentication_tolerate_lookup_failure = false;
   // Static bearer tokens (kube-apiserver's CSV: token,user,uid,"group1,group2"), re-read
   // when the file changes. Default: ""
   std::string token_auth_file;
@@ -102,6 +114,10 @@ struct SecureServingOptions {
   // "insecure".
   std::optional<http::ServerOptions> PlainServer() const;
   AuthenticatorOptions AuthenticationOptions() const;
+  // What is read from the cluster's ConfigMap (see authentication_skip_lookup); neither
+  // part when nothing is (client_ca and request_header both false). Timeouts are the
+  // defaults.
+  ExtensionAuthenticationOptions ExtensionLookup() const;
   AuthorizerOptions AuthorizationOptions() const;
 };
 
