@@ -4,25 +4,31 @@
 #   2. the same tests built with clang under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the tests labelled "concurrency" built with clang under ThreadSanitizer;
 #   4. every libFuzzer target for a short run (KUBESTAT_FUZZ_SECONDS each, default 20), as many
-#      at once as there are cores.
+#      at once as there are cores;
+#   5. the real Kubernetes control plane's test (label controlplane, docs/control-plane.md),
+#      when go is installed: its binaries are built from the start at the lowest priority,
+#      on the cores the stages above leave idle, into controlplane/build.sh's cache (reused
+#      when present; log: build/controlplane-build.log).
 # Benchmarks are built but not run (ctest -L bench runs them). Each stage prints its time as it
 # ends; the last lines list them all. The builds here link with lld and keep line tables only
 # (-g1: what stack traces and sanitizer reports read), and a sanitizer build compiles at a lower
 # priority while the tests before it run, on the cores they leave idle (its log is
 # <build dir>/build.log).
-# Usage: scripts/test.sh [--no-asan] [--no-tsan] [--no-fuzz]
+# Usage: scripts/test.sh [--no-asan] [--no-tsan] [--no-fuzz] [--no-controlplane]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 asan=1
 tsan=1
 fuzz=1
+controlplane=1
 for arg in "$@"; do
   case "$arg" in
     --no-asan) asan=0 ;;
     --no-tsan) tsan=0 ;;
     --no-fuzz) fuzz=0 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --no-controlplane) controlplane=0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -74,8 +80,20 @@ finish_background_build() {
   fi
   background_build=""
 }
-# A background build does not outlive the script.
-trap '[[ -n "$background_build" ]] && kill -- "-$background_build" 2>/dev/null; true' EXIT
+# The control plane's binaries (Go), built the same way from the start.
+controlplane_build=""
+if ((controlplane)) && ! command -v go >/dev/null 2>&1; then
+  echo "test.sh: go is not installed: the control plane's test is left out"
+  controlplane=0
+fi
+if ((controlplane)); then
+  mkdir -p build
+  setsid -w nice -n 19 controlplane/build.sh --quiet >build/controlplane-build.log 2>&1 &
+  controlplane_build=$!
+fi
+# Background builds do not outlive the script.
+trap '[[ -n "$background_build" ]] && kill -- "-$background_build" 2>/dev/null
+  [[ -n "$controlplane_build" ]] && kill -- "-$controlplane_build" 2>/dev/null; true' EXIT
 
 linker=()
 if command -v ld.lld >/dev/null 2>&1; then linker=(-DKUBESTAT_LINKER=lld); fi
@@ -102,8 +120,7 @@ if ((asan)); then
     -DKUBESTAT_ASAN=ON -DKUBESTAT_FUZZ=ON -DKUBESTAT_BENCH=OFF >/dev/null
   start_background_build build-asan
 fi
-# The real control plane's test (label controlplane) builds Kubernetes the first time: run
-# with `ctest -L controlplane`.
+# The real control plane's test (label controlplane) runs last, once its build is done.
 run_ctest build/ctest.log --test-dir build -LE 'bench|controlplane' --output-on-failure -j "$jobs" \
   --timeout 600
 stage_done "plain tests"
@@ -144,6 +161,20 @@ fi
 if ((asan && fuzz)); then
   KUBESTAT_FUZZ_JOBS=$jobs scripts/fuzz.sh build-asan "${KUBESTAT_FUZZ_SECONDS:-20}"
   stage_done "fuzz"
+fi
+
+if ((controlplane)); then
+  if ! wait "$controlplane_build"; then
+    controlplane_build=""
+    tail -n 40 build/controlplane-build.log
+    echo "test.sh: controlplane/build.sh failed (whole log: build/controlplane-build.log)" >&2
+    exit 1
+  fi
+  controlplane_build=""
+  stage_done "control plane build (after)"
+  run_ctest build/ctest-controlplane.log --test-dir build -L controlplane --output-on-failure \
+    --timeout 1800
+  stage_done "control plane test"
 fi
 
 echo "stages:"

@@ -334,7 +334,8 @@ else
   "$KUBESTAT_AGGREGATOR_BINARY" --kubeconfig="$agg/kubeconfig" \
     --authentication-kubeconfig="$agg/kubeconfig" --authorization-kubeconfig="$agg/kubeconfig" \
     --listen-address=127.0.0.1 --secure-port="$agg_port" --cert-dir="$agg/certs" \
-    --grpc-port=0 --storage-dir="$agg/store" --metric-resolution=5s > "$agg/log" 2>&1 &
+    --grpc-port=0 --storage-dir="$agg/store" --metric-resolution=5s --kubelet-timeout=2s \
+    > "$agg/log" 2>&1 &
   agg_pid=$!
   # GET as the front proxy: its client certificate, the user in header $1.
   as_proxy() {
@@ -383,7 +384,9 @@ print(json.dumps({"data": {"requestheader-username-headers": json.dumps(h)}}))' 
   else
     fail "aggregator: the ConfigMap's change was not followed (before $before, now $(as_proxy X-Kubestat-User)): $(grep 'extension-apiserver' "$agg/log" | tail -n 3)"
   fi
-  if grep -q ' 403\|Forbidden\|forbidden' "$agg/log"; then
+  if ! kill -0 "$agg_pid" 2>/dev/null; then
+    fail "aggregator: exited: $(tail -n 5 "$agg/log")"
+  elif grep -q ' 403\|Forbidden\|forbidden' "$agg/log"; then
     fail "aggregator: the ServiceAccount was refused something: $(grep -m 3 ' 403\|Forbidden\|forbidden' "$agg/log")"
   else
     ok "aggregator: nothing refused to the ServiceAccount (discovery, TokenReview, SubjectAccessReview, the ConfigMap)"
