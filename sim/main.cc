@@ -48,7 +48,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int nodes = sim.model().node_count();
-  std::cout << "apiserver " << sim.apiserver_url() << "\n";
+  if (!sim.apiserver_url().empty()) std::cout << "apiserver " << sim.apiserver_url() << "\n";
+  if (!flags->options.hollow_apiserver.empty()) {
+    std::cout << "hollow-apiserver " << flags->options.hollow_apiserver << "\n";
+  }
   std::cout << "kubelets " << nodes << " from " << sim.kubelet_url(0) << " to "
             << sim.kubelet_url(nodes - 1) << "\n";
   // Each node's kubelet, as the node objects give it (ports differ with

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "sim_url.h"
 
 namespace kubestat::sim {
 namespace {
@@ -61,54 +62,6 @@ std::string EscapeHeaderKey(std::string_view key) {
       out.push_back(kHex[c >> 4]);
       out.push_back(kHex[c & 15]);
     }
-  }
-  return out;
-}
-
-struct ParsedUrl {
-  bool tls = false;
-  std::string host;  // without brackets
-  std::string port;
-  std::string base_path;  // "" or "/prefix" (no trailing slash)
-};
-
-absl::StatusOr<ParsedUrl> ParseUrl(std::string_view url) {
-  ParsedUrl out;
-  std::string_view rest;
-  if (url.substr(0, 8) == "https://") {
-    out.tls = true;
-    rest = url.substr(8);
-  } else if (url.substr(0, 7) == "http://") {
-    rest = url.substr(7);
-  } else {
-    return absl::InvalidArgumentError("--metrics-backend must start with http:// or https://");
-  }
-  const size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  if (slash != std::string_view::npos) out.base_path = std::string(rest.substr(slash));
-  while (!out.base_path.empty() && out.base_path.back() == '/') out.base_path.pop_back();
-  std::string_view port;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) {
-      return absl::InvalidArgumentError("--metrics-backend: unbalanced [ in the host");
-    }
-    out.host = std::string(authority.substr(1, close - 1));
-    if (close + 1 < authority.size()) {
-      if (authority[close + 1] != ':') {
-        return absl::InvalidArgumentError("--metrics-backend: bad host:port");
-      }
-      port = authority.substr(close + 2);
-    }
-  } else {
-    const size_t colon = authority.rfind(':');
-    out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-  }
-  if (out.host.empty()) return absl::InvalidArgumentError("--metrics-backend: no host");
-  out.port = port.empty() ? (out.tls ? "443" : "80") : std::string(port);
-  for (char c : out.port) {
-    if (c < '0' || c > '9') return absl::InvalidArgumentError("--metrics-backend: bad port");
   }
   return out;
 }
@@ -408,7 +361,7 @@ BackendProxy::BackendProxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 BackendProxy::~BackendProxy() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<BackendProxy>> BackendProxy::Create(BackendProxyOptions options) {
-  absl::StatusOr<ParsedUrl> url = ParseUrl(options.url);
+  absl::StatusOr<ParsedUrl> url = ParseUrl(options.url, "--metrics-backend");
   if (!url.ok()) return url.status();
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);

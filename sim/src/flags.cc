@@ -121,6 +121,19 @@ void Register(FlagSet& flags, RawFlags& raw, SimulatorOptions& o) {
                   "file's first user)");
   flags.AddString("kubeconfig-dir", &o.kubeconfig_dir,
                   "with --users-file, write DIR/<user>.kubeconfig (mode 0600) for every user");
+  flags.AddString("hollow-apiserver", &o.hollow_apiserver,
+                  "https URL of a real kube-apiserver: register the nodes there (Nodes, Leases "
+                  "kept renewed) and serve their kubelets, faking no API server (empty: the "
+                  "fake kube-apiserver)");
+  flags.AddString("hollow-ca-file", &o.hollow_ca_file, "CA (PEM) of --hollow-apiserver");
+  flags.AddString("hollow-client-cert-file", &o.hollow_client_cert_file,
+                  "client certificate (PEM) for --hollow-apiserver");
+  flags.AddString("hollow-client-key-file", &o.hollow_client_key_file,
+                  "key of --hollow-client-cert-file");
+  flags.AddString("hollow-token-file", &o.hollow_token_file,
+                  "bearer token file for --hollow-apiserver");
+  flags.AddDuration("hollow-lease-renew-interval", &o.hollow_lease_renew_interval,
+                    "how often the hollow nodes' Leases are renewed");
   flags.AddDuration("tick", &o.tick_interval,
                     "how often churn and restarts are turned into watch events (0: never)");
   flags.AddInt64("watch-history", &raw.watch_history, "watch events kept for resuming watches");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -360,18 +361,23 @@ void WriteLabels(JsonWriter& w, const std::vector<std::pair<std::string, std::st
 
 }  // namespace
 
-void AppendNodeJson(std::string& out, const NodeInfo& node, const KubeletEndpoint& endpoint,
-                    uint64_t resource_version) {
+namespace {
+
+// The Node; without a resource version, as a client creates it (heartbeat `heartbeat`).
+void WriteNode(std::string& out, const NodeInfo& node, const KubeletEndpoint& endpoint,
+               std::optional<uint64_t> resource_version, Timestamp heartbeat) {
   JsonWriter w;
-  const std::string created = FormatRfc3339(node.start_time);
+  const std::string created = FormatRfc3339(heartbeat);
   w.BeginObject();
   w.Member("kind", "Node");
   w.Member("apiVersion", "v1");
   w.Key("metadata").BeginObject();
   w.Member("name", node.name);
-  w.Member("uid", node.uid);
-  w.Member("resourceVersion", absl::StrCat(resource_version));
-  w.Member("creationTimestamp", created);
+  if (resource_version) {
+    w.Member("uid", node.uid);
+    w.Member("resourceVersion", absl::StrCat(*resource_version));
+    w.Member("creationTimestamp", created);
+  }
   WriteLabels(w, node.labels);
   w.EndObject();
   w.Key("spec").BeginObject();
@@ -423,6 +429,18 @@ void AppendNodeJson(std::string& out, const NodeInfo& node, const KubeletEndpoin
   w.EndObject();  // status
   w.EndObject();
   out += w.str();
+}
+
+}  // namespace
+
+void AppendNodeJson(std::string& out, const NodeInfo& node, const KubeletEndpoint& endpoint,
+                    uint64_t resource_version) {
+  WriteNode(out, node, endpoint, resource_version, node.start_time);
+}
+
+void AppendNodeForRegistration(std::string& out, const NodeInfo& node,
+                               const KubeletEndpoint& endpoint, Timestamp now) {
+  WriteNode(out, node, endpoint, std::nullopt, now);
 }
 
 namespace {

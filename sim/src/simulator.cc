@@ -17,10 +17,13 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "api_client.h"
 #include "backend_proxy.h"
+#include "hollow_nodes.h"
 #include "kubeconfig.h"
 #include "kubestat/apimachinery/api_error.h"
 #include "kubestat/apimachinery/label_selector.h"
+#include "kubestat/core/absl_view.h"
 #include "kubestat/core/file.h"
 #include "kubestat/core/json_writer.h"
 #include "kubestat/core/str_cat.h"
@@ -304,6 +307,20 @@ absl::Status SimulatorOptions::Validate() const {
   if (apiserver_port < 0 || apiserver_port > 65535) {
     return absl::InvalidArgumentError("--apiserver-port must be in [0, 65535]");
   }
+  if (!hollow_apiserver.empty()) {
+    if (hollow_apiserver.rfind("https://", 0) != 0) {
+      return absl::InvalidArgumentError("--hollow-apiserver must be an https:// URL");
+    }
+    if (!metrics_backend.empty() || !users_file.empty() || !kubeconfig_out.empty() ||
+        !kubeconfig_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--hollow-apiserver fakes no API server: --metrics-backend, --users-file, "
+          "--kubeconfig-out and --kubeconfig-dir do not apply");
+    }
+    if (hollow_lease_renew_interval <= Duration::zero()) {
+      return absl::InvalidArgumentError("--hollow-lease-renew-interval must be positive");
+    }
+  }
   if (kubelet_port < 0 || kubelet_port > 65535) {
     return absl::InvalidArgumentError("--kubelet-port must be in [0, 65535]");
   }
@@ -380,6 +397,10 @@ struct Simulator::State {
   std::string created_tls_dir;  // a temporary directory Stop() removes
   FrontProxyFiles front_proxy;
   std::unique_ptr<BackendProxy> backend;
+  // With options.hollow_apiserver: the client of the real API server and the nodes
+  // registered there.
+  std::unique_ptr<ApiClient> hollow_client;
+  std::unique_ptr<HollowNodes> hollow;
   std::optional<UsersFile> users;
   std::map<std::string, std::string> user_kubeconfigs;  // user name -> path
 
@@ -391,6 +412,7 @@ struct Simulator::State {
   // Everything below is guarded by mu.
   mutable std::mutex mu;
   bool started = false;
+  bool started_hollow = false;  // the nodes are registered in a real API server
   bool stopping = false;
   // The resourceVersion of the state at Start() (see InitialResourceVersion()); nodes keep it.
   uint64_t initial_version = 0;
@@ -419,6 +441,38 @@ struct Simulator::State {
     if (apiserver_tls.ca_cert.empty()) return "";
     std::ifstream in(apiserver_tls.ca_cert, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  // Registers every node, with its kubelet's address and port, in options.hollow_apiserver
+  // and starts renewing their Leases.
+  absl::Status RegisterHollowNodes() {
+    ApiClientOptions client;
+    client.url = options.hollow_apiserver;
+    client.ca_file = options.hollow_ca_file;
+    client.client_cert_file = options.hollow_client_cert_file;
+    client.client_key_file = options.hollow_client_key_file;
+    client.token_file = options.hollow_token_file;
+    absl::StatusOr<std::unique_ptr<ApiClient>> made = ApiClient::Create(std::move(client));
+    if (!made.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("--hollow-apiserver: ", StdView(made.status().message())));
+    }
+    hollow_client = *std::move(made);
+    std::vector<HollowNode> nodes;
+    const Timestamp now = clock.Now();
+    for (int i = 0; i < model->node_count(); ++i) {
+      HollowNode node{model->node(i).name, ""};
+      AppendNodeForRegistration(node.node_json, model->node(i),
+                                {kubelet_hosts[i], kubelet_ports[i]}, now);
+      nodes.push_back(std::move(node));
+    }
+    hollow = std::make_unique<HollowNodes>(*hollow_client, std::move(nodes), clock,
+                                           options.hollow_lease_renew_interval);
+    if (absl::Status s = hollow->Register(); !s.ok()) {
+      return absl::UnavailableError(StrCat("--hollow-apiserver: ", StdView(s.message())));
+    }
+    hollow->Start();
+    return absl::OkStatus();
   }
 
   void RemoveCreatedTlsDir() {
@@ -1559,17 +1613,25 @@ absl::Status Simulator::Start() {
     }
     for (int i = 1; i < nodes; ++i) s.kubelet_ports[i] = s.kubelet_server->port(i);
   }
-  int api_port = 0;
   State* st = state_.get();
-  if (absl::Status status = s.StartServer(
-          s.apiserver, "apiserver", s.options.apiserver_address, s.options.apiserver_port,
-          s.options.apiserver_tls ? &s.apiserver_tls : nullptr, 2, 8,
-          [st](const Request& req) { return st->HandleApi(req); }, &api_port);
-      !status.ok()) {
+  if (!s.options.hollow_apiserver.empty()) {
+    if (absl::Status status = s.RegisterHollowNodes(); !status.ok()) return fail(status);
+    s.started_hollow = true;
+  }
+  int api_port = 0;
+  if (s.started_hollow) {
+    // No fake API server: the real one holds the nodes.
+  } else if (absl::Status status = s.StartServer(
+                 s.apiserver, "apiserver", s.options.apiserver_address, s.options.apiserver_port,
+                 s.options.apiserver_tls ? &s.apiserver_tls : nullptr, 2, 8,
+                 [st](const Request& req) { return st->HandleApi(req); }, &api_port);
+             !status.ok()) {
     return fail(absl::UnavailableError(absl::StrCat("apiserver: ", status.message())));
   }
-  s.apiserver_url = absl::StrCat(s.options.apiserver_tls ? "https://" : "http://",
-                                 s.options.apiserver_address, ":", api_port);
+  if (!s.started_hollow) {
+    s.apiserver_url = absl::StrCat(s.options.apiserver_tls ? "https://" : "http://",
+                                   s.options.apiserver_address, ":", api_port);
+  }
 
   if (!s.options.kubeconfig_out.empty()) {
     // Without a users file nobody checks the token; it only has to be there.
@@ -1642,6 +1704,7 @@ void Simulator::Stop() {
   s.cv.notify_all();
   if (s.ticker.joinable()) s.ticker.join();
   if (s.streamer.joinable()) s.streamer.join();
+  if (s.hollow) s.hollow->Stop();
   // Ends proxied answers still streaming, and answers handlers waiting for a backend.
   if (s.backend) s.backend->Stop();
   for (auto& stream : streams) stream->writer->Finish();

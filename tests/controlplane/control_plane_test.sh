@@ -19,17 +19,20 @@
 #      gen-certs.sh's overlay, is accepted by
 #      `kubectl apply --server-side`, after the CRDs of crds.txt (cert-manager's, the
 #      Prometheus Operator's); each refusal is printed with the API server's message;
-#   7. kubestat-aggregator ($KUBESTAT_AGGREGATOR_BINARY), run with a TokenRequest token of the
+#   7. kubestat-sim ($KUBESTAT_SIM_BINARY) as hollow nodes: three Nodes registered in the real
+#      API server, kept Ready by their renewed Leases, their kubelets answering at the ports
+#      the Nodes name;
+#   8. kubestat-aggregator ($KUBESTAT_AGGREGATOR_BINARY), run with a TokenRequest token of the
 #      manifests' ServiceAccount and no front-proxy flag, believes the front proxy's certificate
 #      from kube-system/extension-apiserver-authentication (and the cluster CA's client
-#      certificates), refuses forged headers, follows a username header added to the ConfigMap,
-#      and is refused nothing it asks of the API server;
+#      certificates), refuses forged headers, serves the hollow nodes' usage, follows a username
+#      header added to the ConfigMap, and is refused nothing it asks of the API server;
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
 # the test fails if any fails. It waits only by polling a condition with a deadline.
 #
 # Usage: tests/controlplane/control_plane_test.sh [--keep]
 #   --keep  leave the state directory (logs, kubeconfig) for a look, print its path
-# Environment: KUBESTAT_AGGREGATOR_BINARY (check 7), KUBESTAT_CACHE (build.sh's cache), TMPDIR,
+# Environment: KUBESTAT_SIM_BINARY (check 7), KUBESTAT_AGGREGATOR_BINARY (check 8), KUBESTAT_CACHE (build.sh's cache), TMPDIR,
 #   GOPROXY (the CRDs' modules),
 #   KUBESTAT_CONTROLPLANE_DEADLINE: seconds each condition is polled for (default: 120).
 # Exit status: 0 all checks passed; 1 a check failed; 77 (skip) when go is not installed.
@@ -61,6 +64,7 @@ cleanup() {
     done
   fi
   if [[ -n "${agg_pid:-}" ]]; then kill "$agg_pid" 2>/dev/null || true; fi
+  if [[ -n "${hollow_pid:-}" ]]; then kill "$hollow_pid" 2>/dev/null || true; fi
   "$root/controlplane/start.sh" stop "$state" || true
   if (( keep )); then echo "state kept in $state"; else rm -rf "$work"; fi
 }
@@ -312,7 +316,54 @@ else
   fail "manifests: gen-certs.sh: $(cat "$work/gen-certs.log" 2>/dev/null)"
 fi
 
-# --- 7. the aggregator as its ServiceAccount, with the cluster's trust -------------------------
+# --- 7. hollow nodes ---------------------------------------------------------------------------
+# kubestat-sim fakes no API server here: it registers three nodes in the real one (Nodes whose
+# addresses and kubelet ports are its kubelets', and Leases it renews) and serves their
+# kubelets. The node lifecycle controller must keep them Ready, and the aggregator of check 8
+# scrapes them.
+hollow_pid=""
+if [[ -z "${KUBESTAT_SIM_BINARY:-}" || ! -x "$KUBESTAT_SIM_BINARY" ]]; then
+  fail "hollow nodes: KUBESTAT_SIM_BINARY names no binary ('${KUBESTAT_SIM_BINARY:-}')"
+else
+  "$KUBESTAT_SIM_BINARY" --nodes=3 --pods-per-node=2 --seed=7 --kubelet-address-mode=ports \
+    --kubelet-port=0 --hollow-apiserver="$KUBESTAT_CP_SERVER" \
+    --hollow-ca-file="$KUBESTAT_CP_PKI/ca.crt" \
+    --hollow-client-cert-file="$KUBESTAT_CP_PKI/admin.crt" \
+    --hollow-client-key-file="$KUBESTAT_CP_PKI/admin.key" \
+    --hollow-lease-renew-interval=2s > "$work/hollow.log" 2>&1 &
+  hollow_pid=$!
+  hollow_names=(node-0000 node-0001 node-0002)
+  hollow_ready() {
+    local name
+    for name in "${hollow_names[@]}"; do
+      [[ "$(kubectl get node "$name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] || return 1
+    done
+  }
+  if poll hollow_ready; then
+    ok "hollow nodes: ${hollow_names[*]} registered by kubestat-sim and Ready"
+  else
+    fail "hollow nodes: not all Ready: $(kubectl get nodes 2>&1 | tr '\n' ';') $(tail -n 5 "$work/hollow.log")"
+  fi
+  renewed_before=$(kubectl -n kube-node-lease get lease node-0000 -o jsonpath='{.spec.renewTime}' 2>/dev/null || true)
+  lease_renewed() {
+    local now
+    now=$(kubectl -n kube-node-lease get lease node-0000 -o jsonpath='{.spec.renewTime}' 2>/dev/null) || return 1
+    [[ -n "$now" && "$now" != "$renewed_before" ]]
+  }
+  if [[ -n "$renewed_before" ]] && poll lease_renewed; then
+    ok "hollow nodes: their Leases are renewed (node-0000: $renewed_before, then later)"
+  else
+    fail "hollow nodes: node-0000's Lease is not renewed ('$renewed_before')"
+  fi
+  port_0=$(kubectl get node node-0000 -o jsonpath='{.status.daemonEndpoints.kubeletEndpoint.Port}')
+  if curl -sf --max-time 5 "http://127.0.0.1:$port_0/stats/summary" | grep -q '"nodeName":"node-0000"'; then
+    ok "hollow nodes: node-0000's kubelet answers at the port its Node names ($port_0)"
+  else
+    fail "hollow nodes: no summary from node-0000's kubelet at port '$port_0'"
+  fi
+fi
+
+# --- 8. the aggregator as its ServiceAccount, with the cluster's trust -------------------------
 # The manifests applied above made the ServiceAccount kubestat/kubestat-aggregator and its
 # RBAC. The aggregator runs here with a token of that account (TokenRequest) and no
 # --client-ca-file or --requestheader-* flag: it must read the client CA and the front
@@ -334,8 +385,9 @@ else
   "$KUBESTAT_AGGREGATOR_BINARY" --kubeconfig="$agg/kubeconfig" \
     --authentication-kubeconfig="$agg/kubeconfig" --authorization-kubeconfig="$agg/kubeconfig" \
     --listen-address=127.0.0.1 --secure-port="$agg_port" --cert-dir="$agg/certs" \
-    --grpc-port=0 --storage-dir="$agg/store" --metric-resolution=5s --kubelet-timeout=2s \
-    > "$agg/log" 2>&1 &
+    --grpc-port=0 --storage-dir="$agg/store" --metric-resolution=2s --kubelet-timeout=1s \
+    --kubelet-scheme=http --kubelet-preferred-address-types=InternalIP \
+    --kubelet-use-node-status-port > "$agg/log" 2>&1 &
   agg_pid=$!
   # GET as the front proxy: its client certificate, the user in header $1.
   as_proxy() {
@@ -368,6 +420,23 @@ else
   else
     fail "aggregator: client certificate $admin_code (want 200), forged headers $forged_code (want 401)"
   fi
+  # The hollow nodes of check 7, found by the real list+watch and scraped.
+  admin_get() {
+    curl -sk --max-time 10 --cert "$KUBESTAT_CP_PKI/admin.crt" --key "$KUBESTAT_CP_PKI/admin.key" \
+      "https://127.0.0.1:$agg_port$1" || true
+  }
+  hollow_served() {
+    local body
+    body=$(admin_get /apis/metrics.k8s.io/v1beta1/nodes)
+    for name in node-0000 node-0001 node-0002; do
+      [[ "$body" == *"\"name\":\"$name\""* ]] || return 1
+    done
+  }
+  if [[ -n "$hollow_pid" ]] && poll hollow_served; then
+    ok "aggregator: the hollow nodes' usage served ($(admin_get /apis/metrics.k8s.io/v1beta1/nodes | grep -o '"name":"node-[0-9]*"' | tr '\n' ' '))"
+  else
+    fail "aggregator: the hollow nodes are not served: $(admin_get /apis/metrics.k8s.io/v1beta1/nodes | head -c 300)"
+  fi
   # A username header the cluster adds is followed: before, a request naming its user there
   # names nobody (401); after, it is the user. (kube-apiserver merges what it finds in the
   # ConfigMap with its own flags, so an added header stays.)
@@ -393,6 +462,10 @@ print(json.dumps({"data": {"requestheader-username-headers": json.dumps(h)}}))' 
   fi
   kill "$agg_pid" 2>/dev/null || true
   wait "$agg_pid" 2>/dev/null || true
+fi
+if [[ -n "$hollow_pid" ]]; then
+  kill "$hollow_pid" 2>/dev/null || true
+  wait "$hollow_pid" 2>/dev/null || true
 fi
 
 # --- the end -----------------------------------------------------------------------------------

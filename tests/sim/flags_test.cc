@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "kubestat/sim/simulator.h"
+
 namespace kubestat::sim {
 namespace {
 
@@ -134,6 +136,12 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
                            "--podresources-dir string",
                            "--podresources-faults string",
                            "--podresources-slow-delay duration",
+                           "--hollow-apiserver string",
+                           "--hollow-ca-file string",
+                           "--hollow-client-cert-file string",
+                           "--hollow-client-key-file string",
+                           "--hollow-token-file string",
+                           "--hollow-lease-renew-interval duration",
                            "--help"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
@@ -147,7 +155,7 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
        at = help.find("(default ", at + 1)) {
     ++defaults;
   }
-  EXPECT_EQ(flags, 32u);
+  EXPECT_EQ(flags, 38u);
   EXPECT_EQ(defaults, flags);
   for (const char* shown :
        {"(default 50)", "(default 30)", "(default \"steady:4,diurnal:3,spiky:2,leaky:1\")",
@@ -159,6 +167,31 @@ TEST(SimulatorFlagsTest, HelpListsEveryFlagWithItsDefault) {
   absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags({"--nodes=x", "--help"});
   ASSERT_TRUE(f.ok());
   EXPECT_TRUE(f->help);
+}
+
+TEST(SimulatorFlagsTest, ParsesTheHollowNodeFlagsAndRefusesWhatFakesAnApiServer) {
+  absl::StatusOr<SimulatorFlags> f = ParseSimulatorFlags(
+      {"--hollow-apiserver=https://127.0.0.1:6443", "--hollow-ca-file=ca.crt",
+       "--hollow-client-cert-file=admin.crt", "--hollow-client-key-file=admin.key",
+       "--hollow-token-file=token", "--hollow-lease-renew-interval=2s"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->options.hollow_apiserver, "https://127.0.0.1:6443");
+  EXPECT_EQ(f->options.hollow_ca_file, "ca.crt");
+  EXPECT_EQ(f->options.hollow_client_cert_file, "admin.crt");
+  EXPECT_EQ(f->options.hollow_client_key_file, "admin.key");
+  EXPECT_EQ(f->options.hollow_token_file, "token");
+  EXPECT_EQ(f->options.hollow_lease_renew_interval, std::chrono::seconds(2));
+  EXPECT_TRUE(f->options.Validate().ok());
+  SimulatorOptions plain = f->options;
+  plain.hollow_apiserver = "http://127.0.0.1:8080";
+  EXPECT_EQ(plain.Validate().code(), absl::StatusCode::kInvalidArgument);
+  SimulatorOptions with_users = f->options;
+  with_users.users_file = "users.yaml";
+  EXPECT_NE(std::string(with_users.Validate().message()).find("fakes no API server"),
+            std::string::npos);
+  SimulatorOptions never = f->options;
+  never.hollow_lease_renew_interval = Duration::zero();
+  EXPECT_FALSE(never.Validate().ok());
 }
 
 TEST(SimulatorFlagsTest, ParsesThePodResourcesFlags) {

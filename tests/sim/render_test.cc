@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kubestat/apimachinery/quantity.h"
+#include "kubestat/core/time.h"
 #include "kubestat/testing/fixtures.h"
 
 namespace kubestat::sim {
@@ -223,6 +224,34 @@ TEST(RenderObjectsTest, NodeAndPodHaveTheFieldsClientsRead) {
   simdjson::dom::element e;
   ASSERT_EQ(parser3.parse(event).get(e), simdjson::SUCCESS);
   EXPECT_EQ(std::string_view(e["type"].get_string()), "ADDED");
+}
+
+TEST(RenderObjectsTest, ANodeToRegisterHasNoServerFieldsAndANewHeartbeat) {
+  const ClusterModel m = Make();
+  std::string node_json;
+  const Timestamp now = kT0 + std::chrono::hours(3);
+  AppendNodeForRegistration(node_json, m.node(1), {"127.0.0.1", 41234}, now);
+  simdjson::dom::parser parser;
+  simdjson::dom::element node;
+  ASSERT_EQ(parser.parse(node_json).get(node), simdjson::SUCCESS);
+  EXPECT_EQ(std::string_view(node["metadata"]["name"].get_string()), m.node(1).name);
+  // A create with a uid or resourceVersion is refused; creationTimestamp is the server's.
+  for (const char* field : {"uid", "resourceVersion", "creationTimestamp"}) {
+    EXPECT_EQ(node["metadata"][field].error(), simdjson::NO_SUCH_FIELD) << field;
+  }
+  EXPECT_EQ(int64_t(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]), 41234);
+  EXPECT_EQ(std::string_view(node["status"]["conditions"].at(0)["lastHeartbeatTime"].get_string()),
+            FormatRfc3339(now));
+  // The rest is the node the fake API server serves.
+  std::string served;
+  AppendNodeJson(served, m.node(1), {"127.0.0.1", 41234}, 5);
+  simdjson::dom::parser parser2;
+  simdjson::dom::element served_node;
+  ASSERT_EQ(parser2.parse(served).get(served_node), simdjson::SUCCESS);
+  EXPECT_EQ(simdjson::minify(node["status"]["capacity"]),
+            simdjson::minify(served_node["status"]["capacity"]));
+  EXPECT_EQ(simdjson::minify(node["status"]["addresses"]),
+            simdjson::minify(served_node["status"]["addresses"]));
 }
 
 // With node_topology, the objects say what the podresources sockets report: the node's

@@ -1,5 +1,8 @@
 // Simulator: a fake kube-apiserver and N fake kubelets serving a ClusterModel.
 //
+// With hollow_apiserver it fakes no API server: the kubelets' nodes are registered in that
+// real kube-apiserver (sim/src/hollow_nodes.h) and only the kubelets are served.
+//
 // The kubelets serve /stats/summary (with ?only_cpu_and_memory=true), /metrics/resource
 // and /healthz computed from the model at clock.Now(); the apiserver serves discovery,
 // nodes and pods (list, get, watch), a fault-control API (/sim/v1/faults) and, with
@@ -129,7 +132,22 @@ struct SimulatorOptions {
   // from one never handed out (an earlier simulator's), gets 410 Expired.
   // Default: 10000
   size_t watch_history = 10000;
-  // Start with the default LimitRanges (namespace shop: "limits"; sim/src/limit_ranges.h).
+  // ---- Hollow nodes (sim/src/hollow_nodes.h) ----
+  // When not empty: the https URL of a real kube-apiserver. The simulator then fakes no API
+  // server: it registers its nodes there (Nodes with their kubelets' addresses and ports,
+  // capacity, allocatable and Ready; a Lease each in kube-node-lease, renewed every
+  // hollow_lease_renew_interval) and serves their kubelets. Default: ""
+  std::string hollow_apiserver;
+  // Its CA (PEM file), and the client certificate and key and/or bearer token file of a user
+  // allowed to create Nodes and Leases. Default: "", "", "", ""
+  std::string hollow_ca_file;
+  std::string hollow_client_cert_file;
+  std::string hollow_client_key_file;
+  std::string hollow_token_file;
+  // How often the Leases are renewed (the kubelet's: a quarter of their 40 s). Default: 10s
+  Duration hollow_lease_renew_interval = std::chrono::seconds(10);
+
+  // Start with the default LimitRanges (namespace shop: "limits"; sim/src/stored_objects.h).
   // PUT and DELETE /sim/v1/namespaces/{namespace}/limitranges/{name} change them at run
   // time. Default: true
   bool default_limit_ranges = true;

@@ -1,0 +1,169 @@
+#include "api_client.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "kubestat/core/file.h"
+#include "kubestat/core/str_cat.h"
+#include "sim_url.h"
+
+namespace kubestat::sim {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// Answers larger than this are refused: the objects hollow nodes read are small.
+constexpr size_t kMaxAnswerBytes = size_t{8} << 20;
+
+std::string TrimToken(std::string token) {
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    token.pop_back();
+  }
+  return token;
+}
+
+}  // namespace
+
+struct ApiClient::Impl {
+  ApiClientOptions options;
+  ParsedUrl url;
+  std::string token;
+  asio::io_context io;
+  asio::ssl::context tls{asio::ssl::context::tls_client};
+  std::mutex mu;
+  // The kept-alive connection; empty when there is none.
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_stream;
+  std::optional<beast::tcp_stream> plain_stream;
+
+  beast::tcp_stream& Tcp() {
+    return url.tls ? beast::get_lowest_layer(*tls_stream) : *plain_stream;
+  }
+  bool Connected() const { return url.tls ? tls_stream.has_value() : plain_stream.has_value(); }
+  void Drop() {
+    tls_stream.reset();
+    plain_stream.reset();
+  }
+
+  void Connect() {
+    tcp::resolver resolver(io);
+    auto endpoints = resolver.resolve(url.host, url.port);
+    if (url.tls) {
+      tls_stream.emplace(io, tls);
+      if (!SSL_set_tlsext_host_name(tls_stream->native_handle(), url.host.c_str())) {
+        throw beast::system_error(beast::error_code(static_cast<int>(::ERR_get_error()),
+                                                    asio::error::get_ssl_category()));
+      }
+      tls_stream->set_verify_callback(asio::ssl::host_name_verification(url.host));
+      Tcp().expires_after(options.timeout);
+      Tcp().connect(endpoints);
+      Tcp().expires_after(options.timeout);
+      tls_stream->handshake(asio::ssl::stream_base::client);
+    } else {
+      plain_stream.emplace(io);
+      Tcp().expires_after(options.timeout);
+      Tcp().connect(endpoints);
+    }
+  }
+
+  ApiReply Exchange(const http::request<http::string_body>& request) {
+    Tcp().expires_after(options.timeout);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(kMaxAnswerBytes);
+    if (url.tls) {
+      http::write(*tls_stream, request);
+      http::read(*tls_stream, buffer, parser);
+    } else {
+      http::write(*plain_stream, request);
+      http::read(*plain_stream, buffer, parser);
+    }
+    http::response<http::string_body> response = parser.release();
+    if (!response.keep_alive()) Drop();
+    return ApiReply{static_cast<int>(response.result_int()), std::move(response.body())};
+  }
+};
+
+absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(ApiClientOptions options) {
+  auto impl = std::make_unique<Impl>();
+  absl::StatusOr<ParsedUrl> url = ParseUrl(options.url, "API server URL");
+  if (!url.ok()) return url.status();
+  impl->url = *std::move(url);
+  if (!options.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadFile(options.token_file, "token file");
+    if (!token.ok()) return absl::InvalidArgumentError(token.status().message());
+    impl->token = TrimToken(*std::move(token));
+  }
+  if (options.client_cert_file.empty() != options.client_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a client certificate needs its key, and a key its certificate");
+  }
+  try {
+    SSL_CTX_set_min_proto_version(impl->tls.native_handle(), TLS1_2_VERSION);
+    if (!options.client_cert_file.empty()) {
+      impl->tls.use_certificate_chain_file(options.client_cert_file);
+      impl->tls.use_private_key_file(options.client_key_file, asio::ssl::context::pem);
+    }
+    impl->tls.set_verify_mode(asio::ssl::verify_peer);
+    if (options.ca_file.empty()) {
+      impl->tls.set_default_verify_paths();
+    } else {
+      impl->tls.load_verify_file(options.ca_file);
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(StrCat("API server TLS: ", e.what()));
+  }
+  impl->options = std::move(options);
+  return std::unique_ptr<ApiClient>(new ApiClient(std::move(impl)));
+}
+
+ApiClient::ApiClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ApiClient::~ApiClient() = default;
+
+absl::StatusOr<ApiReply> ApiClient::Call(std::string_view method, std::string_view path,
+                                         std::string_view body, std::string_view content_type) {
+  Impl& c = *impl_;
+  http::request<http::string_body> request;
+  request.method(http::string_to_verb(std::string(method)));
+  request.target(c.url.base_path + std::string(path));
+  request.version(11);
+  request.set(http::field::host, c.url.host);
+  request.set(http::field::user_agent, "kubestat-sim");
+  request.set(http::field::accept, "application/json");
+  if (!c.token.empty()) request.set(http::field::authorization, "Bearer " + c.token);
+  if (!body.empty()) {
+    request.set(http::field::content_type, std::string(content_type));
+    request.body() = std::string(body);
+  }
+  request.keep_alive(true);
+  request.prepare_payload();
+  std::lock_guard lock(c.mu);
+  std::string failure;
+  // A kept-alive connection the server closed meanwhile fails the first try: once more on a
+  // new one.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      if (!c.Connected()) c.Connect();
+      return c.Exchange(request);
+    } catch (const std::exception& e) {
+      c.Drop();
+      failure = e.what();
+    }
+  }
+  return absl::UnavailableError(StrCat(method, " ", path, ": ", failure));
+}
+
+}  // namespace kubestat::sim
