@@ -26,7 +26,12 @@
 #      manifests' ServiceAccount and no front-proxy flag, believes the front proxy's certificate
 #      from kube-system/extension-apiserver-authentication (and the cluster CA's client
 #      certificates), refuses forged headers, serves the hollow nodes' usage, follows a username
-#      header added to the ConfigMap, and is refused nothing it asks of the API server;
+#      header added to the ConfigMap, and is refused nothing it asks of the API server; it
+#      listens on an address of a veth pair the test makes (Kubernetes refuses loopback
+#      endpoints), with a serving certificate naming the Service of check 9;
+#   9. as root: the APIServices pointed at that Service (an EndpointSlice of the veth address)
+#      are Available, and `kubectl top node` and `kubectl get --raw /apis/metrics/v1alpha1/nodes`
+#      through the real aggregation layer show the hollow nodes;
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
 # the test fails if any fails. It waits only by polling a condition with a deadline.
 #
@@ -65,6 +70,7 @@ cleanup() {
   fi
   if [[ -n "${agg_pid:-}" ]]; then kill "$agg_pid" 2>/dev/null || true; fi
   if [[ -n "${hollow_pid:-}" ]]; then kill "$hollow_pid" 2>/dev/null || true; fi
+  if [[ -n "${netns:-}" ]]; then ip netns del "$netns" 2>/dev/null || true; fi
   "$root/controlplane/start.sh" stop "$state" || true
   if (( keep )); then echo "state kept in $state"; else rm -rf "$work"; fi
 }
@@ -363,6 +369,41 @@ else
   fi
 fi
 
+# --- the aggregator's own address --------------------------------------------------------------
+# Kubernetes refuses loopback addresses in EndpointSlices, so the aggregation layer can reach
+# a kubestat process only at another address: this test makes a veth pair, one end here with
+# 10.254.N.1, the other in a network namespace of its own with 10.254.N.2, and the aggregator
+# listens on 10.254.N.1 (as root; without root it listens on 127.0.0.1 and check 9 is skipped).
+# Its serving certificate names the Service the APIServices will point at.
+agg_host=127.0.0.1
+netns=""
+if (( EUID == 0 )) && command -v ip >/dev/null; then
+  netns=kubestat-cp-$$
+  veth=kscp$(( $$ % 100000 ))
+  octet=$(( $$ % 250 + 1 ))
+  if ip netns add "$netns" && ip link add "${veth}a" type veth peer name "${veth}b" &&
+     ip link set "${veth}b" netns "$netns" &&
+     ip addr add "10.254.$octet.1/30" dev "${veth}a" && ip link set "${veth}a" up &&
+     ip -n "$netns" addr add "10.254.$octet.2/30" dev "${veth}b" &&
+     ip -n "$netns" link set "${veth}b" up; then
+    agg_host=10.254.$octet.1
+  else
+    fail "network namespace: the veth pair could not be made"
+  fi
+fi
+agg_certs=$work/aggregator-serving
+mkdir -p "$agg_certs"
+openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -sha256 -days 2 \
+  -subj "/CN=kubestat-aggregator-cp-ca" -keyout "$agg_certs/ca.key" -out "$agg_certs/ca.crt" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" 2>/dev/null
+openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -subj "/CN=kubestat-aggregator" \
+  -keyout "$agg_certs/tls.key" -out "$agg_certs/tls.csr" 2>/dev/null
+openssl x509 -req -in "$agg_certs/tls.csr" -CA "$agg_certs/ca.crt" -CAkey "$agg_certs/ca.key" \
+  -CAcreateserial -sha256 -days 2 -out "$agg_certs/tls.crt" -extfile <(printf '%s\n' \
+  "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+  "extendedKeyUsage=serverAuth" \
+  "subjectAltName=DNS:kubestat-aggregator-cp.kubestat.svc,IP:$agg_host,IP:127.0.0.1") 2>/dev/null
+
 # --- 8. the aggregator as its ServiceAccount, with the cluster's trust -------------------------
 # The manifests applied above made the ServiceAccount kubestat/kubestat-aggregator and its
 # RBAC. The aggregator runs here with a token of that account (TokenRequest) and no
@@ -384,7 +425,8 @@ else
   agg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$KUBESTAT_AGGREGATOR_BINARY" --kubeconfig="$agg/kubeconfig" \
     --authentication-kubeconfig="$agg/kubeconfig" --authorization-kubeconfig="$agg/kubeconfig" \
-    --listen-address=127.0.0.1 --secure-port="$agg_port" --cert-dir="$agg/certs" \
+    --listen-address="$agg_host" --secure-port="$agg_port" --cert-dir="$agg/certs" \
+    --tls-cert-file="$agg_certs/tls.crt" --tls-private-key-file="$agg_certs/tls.key" \
     --grpc-port=0 --storage-dir="$agg/store" --metric-resolution=2s --kubelet-timeout=1s \
     --kubelet-scheme=http --kubelet-preferred-address-types=InternalIP \
     --kubelet-use-node-status-port > "$agg/log" 2>&1 &
@@ -394,7 +436,7 @@ else
     curl -sk -o /dev/null -w '%{http_code}' --max-time 10 \
       --cert "$KUBESTAT_CP_PKI/front-proxy-client.crt" --key "$KUBESTAT_CP_PKI/front-proxy-client.key" \
       -H "$1: kubestat-admin" -H "X-Remote-Group: system:masters" \
-      "https://127.0.0.1:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true
+      "https://$agg_host:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true
   }
   proxied_ok() { [[ "$(as_proxy X-Remote-User)" == 200 ]]; }
   if poll proxied_ok; then
@@ -411,10 +453,10 @@ else
   # The client CA from the ConfigMap: the admin's certificate names the admin.
   admin_code=$(curl -sk -o /dev/null -w '%{http_code}' --max-time 10 \
     --cert "$KUBESTAT_CP_PKI/admin.crt" --key "$KUBESTAT_CP_PKI/admin.key" \
-    "https://127.0.0.1:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true)
+    "https://$agg_host:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true)
   forged_code=$(curl -sk -o /dev/null -w '%{http_code}' --max-time 10 \
     -H "X-Remote-User: kubestat-admin" -H "X-Remote-Group: system:masters" \
-    "https://127.0.0.1:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true)
+    "https://$agg_host:$agg_port/apis/metrics.k8s.io/v1beta1/nodes" || true)
   if [[ "$admin_code" == 200 && "$forged_code" == 401 ]]; then
     ok "aggregator: a client certificate of the cluster CA authenticates (200); forged headers without the proxy's certificate do not (401)"
   else
@@ -423,7 +465,7 @@ else
   # The hollow nodes of check 7, found by the real list+watch and scraped.
   admin_get() {
     curl -sk --max-time 10 --cert "$KUBESTAT_CP_PKI/admin.crt" --key "$KUBESTAT_CP_PKI/admin.key" \
-      "https://127.0.0.1:$agg_port$1" || true
+      "https://$agg_host:$agg_port$1" || true
   }
   hollow_served() {
     local body
@@ -460,6 +502,72 @@ print(json.dumps({"data": {"requestheader-username-headers": json.dumps(h)}}))' 
   else
     ok "aggregator: nothing refused to the ServiceAccount (discovery, TokenReview, SubjectAccessReview, the ConfigMap)"
   fi
+fi
+
+# --- 9. kubectl top through the real aggregation layer -----------------------------------------
+# The APIServices the manifests made (metrics.k8s.io v1beta1 and v1, metrics v1alpha1) are
+# pointed at a Service without a selector whose EndpointSlice names the aggregator's veth
+# address; the kube-aggregator proxies there with its front-proxy certificate, as in a
+# cluster, and kubectl (the release's) asks for protobuf.
+if [[ "$agg_host" == 127.0.0.1 ]]; then
+  echo "skip kubectl top through the aggregation layer: making the veth pair needs root"
+elif [[ -z "${agg_pid:-}" ]] || ! kill -0 "$agg_pid" 2>/dev/null; then
+  fail "aggregation layer: no aggregator running"
+else
+  ca_bundle=$(base64 -w0 < "$agg_certs/ca.crt")
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: kubestat-aggregator-cp, namespace: kubestat}
+spec:
+  ports: [{name: https, port: 443, targetPort: $agg_port}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kubestat-aggregator-cp-1
+  namespace: kubestat
+  labels: {kubernetes.io/service-name: kubestat-aggregator-cp}
+addressType: IPv4
+ports: [{name: https, port: $agg_port, protocol: TCP}]
+endpoints: [{addresses: ["$agg_host"], conditions: {ready: true}}]
+EOF
+  for apiservice in v1beta1.metrics.k8s.io v1.metrics.k8s.io v1alpha1.metrics; do
+    kubectl patch apiservice "$apiservice" --type=merge -p "{\"spec\":{\"service\":{\"name\":\"kubestat-aggregator-cp\",\"namespace\":\"kubestat\",\"port\":443},\"caBundle\":\"$ca_bundle\",\"insecureSkipTLSVerify\":false}}" >/dev/null
+  done
+  available() {
+    local a
+    for a in v1beta1.metrics.k8s.io v1.metrics.k8s.io v1alpha1.metrics; do
+      [[ "$(kubectl get apiservice "$a" -o jsonpath='{.status.conditions[?(@.type=="Available")].status}')" == True ]] || return 1
+    done
+  }
+  if poll available; then
+    ok "aggregation layer: the APIServices are Available, proxied to the aggregator at $agg_host:$agg_port"
+  else
+    fail "aggregation layer: not Available: $(kubectl get apiservice v1beta1.metrics.k8s.io v1alpha1.metrics -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions[0].message}; {end}')"
+  fi
+  top_nodes() {
+    top_out=$(kubectl top node --no-headers 2>&1) || return 1
+    for name in node-0000 node-0001 node-0002; do
+      grep -Eq "^$name +[0-9]+m +[0-9]+% +[0-9]+Mi +[0-9]+%" <<<"$top_out" || return 1
+    done
+  }
+  if poll top_nodes; then
+    ok "aggregation layer: kubectl top node shows the hollow nodes' cpu and memory"
+  else
+    fail "aggregation layer: kubectl top node: $top_out"
+  fi
+  if raw=$(kubectl get --raw /apis/metrics/v1alpha1/nodes 2>&1) && [[ "$raw" == *'"kind":"NodeMetricsList"'* || "$raw" == *'"kind": "NodeMetricsList"'* ]] &&
+     [[ "$raw" == *node-0001* ]]; then
+    ok "aggregation layer: kubectl get --raw /apis/metrics/v1alpha1/nodes lists them"
+  else
+    fail "aggregation layer: get --raw metrics/v1alpha1: $(head -c 300 <<<"$raw")"
+  fi
+  pods_out=$(kubectl top pod -A --no-headers 2>&1) || true
+  echo "     kubectl top pod -A: $(wc -l <<<"$pods_out") lines: $(head -n 3 <<<"$pods_out" | tr -s ' ' | tr '\n' ';')"
+fi
+
+if [[ -n "${agg_pid:-}" ]]; then
   kill "$agg_pid" 2>/dev/null || true
   wait "$agg_pid" 2>/dev/null || true
 fi
