@@ -31,7 +31,9 @@
 #      endpoints), with a serving certificate naming the Service of check 9;
 #   9. as root: the APIServices pointed at that Service (an EndpointSlice of the veth address)
 #      are Available, and `kubectl top node` and `kubectl get --raw /apis/metrics/v1alpha1/nodes`
-#      through the real aggregation layer show the hollow nodes;
+#      through the real aggregation layer show the hollow nodes; the real RBAC lets a user bound
+#      to a Role read pods' metrics in its namespace only (403 for nodes and other namespaces)
+#      and an unknown token gets 401;
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
 # the test fails if any fails. It waits only by polling a condition with a deadline.
 #
@@ -562,6 +564,40 @@ EOF
     ok "aggregation layer: kubectl get --raw /apis/metrics/v1alpha1/nodes lists them"
   else
     fail "aggregation layer: get --raw metrics/v1alpha1: $(head -c 300 <<<"$raw")"
+  fi
+  # Authorization by the real RBAC, through the aggregation layer: a user (a client
+  # certificate of the cluster CA) bound to a Role that reads pods' metrics in one namespace
+  # gets them there, and 403 for nodes and for another namespace; a token the API server does
+  # not know gets 401.
+  viewer=$work/viewer
+  mkdir -p "$viewer"
+  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -subj "/CN=kubestat-viewer" \
+    -keyout "$viewer/tls.key" -out "$viewer/tls.csr" 2>/dev/null
+  openssl x509 -req -in "$viewer/tls.csr" -CA "$KUBESTAT_CP_PKI/ca.crt" -CAkey "$KUBESTAT_CP_PKI/ca.key" \
+    -CAcreateserial -sha256 -days 1 -out "$viewer/tls.crt" \
+    -extfile <(printf '%s\n' "extendedKeyUsage=clientAuth") 2>/dev/null
+  kubectl create namespace kubestat-cp-shop >/dev/null
+  kubectl -n kubestat-cp-shop create role pod-metrics-reader --verb=get,list \
+    --resource=pods.metrics.k8s.io >/dev/null
+  kubectl -n kubestat-cp-shop create rolebinding kubestat-viewer --role=pod-metrics-reader \
+    --user=kubestat-viewer >/dev/null
+  as_viewer() {
+    "$KUBESTAT_CP_KUBECTL" --server="$KUBESTAT_CP_SERVER" --certificate-authority="$KUBESTAT_CP_PKI/ca.crt" \
+      --client-certificate="$viewer/tls.crt" --client-key="$viewer/tls.key" --kubeconfig=/dev/null "$@" 2>&1
+  }
+  shop=$(as_viewer get --raw /apis/metrics.k8s.io/v1beta1/namespaces/kubestat-cp-shop/pods) || true
+  nodes=$(as_viewer top node) || true
+  other=$(as_viewer get --raw /apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods) || true
+  bogus=$("$KUBESTAT_CP_KUBECTL" --server="$KUBESTAT_CP_SERVER" \
+    --certificate-authority="$KUBESTAT_CP_PKI/ca.crt" --token=not-a-token --kubeconfig=/dev/null \
+    top node 2>&1) || true
+  if [[ "$shop" == *'"kind":"PodMetricsList"'* &&
+        "$nodes" == *'User "kubestat-viewer" cannot list resource "nodes" in API group "metrics.k8s.io"'* &&
+        "$other" == *'User "kubestat-viewer" cannot list resource "pods" in API group "metrics.k8s.io" in the namespace "kube-system"'* &&
+        "$bogus" == *"You must be logged in to the server"* ]]; then
+    ok "aggregation layer: the real RBAC: pods' metrics in the Role's namespace (200), nodes and another namespace Forbidden, an unknown token Unauthorized"
+  else
+    fail "aggregation layer: RBAC: shop '$(head -c 120 <<<"$shop")', nodes '$nodes', kube-system '$other', unknown token '$bogus'"
   fi
   pods_out=$(kubectl top pod -A --no-headers 2>&1) || true
   echo "     kubectl top pod -A: $(wc -l <<<"$pods_out") lines: $(head -n 3 <<<"$pods_out" | tr -s ' ' | tr '\n' ';')"
