@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -164,6 +165,93 @@ absl::StatusOr<ApiReply> ApiClient::Call(std::string_view method, std::string_vi
     }
   }
   return absl::UnavailableError(StrCat(method, " ", path, ": ", failure));
+}
+
+absl::Status ApiClient::Watch(std::string_view path,
+                              const std::function<absl::Status(std::string_view)>& on_line,
+                              std::stop_token stop, Duration idle_timeout) {
+  Impl& c = *impl_;
+  asio::io_context io;
+  http::request<http::empty_body> request{http::verb::get, c.url.base_path + std::string(path), 11};
+  request.set(http::field::host, c.url.host);
+  request.set(http::field::user_agent, "kubestat-sim");
+  request.set(http::field::accept, "application/json");
+  if (!c.token.empty()) request.set(http::field::authorization, "Bearer " + c.token);
+  // Reads the answer of `stream`, line by line.
+  const auto stream_lines = [&](auto& stream, beast::tcp_stream& tcp) -> absl::Status {
+    // A stop shuts the socket down, which ends the blocking read below.
+    std::stop_callback on_stop(stop,
+                               [&tcp] { ::shutdown(tcp.socket().native_handle(), SHUT_RDWR); });
+    if (stop.stop_requested()) return absl::OkStatus();
+    tcp.expires_after(c.options.timeout);
+    http::write(stream, request);
+    beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(boost::none);
+    http::read_header(stream, buffer, parser);
+    const int code = static_cast<int>(parser.get().result_int());
+    std::string pending;
+    char chunk[64 * 1024];
+    while (!parser.is_done()) {
+      parser.get().body().data = chunk;
+      parser.get().body().size = sizeof(chunk);
+      tcp.expires_after(idle_timeout);
+      beast::error_code ec;
+      // read_some: returns with what has come (a watch sends an event at a time).
+      http::read_some(stream, buffer, parser, ec);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        if (stop.stop_requested()) return absl::OkStatus();
+        return absl::UnavailableError(StrCat("GET ", path, ": ", ec.message()));
+      }
+      pending.append(chunk, sizeof(chunk) - parser.get().body().size);
+      if (code != 200) {
+        if (pending.size() > kMaxAnswerBytes) break;
+        continue;
+      }
+      size_t start = 0;
+      for (size_t nl = pending.find('\n'); nl != std::string::npos;
+           nl = pending.find('\n', start)) {
+        if (nl > start) {
+          if (absl::Status s = on_line(std::string_view(pending).substr(start, nl - start));
+              !s.ok()) {
+            return s;
+          }
+        }
+        start = nl + 1;
+      }
+      pending.erase(0, start);
+      if (pending.size() > kMaxAnswerBytes) {
+        return absl::ResourceExhaustedError(
+            StrCat("GET ", path, ": a line over ", kMaxAnswerBytes, " bytes"));
+      }
+    }
+    if (code != 200) {
+      return absl::FailedPreconditionError(
+          StrCat("GET ", path, ": HTTP ", code, ": ", pending.substr(0, 300)));
+    }
+    return absl::OkStatus();
+  };
+  try {
+    tcp::resolver resolver(io);
+    auto endpoints = resolver.resolve(c.url.host, c.url.port);
+    if (c.url.tls) {
+      beast::ssl_stream<beast::tcp_stream> stream(io, c.tls);
+      SSL_set_tlsext_host_name(stream.native_handle(), c.url.host.c_str());
+      stream.set_verify_callback(asio::ssl::host_name_verification(c.url.host));
+      beast::get_lowest_layer(stream).expires_after(c.options.timeout);
+      beast::get_lowest_layer(stream).connect(endpoints);
+      stream.handshake(asio::ssl::stream_base::client);
+      return stream_lines(stream, beast::get_lowest_layer(stream));
+    }
+    beast::tcp_stream stream(io);
+    stream.expires_after(c.options.timeout);
+    stream.connect(endpoints);
+    return stream_lines(stream, stream);
+  } catch (const std::exception& e) {
+    if (stop.stop_requested()) return absl::OkStatus();
+    return absl::UnavailableError(StrCat("GET ", path, ": ", e.what()));
+  }
 }
 
 }  // namespace kubestat::sim

@@ -8,10 +8,13 @@
 #define KUBESTAT_SIM_SRC_API_CLIENT_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kubestat/core/clock.h"
 
@@ -49,6 +52,16 @@ class ApiClient {
   [[nodiscard]] absl::StatusOr<ApiReply> Call(std::string_view method, std::string_view path,
                                               std::string_view body = "",
                                               std::string_view content_type = "application/json");
+
+  // GET `path` (a watch: ?watch=true&...) on a connection of its own, each line of the
+  // streamed answer given to on_line as it arrives, until the server ends it (OK), `stop` is
+  // requested (OK: the connection is shut down at once), a read waits longer than
+  // `idle_timeout`, or on_line returns an error (that error). A non-200 answer is
+  // FailedPrecondition "HTTP <code>: <body>"; no answer, Unavailable.
+  [[nodiscard]] absl::Status Watch(std::string_view path,
+                                   const std::function<absl::Status(std::string_view)>& on_line,
+                                   std::stop_token stop,
+                                   Duration idle_timeout = std::chrono::minutes(6));
 
  private:
   struct Impl;

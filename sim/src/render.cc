@@ -377,8 +377,14 @@ void WriteNode(std::string& out, const NodeInfo& node, const KubeletEndpoint& en
     w.Member("uid", node.uid);
     w.Member("resourceVersion", absl::StrCat(*resource_version));
     w.Member("creationTimestamp", created);
+    WriteLabels(w, node.labels);
+  } else {
+    // A registered hollow node carries the label its workloads' pods select.
+    std::vector<std::pair<std::string, std::string>> labels = node.labels;
+    labels.emplace_back("kubestat.dev/hollow-node", "true");
+    std::sort(labels.begin(), labels.end());
+    WriteLabels(w, labels);
   }
-  WriteLabels(w, node.labels);
   w.EndObject();
   w.Key("spec").BeginObject();
   const std::string cidr =

@@ -20,6 +20,7 @@
 #include "api_client.h"
 #include "backend_proxy.h"
 #include "hollow_nodes.h"
+#include "hollow_pods.h"
 #include "kubeconfig.h"
 #include "kubestat/apimachinery/api_error.h"
 #include "kubestat/apimachinery/label_selector.h"
@@ -401,6 +402,7 @@ struct Simulator::State {
   // registered there.
   std::unique_ptr<ApiClient> hollow_client;
   std::unique_ptr<HollowNodes> hollow;
+  std::unique_ptr<HollowPods> hollow_pods;
   std::optional<UsersFile> users;
   std::map<std::string, std::string> user_kubeconfigs;  // user name -> path
 
@@ -472,6 +474,11 @@ struct Simulator::State {
       return absl::UnavailableError(StrCat("--hollow-apiserver: ", StdView(s.message())));
     }
     hollow->Start();
+    hollow_pods = std::make_unique<HollowPods>(*hollow_client, *model, clock);
+    if (absl::Status s = hollow_pods->CreateWorkloads(); !s.ok()) {
+      return absl::UnavailableError(StrCat("--hollow-apiserver: ", StdView(s.message())));
+    }
+    hollow_pods->Start();
     return absl::OkStatus();
   }
 
@@ -680,6 +687,8 @@ struct Simulator::State {
         break;
     }
     NodeSnapshot snap = model->Snapshot(node, clock.Now());
+    // Hollow nodes report the real pods bound to them.
+    if (hollow_pods) hollow_pods->Rewrite(node, snap);
     // The renderers stamp every reading with the snapshot's time.
     if (fault == Fault::kZeroTimestamp) snap.time = Timestamp{};
     std::string body;
@@ -1704,6 +1713,7 @@ void Simulator::Stop() {
   s.cv.notify_all();
   if (s.ticker.joinable()) s.ticker.join();
   if (s.streamer.joinable()) s.streamer.join();
+  if (s.hollow_pods) s.hollow_pods->Stop();
   if (s.hollow) s.hollow->Stop();
   // Ends proxied answers still streaming, and answers handlers waiting for a backend.
   if (s.backend) s.backend->Stop();

@@ -20,8 +20,10 @@
 #      `kubectl apply --server-side`, after the CRDs of crds.txt (cert-manager's, the
 #      Prometheus Operator's); each refusal is printed with the API server's message;
 #   7. kubestat-sim ($KUBESTAT_SIM_BINARY) as hollow nodes: three Nodes registered in the real
-#      API server, kept Ready by their renewed Leases, their kubelets answering at the ports
-#      the Nodes name;
+#      API server, kept Ready by their renewed Leases, the model's workloads made real
+#      Deployments and DaemonSets whose pods the scheduler binds there and the hollow kubelets
+#      report Running (a scale-up and a deletion followed), their kubelets answering at the
+#      ports the Nodes name;
 #   8. kubestat-aggregator ($KUBESTAT_AGGREGATOR_BINARY), run with a TokenRequest token of the
 #      manifests' ServiceAccount and no front-proxy flag, believes the front proxy's certificate
 #      from kube-system/extension-apiserver-authentication (and the cluster CA's client
@@ -31,7 +33,8 @@
 #      endpoints), with a serving certificate naming the Service of check 9;
 #   9. as root: the APIServices pointed at that Service (an EndpointSlice of the veth address)
 #      are Available, and `kubectl top node` and `kubectl get --raw /apis/metrics/v1alpha1/nodes`
-#      through the real aggregation layer show the hollow nodes; the real RBAC lets a user bound
+#      through the real aggregation layer show the hollow nodes, `kubectl top pod` the real pods
+#      and `--containers` their containers; the real RBAC lets a user bound
 #      to a Role read pods' metrics in its namespace only (403 for nodes and other namespaces)
 #      and an unknown token gets 401;
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
@@ -333,7 +336,7 @@ hollow_pid=""
 if [[ -z "${KUBESTAT_SIM_BINARY:-}" || ! -x "$KUBESTAT_SIM_BINARY" ]]; then
   fail "hollow nodes: KUBESTAT_SIM_BINARY names no binary ('${KUBESTAT_SIM_BINARY:-}')"
 else
-  "$KUBESTAT_SIM_BINARY" --nodes=3 --pods-per-node=2 --seed=7 --kubelet-address-mode=ports \
+  "$KUBESTAT_SIM_BINARY" --nodes=3 --pods-per-node=4 --seed=7 --kubelet-address-mode=ports \
     --kubelet-port=0 --hollow-apiserver="$KUBESTAT_CP_SERVER" \
     --hollow-ca-file="$KUBESTAT_CP_PKI/ca.crt" \
     --hollow-client-cert-file="$KUBESTAT_CP_PKI/admin.crt" \
@@ -362,6 +365,33 @@ else
     ok "hollow nodes: their Leases are renewed (node-0000: $renewed_before, then later)"
   else
     fail "hollow nodes: node-0000's Lease is not renewed ('$renewed_before')"
+  fi
+  # The seeded workloads, made real: 3 nodes x 4 pods, 2 of each node's from DaemonSets.
+  hollow_pods_running() {
+    local phases
+    phases=$(kubectl get pods -A -l kubestat.dev/hollow=true \
+      -o jsonpath='{range .items[*]}{.spec.nodeName}/{.status.phase}/{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null) || return 1
+    [[ $(grep -c '^node-000[0-2]/Running/True$' <<<"$phases") == 12 && $(wc -l <<<"$phases") == 12 ]]
+  }
+  if poll hollow_pods_running; then
+    ok "hollow nodes: the model's Deployments and DaemonSets made real, their 12 pods scheduled there and reported Running and Ready"
+  else
+    fail "hollow nodes: their pods: $(kubectl get pods -A -l kubestat.dev/hollow=true -o wide 2>&1 | tail -n +2 | tr -s ' ' | tr '\n' ';')"
+  fi
+  # Followed: a scale-up's new pod runs, a deleted pod is replaced, a deletion with a grace
+  # period ends (the hollow kubelet confirms it).
+  kubectl -n shop scale deployment web --replicas=3 >/dev/null 2>&1 || true
+  victim=$(kubectl -n monitoring get pods -l app=node-exporter -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true)
+  [[ -n "$victim" ]] && kubectl -n monitoring delete pod "$victim" --grace-period=30 --wait=false >/dev/null
+  followed_changes() {
+    [[ "$(kubectl -n shop get deployment web -o jsonpath='{.status.readyReplicas}')" == 3 ]] &&
+      ! kubectl -n monitoring get pod "$victim" >/dev/null 2>&1 &&
+      [[ "$(kubectl -n monitoring get daemonset node-exporter -o jsonpath='{.status.numberReady}')" == 3 ]]
+  }
+  if [[ -n "$victim" ]] && poll followed_changes; then
+    ok "hollow nodes: a scale-up's pods run, and a pod deleted with a grace period is gone and replaced"
+  else
+    fail "hollow nodes: changes not followed: web ready $(kubectl -n shop get deployment web -o jsonpath='{.status.readyReplicas}'), $victim: $(kubectl -n monitoring get pod "$victim" 2>&1 | tail -1)"
   fi
   port_0=$(kubectl get node node-0000 -o jsonpath='{.status.daemonEndpoints.kubeletEndpoint.Port}')
   if curl -sf --max-time 5 "http://127.0.0.1:$port_0/stats/summary" | grep -q '"nodeName":"node-0000"'; then
@@ -599,8 +629,27 @@ EOF
   else
     fail "aggregation layer: RBAC: shop '$(head -c 120 <<<"$shop")', nodes '$nodes', kube-system '$other', unknown token '$bogus'"
   fi
-  pods_out=$(kubectl top pod -A --no-headers 2>&1) || true
-  echo "     kubectl top pod -A: $(wc -l <<<"$pods_out") lines: $(head -n 3 <<<"$pods_out" | tr -s ' ' | tr '\n' ';')"
+  # kubectl top pod: the real pods the hollow kubelets report, by their names.
+  top_pods() {
+    local want
+    top_out=$(kubectl top pod -n shop --no-headers 2>&1) || return 1
+    want=$(kubectl -n shop get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+    [[ -n "$want" ]] || return 1
+    while read -r name; do
+      grep -Eq "^$name +[0-9]+m +[0-9]+Mi" <<<"$top_out" || return 1
+    done <<<"$want"
+  }
+  if poll top_pods; then
+    ok "aggregation layer: kubectl top pod -n shop shows every real web pod's cpu and memory"
+  else
+    fail "aggregation layer: kubectl top pod -n shop: $top_out"
+  fi
+  containers_out=$(kubectl top pod -n shop --containers --no-headers 2>&1) || true
+  if grep -Eq ' web +[0-9]+m' <<<"$containers_out" && grep -Eq ' envoy +[0-9]+m' <<<"$containers_out"; then
+    ok "aggregation layer: kubectl top pod --containers names the real containers (web, envoy)"
+  else
+    fail "aggregation layer: kubectl top pod --containers: $containers_out"
+  fi
 fi
 
 if [[ -n "${agg_pid:-}" ]]; then

@@ -38,8 +38,8 @@ struct KubeletEndpoint {
 void AppendNodeJson(std::string& out, const NodeInfo& node, const KubeletEndpoint& endpoint,
                     uint64_t resource_version);
 // The Node a hollow node registers in a real API server (hollow_nodes.h): the same object
-// without the fields the server sets (uid, resourceVersion, creationTimestamp), its Ready
-// condition's heartbeat `now`.
+// without the fields the server sets (uid, resourceVersion, creationTimestamp), labelled
+// kubestat.dev/hollow-node=true, its Ready condition's heartbeat `now`.
 void AppendNodeForRegistration(std::string& out, const NodeInfo& node,
                                const KubeletEndpoint& endpoint, Timestamp now);
 void AppendPodJson(std::string& out, const ClusterModel& model, const PodInfo& pod, Timestamp now,

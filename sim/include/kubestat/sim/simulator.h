@@ -1,7 +1,9 @@
 // Simulator: a fake kube-apiserver and N fake kubelets serving a ClusterModel.
 //
 // With hollow_apiserver it fakes no API server: the kubelets' nodes are registered in that
-// real kube-apiserver (sim/src/hollow_nodes.h) and only the kubelets are served.
+// real kube-apiserver (sim/src/hollow_nodes.h), the model's workloads are made real
+// Deployments and DaemonSets there, and the kubelets run and report the pods the scheduler
+// binds to them (sim/src/hollow_pods.h).
 //
 // The kubelets serve /stats/summary (with ?only_cpu_and_memory=true), /metrics/resource
 // and /healthz computed from the model at clock.Now(); the apiserver serves discovery,

@@ -1,0 +1,90 @@
+// The workloads and pods of hollow nodes (hollow_nodes.h): the simulator's seeded
+// workloads made real in a real kube-apiserver, their pods run by its kubelets.
+//
+// CreateWorkloads() makes the model's namespaces and, for each of its apps, a Deployment
+// (replicas: the model's pods of that app) or a DaemonSet (one pod per hollow node), their
+// pod templates labelled app=<app> and kubestat.dev/hollow=true, asking for the requests and
+// limits of the app's first pod in the model, and kept to the hollow nodes (nodeSelector
+// kubestat.dev/hollow-node=true, which the registered Nodes carry). The controllers make the
+// pods and the scheduler binds them. Existing objects are left as they are.
+//
+// Start() follows those pods (list, then watch from its resourceVersion; again from a list
+// when the watch ends badly or expires) on a thread of its own. A pod bound to a hollow node
+// is given a slot of that node's model (a DaemonSet's pod the slot of its app, any other the
+// lowest free one of the rest, shared round-robin once all are taken) and reported Running
+// and Ready through its status subresource, as its kubelet would; a pod being deleted
+// (deletionTimestamp) is removed for good (DELETE with gracePeriodSeconds=0, the kubelet's
+// last word); a deleted one frees its slot. Rewrite() turns a node's model snapshot into what
+// its kubelet reports: the real pods bound there, each with its slot's usage under its own
+// name, namespace, uid and container names.
+//
+// Thread-safe: Rewrite may be called from any thread.
+#ifndef KUBESTAT_SIM_SRC_HOLLOW_PODS_H_
+#define KUBESTAT_SIM_SRC_HOLLOW_PODS_H_
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "api_client.h"
+#include "kubestat/core/clock.h"
+#include "kubestat/sim/model.h"
+
+namespace kubestat::sim {
+
+inline constexpr std::string_view kHollowPodLabel = "kubestat.dev/hollow";
+inline constexpr std::string_view kHollowNodeLabel = "kubestat.dev/hollow-node";
+
+class HollowPods {
+ public:
+  // Borrows the client, the model and the clock, which must outlive it.
+  HollowPods(ApiClient& client, const ClusterModel& model, const Clock& clock);
+  ~HollowPods();  // Stop()
+  HollowPods(const HollowPods&) = delete;
+  HollowPods& operator=(const HollowPods&) = delete;
+
+  // The first error names the object and the API server's answer.
+  [[nodiscard]] absl::Status CreateWorkloads();
+  void Start();
+  void Stop();
+
+  void Rewrite(int node, NodeSnapshot& snapshot) const;
+  // Pods bound to hollow nodes and reported Running.
+  size_t running() const;
+
+ private:
+  struct RealPod {
+    std::string namespace_name;
+    std::string name;
+    std::string uid;
+    std::string app;
+    std::vector<std::string> containers;
+    int slot = 0;
+  };
+
+  void Run(const std::stop_token& stop);
+  // A full list: what it holds replaces what was followed. Its resourceVersion, or "" when
+  // the list failed.
+  std::string List();
+  // One pod's JSON, as listed or watched; `deleted` for a DELETED event.
+  void Apply(std::string_view pod_json, bool deleted);
+  int FreeSlot(int node, const std::string& app, bool daemon) const;  // requires mu_
+
+  ApiClient& client_;
+  const ClusterModel& model_;
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::vector<std::map<std::string, RealPod>> by_node_;  // by uid; guarded by mu_
+  std::map<std::string, int> node_of_uid_;               // guarded by mu_
+  std::jthread follower_;
+};
+
+}  // namespace kubestat::sim
+
+#endif  // KUBESTAT_SIM_SRC_HOLLOW_PODS_H_
