@@ -224,16 +224,33 @@ void HollowPods::Apply(std::string_view pod_json, bool deleted) {
       pod["metadata"]["deletionTimestamp"].get(deletion) == simdjson::SUCCESS &&
       !deletion.is_null();
   const int node = node_name.empty() ? -1 : model_.NodeIndex(node_name);
+  std::optional<uint64_t> cpu;
+  std::string_view cpu_text;
+  if (pod["metadata"]["annotations"][kHollowCpuAnnotation].get(cpu_text) == simdjson::SUCCESS) {
+    absl::StatusOr<Quantity> q = Quantity::Parse(cpu_text);
+    absl::StatusOr<int64_t> nanos = q.ok() ? q->ScaledValue(-9) : q.status();
+    if (nanos.ok() && *nanos >= 0) {
+      cpu = static_cast<uint64_t>(*nanos);
+    } else {
+      KLOG(WARNING) << "hollow nodes: pod " << ns << "/" << name << ": " << kHollowCpuAnnotation
+                    << " \"" << cpu_text << "\" is not a cpu quantity; ignored";
+    }
+  }
   {
     std::lock_guard lock(mu_);
     auto known = node_of_uid_.find(std::string(uid));
     if (known != node_of_uid_.end() && (deleted || terminating || known->second != node)) {
       by_node_[known->second].erase(known->first);
+      cpu_.erase(known->first);
       node_of_uid_.erase(known);
     }
     if (deleted || node < 0) return;
+    if (auto it = node_of_uid_.find(std::string(uid)); it != node_of_uid_.end()) {
+      by_node_[it->second].at(it->first).cpu_nano_cores = cpu;
+    }
     if (!terminating && !node_of_uid_.contains(std::string(uid))) {
-      RealPod real{std::string(ns), std::string(name), std::string(uid), std::string(app), {}, 0};
+      RealPod real{
+          std::string(ns), std::string(name), std::string(uid), std::string(app), {}, 0, cpu};
       simdjson::dom::array containers;
       if (pod["spec"]["containers"].get(containers) == simdjson::SUCCESS) {
         for (simdjson::dom::element c : containers) {
@@ -364,6 +381,39 @@ void HollowPods::Rewrite(int node, NodeSnapshot& snapshot) const {
     pod.pod.uid = real.uid;
     for (size_t c = 0; c < pod.pod.containers.size() && c < real.containers.size(); ++c) {
       pod.pod.containers[c].name = real.containers[c];
+    }
+    if (!pod.containers.empty()) {
+      ResourceUsage& usage = pod.containers[0].usage;
+      const uint64_t model_rate = usage.usage_nano_cores;
+      const uint64_t model_cumulative = usage.usage_core_nano_seconds;
+      CpuTrack& track = cpu_[uid];
+      const auto cumulative_of = [&] {
+        if (!track.overriding) {
+          return static_cast<uint64_t>(
+              std::max<int64_t>(0, static_cast<int64_t>(model_cumulative) + track.offset));
+        }
+        const double seconds = std::chrono::duration<double>(snapshot.time - track.since).count();
+        return track.at_since +
+               static_cast<uint64_t>(std::max(0.0, seconds) * static_cast<double>(track.rate));
+      };
+      if (real.cpu_nano_cores && (!track.overriding || track.rate != *real.cpu_nano_cores)) {
+        track.at_since = std::max(cumulative_of(), track.last);
+        track.since = snapshot.time;
+        track.rate = *real.cpu_nano_cores;
+        track.overriding = true;
+      } else if (!real.cpu_nano_cores && track.overriding) {
+        const uint64_t now = std::max(cumulative_of(), track.last);
+        track.overriding = false;
+        track.offset = static_cast<int64_t>(now) - static_cast<int64_t>(model_cumulative);
+      }
+      const uint64_t served = std::max(cumulative_of(), track.last);
+      track.last = served;
+      const uint64_t rate = track.overriding ? track.rate : model_rate;
+      // The pod's sums follow its first container.
+      pod.usage.usage_core_nano_seconds += served - usage.usage_core_nano_seconds;
+      pod.usage.usage_nano_cores = pod.usage.usage_nano_cores - usage.usage_nano_cores + rate;
+      usage.usage_core_nano_seconds = served;
+      usage.usage_nano_cores = rate;
     }
     pods.push_back(std::move(pod));
   }

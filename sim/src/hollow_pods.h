@@ -18,6 +18,12 @@
 // its kubelet reports: the real pods bound there, each with its slot's usage under its own
 // name, namespace, uid and container names.
 //
+// Load: a pod annotated kubestat.dev/cpu=<quantity> (kubectl annotate, through the real API)
+// reports that cpu rate for its first container from then on, instead of its slot's; the
+// cumulative counter grows at that rate and never goes back when the annotation is removed
+// and the slot's rate returns. This is how a test raises and lowers a Deployment's load for
+// the HPA.
+//
 // Thread-safe: Rewrite may be called from any thread.
 #ifndef KUBESTAT_SIM_SRC_HOLLOW_PODS_H_
 #define KUBESTAT_SIM_SRC_HOLLOW_PODS_H_
@@ -25,6 +31,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -40,6 +47,7 @@ namespace kubestat::sim {
 
 inline constexpr std::string_view kHollowPodLabel = "kubestat.dev/hollow";
 inline constexpr std::string_view kHollowNodeLabel = "kubestat.dev/hollow-node";
+inline constexpr std::string_view kHollowCpuAnnotation = "kubestat.dev/cpu";
 
 class HollowPods {
  public:
@@ -66,6 +74,18 @@ class HollowPods {
     std::string app;
     std::vector<std::string> containers;
     int slot = 0;
+    // kubestat.dev/cpu, in nanocores; nullopt without the annotation.
+    std::optional<uint64_t> cpu_nano_cores;
+  };
+  // The first container's cpu as served: the slot's plus `offset`, or, while overridden,
+  // what it was at `since` plus the override's rate since then.
+  struct CpuTrack {
+    bool overriding = false;
+    uint64_t rate = 0;  // nanocores, while overriding
+    Timestamp since;
+    uint64_t at_since = 0;
+    int64_t offset = 0;
+    uint64_t last = 0;  // never served less than this
   };
 
   void Run(const std::stop_token& stop);
@@ -82,6 +102,7 @@ class HollowPods {
   mutable std::mutex mu_;
   std::vector<std::map<std::string, RealPod>> by_node_;  // by uid; guarded by mu_
   std::map<std::string, int> node_of_uid_;               // guarded by mu_
+  mutable std::map<std::string, CpuTrack> cpu_;          // by uid; guarded by mu_
   std::jthread follower_;
 };
 

@@ -36,7 +36,8 @@
 #      through the real aggregation layer show the hollow nodes, `kubectl top pod` the real pods
 #      and `--containers` their containers; the real RBAC lets a user bound
 #      to a Role read pods' metrics in its namespace only (403 for nodes and other namespaces)
-#      and an unknown token gets 401;
+#      and an unknown token gets 401; an autoscaling/v2 HPA on shop/web scales it up when the
+#      hollow kubelets report 4 cpu per pod and down when they report 10m (times printed);
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
 # the test fails if any fails. It waits only by polling a condition with a deadline.
 #
@@ -649,6 +650,50 @@ EOF
     ok "aggregation layer: kubectl top pod --containers names the real containers (web, envoy)"
   else
     fail "aggregation layer: kubectl top pod --containers: $containers_out"
+  fi
+  # The HPA: an autoscaling/v2 HPA on shop/web with a CPU utilization target of 300% (the
+  # model's pods use about what they request). The hollow kubelets raise web's pods to 4 cpu
+  # each (kubestat.dev/cpu): the real HPA
+  # controller, reading kubestat through the aggregation layer, scales web up; every web pod
+  # lowered to 10m, it scales web down to its minimum (downscale stabilization 30s here). Each
+  # reaction's time from the load change is printed, against the aggregator's 2s resolution
+  # and the HPA's 5s sync period.
+  kubectl apply -f - >/dev/null <<'EOF'
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: shop}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 6
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 300}}
+EOF
+  hpa_reads_metrics() {
+    [[ "$(kubectl -n shop get hpa web -o jsonpath='{.status.conditions[?(@.type=="ScalingActive")].status}')" == True ]]
+  }
+  if poll hpa_reads_metrics; then
+    ok "hpa: ScalingActive: the HPA controller reads kubestat's pod metrics ($(kubectl -n shop get hpa web -o jsonpath='{.status.currentMetrics[0].resource.current.averageUtilization}')% of the requests)"
+  else
+    fail "hpa: not ScalingActive: $(kubectl -n shop get hpa web -o jsonpath='{.status.conditions}')"
+  fi
+  replicas_before=$(kubectl -n shop get deployment web -o jsonpath='{.spec.replicas}')
+  loaded=$SECONDS
+  kubectl -n shop annotate pods -l app=web kubestat.dev/cpu=4 --overwrite >/dev/null
+  scaled_up() { (( $(kubectl -n shop get deployment web -o jsonpath='{.spec.replicas}') > replicas_before )); }
+  if poll scaled_up; then
+    ok "hpa: 4 cpu per pod scaled web up from $replicas_before to $(kubectl -n shop get deployment web -o jsonpath='{.spec.replicas}') replicas $((SECONDS - loaded))s after the load rose"
+  else
+    fail "hpa: no scale-up from $replicas_before: $(kubectl -n shop describe hpa web 2>&1 | tail -n 8 | tr -s ' ' | tr '\n' ';')"
+  fi
+  unloaded=$SECONDS
+  kubectl -n shop annotate pods -l app=web kubestat.dev/cpu=10m --overwrite >/dev/null
+  scaled_down() { [[ "$(kubectl -n shop get deployment web -o jsonpath='{.spec.replicas}')" == 1 ]]; }
+  if poll scaled_down; then
+    ok "hpa: the load dropped to 10m per pod, web scaled down to 1 replica $((SECONDS - unloaded))s later (30s of it the downscale stabilization)"
+  else
+    fail "hpa: no scale-down: $(kubectl -n shop describe hpa web 2>&1 | tail -n 8 | tr -s ' ' | tr '\n' ';')"
   fi
 fi
 

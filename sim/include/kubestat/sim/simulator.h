@@ -3,7 +3,8 @@
 // With hollow_apiserver it fakes no API server: the kubelets' nodes are registered in that
 // real kube-apiserver (sim/src/hollow_nodes.h), the model's workloads are made real
 // Deployments and DaemonSets there, and the kubelets run and report the pods the scheduler
-// binds to them (sim/src/hollow_pods.h).
+// binds to them (sim/src/hollow_pods.h); a pod annotated kubestat.dev/cpu=<quantity> reports
+// that cpu rate (how a test drives the HPA).
 //
 // The kubelets serve /stats/summary (with ?only_cpu_and_memory=true), /metrics/resource
 // and /healthz computed from the model at clock.Now(); the apiserver serves discovery,
