@@ -38,6 +38,9 @@
 #      to a Role read pods' metrics in its namespace only (403 for nodes and other namespaces)
 #      and an unknown token gets 401; an autoscaling/v2 HPA on shop/web scales it up when the
 #      hollow kubelets report 4 cpu per pod and down when they report 10m (times printed);
+#      in a namespace with seed 003's LimitRange, the recommendation for a pod using 2 cpu is
+#      fitted into it, admitted when applied, and its wanted values are refused naming each
+#      constraint boundBy named;
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
 # the test fails if any fails. It waits only by polling a condition with a deadline.
 #
@@ -694,6 +697,117 @@ EOF
     ok "hpa: the load dropped to 10m per pod, web scaled down to 1 replica $((SECONDS - unloaded))s later (30s of it the downscale stabilization)"
   else
     fail "hpa: no scale-down: $(kubectl -n shop describe hpa web 2>&1 | tail -n 8 | tr -s ' ' | tr '\n' ';')"
+  fi
+  # The LimitRanger and kubestat's recommendations: seed 003's example LimitRange, a
+  # Deployment on the hollow nodes whose pod then uses 2 cpu (above the max of 1): the
+  # recommendation wants more than the LimitRange admits and is fitted into it, naming the
+  # constraint; applied to the Deployment, the real API server admits the new pod; the values
+  # before fitting (wanted) are refused by the LimitRanger naming each constraint boundBy
+  # names.
+  lr_ns=kubestat-cp-limits
+  kubectl create namespace "$lr_ns" >/dev/null
+  kubectl -n "$lr_ns" apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: LimitRange
+metadata: {name: seed-003}
+spec:
+  limits:
+  - type: Container
+    min: {cpu: 100m, memory: 250Mi}
+    max: {cpu: "1", memory: 1Gi}
+    default: {cpu: 500m, memory: 500Mi}
+    defaultRequest: {cpu: 250m, memory: 250Mi}
+    maxLimitRequestRatio: {cpu: "4"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hungry}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: hungry}}
+  template:
+    metadata: {labels: {app: hungry, kubestat.dev/hollow: "true"}}
+    spec:
+      nodeSelector: {kubestat.dev/hollow-node: "true"}
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: main
+        image: registry.k8s.io/pause:3.10
+        resources:
+          requests: {cpu: 250m, memory: 300Mi}
+          limits: {cpu: 500m, memory: 500Mi}
+EOF
+  hungry_running() {
+    [[ "$(kubectl -n "$lr_ns" get deployment hungry -o jsonpath='{.status.readyReplicas}')" == 1 ]]
+  }
+  poll hungry_running || fail "limitranger: the Deployment hungry never ran: $(kubectl -n "$lr_ns" get pods 2>&1 | tail -n 2)"
+  kubectl -n "$lr_ns" annotate pods -l app=hungry kubestat.dev/cpu=2 --overwrite >/dev/null
+  # The recommendation, once the history holds the loaded samples: its four values, the four
+  # wanted, then each boundBy constraint in the LimitRanger's words ("maximum cpu usage per
+  # Container is 1"), one per line.
+  read_recommendation() {
+    kubectl get --raw "/apis/metrics/v1alpha1/namespaces/$lr_ns/recommendations/deployment.hungry.main" 2>/dev/null |
+      python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+fields = [(k, res) for k in ("requests", "limits") for res in ("cpu", "memory")]
+want = r["requests"]["cpu"].get("wanted", "")
+cores = float(want[:-1]) / 1000 if want.endswith("m") else float(want or 0)
+if r["requests"]["cpu"]["history"]["samples"] < 3 or cores <= 1:
+    sys.exit(1)
+print(" ".join(r[k][res]["value"] for k, res in fields))
+print(" ".join(r[k][res].get("wanted", r[k][res]["value"]) for k, res in fields))
+words = set()
+for k, res in fields:
+    for b in r[k][res].get("boundBy", []):
+        if b["constraint"] in ("min", "max"):
+            words.add("%s %s usage per %s is %s" % ("minimum" if b["constraint"] == "min" else "maximum", res, b["type"], b["value"]))
+        else:
+            words.add("%s max limit to request ratio per %s is %s" % (res, b["type"], b["value"]))
+print("\n".join(sorted(words)))
+'
+  }
+  recommended() { recommendation=$(read_recommendation) && [[ -n "$recommendation" ]]; }
+  if poll recommended; then
+    read -r v_req_cpu v_req_mem v_lim_cpu v_lim_mem <<<"$(sed -n 1p <<<"$recommendation")"
+    read -r w_req_cpu w_req_mem w_lim_cpu w_lim_mem <<<"$(sed -n 2p <<<"$recommendation")"
+    bounds=$(sed -n '3,$p' <<<"$recommendation")
+    if [[ "$v_req_cpu" == 1 && "$bounds" == *"maximum cpu usage per Container is 1"* ]]; then
+      ok "limitranger: the recommendation wants $w_req_cpu cpu and is fitted to $v_req_cpu (bound by: $(tr '\n' ';' <<<"$bounds"))"
+    else
+      fail "limitranger: recommendation $v_req_cpu/$v_req_mem/$v_lim_cpu/$v_lim_mem (wanted $w_req_cpu/$w_req_mem/$w_lim_cpu/$w_lim_mem), bounds: $bounds"
+    fi
+    kubectl -n "$lr_ns" set resources deployment hungry -c main \
+      --requests="cpu=$v_req_cpu,memory=$v_req_mem" --limits="cpu=$v_lim_cpu,memory=$v_lim_mem" >/dev/null
+    if kubectl -n "$lr_ns" rollout status deployment hungry --timeout="${deadline}s" >/dev/null 2>&1; then
+      ok "limitranger: the fitted values applied to the Deployment; the real API server admitted its new pod"
+    else
+      fail "limitranger: the fitted values were not admitted: $(kubectl -n "$lr_ns" get events --field-selector reason=FailedCreate -o jsonpath='{.items[-1:].message}')"
+    fi
+    refusal=$(kubectl -n "$lr_ns" create --dry-run=server -f - 2>&1 <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: wanted}
+spec:
+  containers:
+  - name: main
+    image: registry.k8s.io/pause:3.10
+    resources:
+      requests: {cpu: "$w_req_cpu", memory: "$w_req_mem"}
+      limits: {cpu: "$w_lim_cpu", memory: "$w_lim_mem"}
+EOF
+) && refusal="admitted: $refusal"
+    unnamed=()
+    while read -r words; do
+      [[ -n "$words" && "$refusal" != *"$words"* ]] && unnamed+=("$words")
+    done <<<"$bounds"
+    if [[ "$refusal" == *forbidden* ]] && (( ${#unnamed[@]} == 0 )); then
+      ok "limitranger: the wanted values are refused, naming every constraint boundBy named: ${refusal#*forbidden: }"
+    else
+      fail "limitranger: the wanted values: '$refusal'; not named there: ${unnamed[*]:-}"
+    fi
+  else
+    fail "limitranger: no loaded recommendation for deployment.hungry.main: $(kubectl get --raw "/apis/metrics/v1alpha1/namespaces/$lr_ns/recommendations" 2>&1 | head -c 400)"
   fi
 fi
 
