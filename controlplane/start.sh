@@ -17,6 +17,7 @@
 # Usage:
 #   controlplane/start.sh [--dir] DIR [--bin BINDIR] [--hpa-sync-period D] [--hpa-downscale-stabilization D]
 #   controlplane/start.sh stop [--dir] DIR
+#   controlplane/start.sh restart-apiserver [--dir] DIR
 #   DIR                              the state directory (created; must not hold a running one)
 #   --bin BINDIR                     the binaries, named etcd, kube-apiserver, ... (symlinks are
 #                                    fine if their targets have those names); default: what
@@ -24,6 +25,9 @@
 #   --hpa-sync-period D              kube-controller-manager's HPA sync period. Default: 5s
 #   --hpa-downscale-stabilization D  its downscale stabilization window. Default: 30s
 #   stop                             ends the processes DIR's pids/ names (TERM, then KILL after 30s)
+#   restart-apiserver                stops kube-apiserver (as stop does) and starts it again with
+#                                    the same command line, on the same port and etcd; returns
+#                                    when its /readyz is ok (120s at most)
 # Prints the kubeconfig path and the ports on stdout when the apiserver's /readyz is ok and
 # the controller-manager's and scheduler's /healthz answer ok; exits 1 (after stopping what it
 # started, logs left in DIR/logs) when one does not within its deadline.
@@ -43,6 +47,7 @@ hpa_downscale_stabilization=30s
 while (( $# > 0 )); do
   case "$1" in
     stop) mode=stop ;;
+    restart-apiserver) mode=restart ;;
     --dir) dir=${2:?--dir needs a directory}; shift ;;
     --bin) bin=${2:?--bin needs a directory}; shift ;;
     --hpa-sync-period) hpa_sync_period=${2:?}; shift ;;
@@ -92,6 +97,31 @@ stop_all() {
 
 if [[ "$mode" == stop ]]; then
   stop_all
+  exit 0
+fi
+
+if [[ "$mode" == restart ]]; then
+  live_pid kube-apiserver || die "$dir runs no kube-apiserver"
+  pid=$(<"$dir/pids/kube-apiserver.pid")
+  mapfile -d '' command < "/proc/$pid/cmdline"
+  kill -TERM "$pid"
+  deadline=$((SECONDS + 30))
+  while live_pid kube-apiserver && (( SECONDS < deadline )); do sleep 0.2; done
+  if live_pid kube-apiserver; then kill -KILL "$pid" 2>/dev/null || true; fi
+  while [[ -e /proc/$pid ]]; do sleep 0.1; done
+  echo "--- $(date -u +%Y-%m-%dT%H:%M:%SZ) restarted: ${command[*]}" >> "$dir/logs/kube-apiserver.log"
+  "${command[@]}" </dev/null >>"$dir/logs/kube-apiserver.log" 2>&1 &
+  pid=$!
+  echo "$pid" > "$dir/pids/kube-apiserver.pid"
+  # shellcheck source=/dev/null
+  server=$(source "$dir/control-plane.env" && echo "$KUBESTAT_CP_SERVER")
+  deadline=$((SECONDS + 120))
+  until [[ "$(curl -sS --max-time 5 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" \
+                --key "$pki/admin.key" "$server/readyz" 2>/dev/null || true)" == ok ]]; do
+    [[ -e /proc/$pid ]] || die "kube-apiserver exited after the restart; see $dir/logs/kube-apiserver.log"
+    (( SECONDS < deadline )) || die "kube-apiserver not ready 120s after the restart"
+    sleep 0.5
+  done
   exit 0
 fi
 

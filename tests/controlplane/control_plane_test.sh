@@ -40,7 +40,8 @@
 #      hollow kubelets report 4 cpu per pod and down when they report 10m (times printed);
 #      in a namespace with seed 003's LimitRange, the recommendation for a pod using 2 cpu is
 #      fitted into it, admitted when applied, and its wanted values are refused naming each
-#      constraint boundBy named;
+#      constraint boundBy named; kube-apiserver restarted mid-run is followed by the aggregator
+#      and the hollow nodes without a restart of their own;
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
 # the test fails if any fails. It waits only by polling a condition with a deadline.
 #
@@ -808,6 +809,21 @@ EOF
     fi
   else
     fail "limitranger: no loaded recommendation for deployment.hungry.main: $(kubectl get --raw "/apis/metrics/v1alpha1/namespaces/$lr_ns/recommendations" 2>&1 | head -c 400)"
+  fi
+  # kube-apiserver restarted mid-run (controlplane/start.sh restart-apiserver: same flags,
+  # port and etcd; its watch cache starts afresh, so watches resumed from before answer 410
+  # and clients list again): the aggregator and the hollow nodes follow it without a restart
+  # of their own; a pod made after it is served.
+  restarted_at=$SECONDS
+  if "$root/controlplane/start.sh" restart-apiserver "$state" > "$work/restart.log" 2>&1; then
+    kubectl -n shop scale deployment web --replicas=2 >/dev/null
+    if poll top_pods && kill -0 "$agg_pid" 2>/dev/null && kill -0 "$hollow_pid" 2>/dev/null; then
+      ok "api server restart: followed without restarting kubestat; web's new pod is in kubectl top pod $((SECONDS - restarted_at))s after the restart began"
+    else
+      fail "api server restart: not followed: $top_out; aggregator alive: $(kill -0 "$agg_pid" 2>/dev/null && echo yes || echo no); $(tail -n 3 "$agg/log")"
+    fi
+  else
+    fail "api server restart: $(cat "$work/restart.log")"
   fi
 fi
 
