@@ -1,5 +1,6 @@
 #include "kubestat/kube/delegated_access.h"
 
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -37,11 +38,17 @@ absl::StatusOr<std::unique_ptr<DelegatedAccess>> DelegatedAccess::Create(
     const SecureServingOptions& options, const Clock& clock, prometheus::Registry* registry) {
   std::unique_ptr<DelegatedAccess> access(new DelegatedAccess());
   access->always_allow_paths_ = options.authorization_always_allow_paths;
+  // Read once: TokenReview and the cluster's trust both use it.
+  std::optional<KubeApiConfig> authentication_api;
   if (!options.authentication_kubeconfig.empty()) {
+    absl::StatusOr<KubeApiConfig> api =
+        KubeApi(options.authentication_kubeconfig, "--authentication-kubeconfig");
+    if (!api.ok()) return api.status();
     absl::StatusOr<std::unique_ptr<ApiReviewTransport>> transport =
-        ReviewTransport(options.authentication_kubeconfig, "--authentication-kubeconfig", clock);
+        ApiReviewTransport::Create(*api, clock);
     if (!transport.ok()) return transport.status();
     access->authentication_transport_ = *std::move(transport);
+    authentication_api = *std::move(api);
   }
   if (!options.authorization_kubeconfig.empty()) {
     absl::StatusOr<std::unique_ptr<ApiReviewTransport>> transport =
@@ -57,24 +64,26 @@ absl::StatusOr<std::unique_ptr<DelegatedAccess>> DelegatedAccess::Create(
       options.AuthorizationOptions(), clock, access->authorization_transport_.get(), registry);
   if (!authorizer.ok()) return authorizer.status();
   access->authorizer_ = *std::move(authorizer);
-  if (absl::Status s = access->FollowClusterTrust(options, clock, registry); !s.ok()) return s;
+  if (authentication_api) {
+    if (absl::Status s = access->FollowClusterTrust(options, *authentication_api, clock, registry);
+        !s.ok()) {
+      return s;
+    }
+  }
   return access;
 }
 
 absl::Status DelegatedAccess::FollowClusterTrust(const SecureServingOptions& options,
-                                                 const Clock& clock,
+                                                 const KubeApiConfig& api, const Clock& clock,
                                                  prometheus::Registry* registry) {
   const ExtensionAuthenticationOptions lookup = options.ExtensionLookup();
   if (!lookup.client_ca && !lookup.request_header) return absl::OkStatus();
-  absl::StatusOr<KubeApiConfig> api =
-      KubeApi(options.authentication_kubeconfig, "--authentication-kubeconfig");
-  if (!api.ok()) return api.status();
   const FrontProxyOptions flags_front_proxy = options.AuthenticationOptions().front_proxy;
   const bool flags_client_ca = !options.client_ca_file.empty();
   Authenticator* authenticator = authenticator_.get();
   absl::StatusOr<std::unique_ptr<ExtensionAuthenticationFollower>> follower =
       ExtensionAuthenticationFollower::Create(
-          *api, lookup, clock, registry,
+          api, lookup, clock, registry,
           [authenticator, lookup, flags_front_proxy,
            flags_client_ca](const ExtensionAuthentication& trust) {
             absl::Status s = authenticator->SetClusterTrust(

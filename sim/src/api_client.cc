@@ -59,24 +59,40 @@ struct ApiClient::Impl {
     plain_stream.reset();
   }
 
-  void Connect() {
-    tcp::resolver resolver(io);
+  // The headers every request carries: the host, who asks, JSON wanted, the token.
+  template <class Request>
+  void Identify(Request& request) const {
+    request.set(http::field::host, url.host);
+    request.set(http::field::user_agent, "kubestat-sim");
+    request.set(http::field::accept, "application/json");
+    if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+  }
+
+  // Connects `tcp` to the server and, for `stream` over TLS, shakes hands verifying its
+  // name; each step bounded by the timeout. Throws on failure.
+  void Open(beast::ssl_stream<beast::tcp_stream>* stream, beast::tcp_stream& tcp,
+            asio::io_context& context) const {
+    tcp::resolver resolver(context);
     auto endpoints = resolver.resolve(url.host, url.port);
+    if (stream != nullptr && !SSL_set_tlsext_host_name(stream->native_handle(), url.host.c_str())) {
+      throw beast::system_error(
+          beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category()));
+    }
+    if (stream != nullptr) stream->set_verify_callback(asio::ssl::host_name_verification(url.host));
+    tcp.expires_after(options.timeout);
+    tcp.connect(endpoints);
+    if (stream == nullptr) return;
+    tcp.expires_after(options.timeout);
+    stream->handshake(asio::ssl::stream_base::client);
+  }
+
+  void Connect() {
     if (url.tls) {
       tls_stream.emplace(io, tls);
-      if (!SSL_set_tlsext_host_name(tls_stream->native_handle(), url.host.c_str())) {
-        throw beast::system_error(beast::error_code(static_cast<int>(::ERR_get_error()),
-                                                    asio::error::get_ssl_category()));
-      }
-      tls_stream->set_verify_callback(asio::ssl::host_name_verification(url.host));
-      Tcp().expires_after(options.timeout);
-      Tcp().connect(endpoints);
-      Tcp().expires_after(options.timeout);
-      tls_stream->handshake(asio::ssl::stream_base::client);
+      Open(&*tls_stream, Tcp(), io);
     } else {
       plain_stream.emplace(io);
-      Tcp().expires_after(options.timeout);
-      Tcp().connect(endpoints);
+      Open(nullptr, Tcp(), io);
     }
   }
 
@@ -141,10 +157,7 @@ absl::StatusOr<ApiReply> ApiClient::Call(std::string_view method, std::string_vi
   request.method(http::string_to_verb(std::string(method)));
   request.target(c.url.base_path + std::string(path));
   request.version(11);
-  request.set(http::field::host, c.url.host);
-  request.set(http::field::user_agent, "kubestat-sim");
-  request.set(http::field::accept, "application/json");
-  if (!c.token.empty()) request.set(http::field::authorization, "Bearer " + c.token);
+  c.Identify(request);
   if (!body.empty()) {
     request.set(http::field::content_type, std::string(content_type));
     request.body() = std::string(body);
@@ -173,10 +186,7 @@ absl::Status ApiClient::Watch(std::string_view path,
   Impl& c = *impl_;
   asio::io_context io;
   http::request<http::empty_body> request{http::verb::get, c.url.base_path + std::string(path), 11};
-  request.set(http::field::host, c.url.host);
-  request.set(http::field::user_agent, "kubestat-sim");
-  request.set(http::field::accept, "application/json");
-  if (!c.token.empty()) request.set(http::field::authorization, "Bearer " + c.token);
+  c.Identify(request);
   // Reads the answer of `stream`, line by line.
   const auto stream_lines = [&](auto& stream, beast::tcp_stream& tcp) -> absl::Status {
     // A stop shuts the socket down, which ends the blocking read below.
@@ -233,20 +243,13 @@ absl::Status ApiClient::Watch(std::string_view path,
     return absl::OkStatus();
   };
   try {
-    tcp::resolver resolver(io);
-    auto endpoints = resolver.resolve(c.url.host, c.url.port);
     if (c.url.tls) {
       beast::ssl_stream<beast::tcp_stream> stream(io, c.tls);
-      SSL_set_tlsext_host_name(stream.native_handle(), c.url.host.c_str());
-      stream.set_verify_callback(asio::ssl::host_name_verification(c.url.host));
-      beast::get_lowest_layer(stream).expires_after(c.options.timeout);
-      beast::get_lowest_layer(stream).connect(endpoints);
-      stream.handshake(asio::ssl::stream_base::client);
+      c.Open(&stream, beast::get_lowest_layer(stream), io);
       return stream_lines(stream, beast::get_lowest_layer(stream));
     }
     beast::tcp_stream stream(io);
-    stream.expires_after(c.options.timeout);
-    stream.connect(endpoints);
+    c.Open(nullptr, stream, io);
     return stream_lines(stream, stream);
   } catch (const std::exception& e) {
     if (stop.stop_requested()) return absl::OkStatus();

@@ -21,6 +21,7 @@
 #include "kubestat/kube/authenticator.h"
 #include "kubestat/kube/authorizer.h"
 #include "kubestat/kube/extension_authentication.h"
+#include "kubestat/kube/kubeconfig.h"
 #include "kubestat/kube/serving_options.h"
 
 namespace prometheus {
@@ -44,9 +45,11 @@ class DelegatedAccess {
 
  private:
   DelegatedAccess() = default;
-  // Reads and follows what SecureServingOptions::ExtensionLookup names, if anything.
+  // Reads and follows what SecureServingOptions::ExtensionLookup names, if anything, from
+  // the API server of --authentication-kubeconfig (`api`).
   [[nodiscard]] absl::Status FollowClusterTrust(const SecureServingOptions& options,
-                                                const Clock& clock, prometheus::Registry* registry);
+                                                const KubeApiConfig& api, const Clock& clock,
+                                                prometheus::Registry* registry);
 
   std::vector<std::string> always_allow_paths_;
   std::unique_ptr<ApiReviewTransport> authentication_transport_;
