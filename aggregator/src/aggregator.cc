@@ -98,6 +98,7 @@ struct Aggregator::Parts {
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<StoreSelfMetrics> store_metrics;
   std::unique_ptr<RecommenderSelfMetrics> recommender_metrics;
+  std::unique_ptr<DiscoverySelfMetrics> discovery_metrics;
   std::unique_ptr<DiscoveryLabels> labels;
   std::unique_ptr<DiscoveryWorkloads> workloads;
   std::unique_ptr<Recommender> recommender;
@@ -125,6 +126,7 @@ struct Aggregator::Parts {
 
   // The kubelets to scrape this round: every discovered node with a usable address.
   std::vector<scrapers::ScrapeTarget> Targets() {
+    discovery_metrics->Update(discovery->stats());
     std::vector<scrapers::ScrapeTarget> result;
     for (const discovery::NodeInfo& node : discovery->Nodes()) {
       absl::StatusOr<scrapers::ScrapeTarget> target =
@@ -346,6 +348,8 @@ struct Aggregator::Parts {
     recommender = std::make_unique<Recommender>(options.RecommendationOptions(), *ingestor, *store,
                                                 *workloads, *clock);
     recommender_metrics = std::make_unique<RecommenderSelfMetrics>(*registry);
+    discovery_metrics = std::make_unique<DiscoverySelfMetrics>(*registry);
+    discovery_metrics->Update(discovery->stats());
     recommender->SetCacheObserver(
         [metrics = recommender_metrics.get()](const RecommenderCacheStats& stats) {
           metrics->Update(stats);

@@ -415,4 +415,49 @@ RecommenderSelfMetrics::RecommenderSelfMetrics(prometheus::Registry& registry)
 RecommenderSelfMetrics::~RecommenderSelfMetrics() = default;
 void RecommenderSelfMetrics::Update(const RecommenderCacheStats& stats) { impl_->Update(stats); }
 
+class DiscoverySelfMetrics::Impl {
+ public:
+  explicit Impl(prometheus::Registry& registry)
+      : lists_(Counter(registry, "kubestat_discovery_lists_total",
+                       "Full lists of nodes, pods and LimitRanges from the kube API (the first "
+                       "list of each and every relist)")),
+        relists_after_gone_(Counter(registry, "kubestat_discovery_relists_after_gone_total",
+                                    "Watches the kube API could not resume (410 Gone: the "
+                                    "resume point was compacted or the API server restarted), "
+                                    "each followed by a relist")),
+        watches_(Counter(registry, "kubestat_discovery_watches_total",
+                         "Watch requests started on the kube API")),
+        events_(Counter(registry, "kubestat_discovery_events_total",
+                        "Watch events applied to the cluster view")),
+        errors_(Counter(registry, "kubestat_discovery_errors_total",
+                        "Failed list or watch requests and undecodable events")),
+        bad_quantities_(Counter(registry, "kubestat_discovery_bad_quantities_total",
+                                "Requests, limits or LimitRange values that are no quantity")) {}
+
+  void Update(const discovery::DiscoveryStats& stats) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Advance(lists_, stats.lists, last_.lists);
+    Advance(relists_after_gone_, stats.relists_after_gone, last_.relists_after_gone);
+    Advance(watches_, stats.watches, last_.watches);
+    Advance(events_, stats.events, last_.events);
+    Advance(errors_, stats.errors, last_.errors);
+    Advance(bad_quantities_, stats.bad_quantities, last_.bad_quantities);
+  }
+
+ private:
+  std::mutex mu_;
+  discovery::DiscoveryStats last_;
+  prometheus::Counter& lists_;
+  prometheus::Counter& relists_after_gone_;
+  prometheus::Counter& watches_;
+  prometheus::Counter& events_;
+  prometheus::Counter& errors_;
+  prometheus::Counter& bad_quantities_;
+};
+
+DiscoverySelfMetrics::DiscoverySelfMetrics(prometheus::Registry& registry)
+    : impl_(std::make_unique<Impl>(registry)) {}
+DiscoverySelfMetrics::~DiscoverySelfMetrics() = default;
+void DiscoverySelfMetrics::Update(const discovery::DiscoveryStats& stats) { impl_->Update(stats); }
+
 }  // namespace kubestat::aggregator

@@ -22,6 +22,7 @@
 #include "kubestat/core/clock.h"
 #include "kubestat/core/heap.h"
 #include "kubestat/core/time.h"
+#include "kubestat/discovery/discovery.h"
 #include "kubestat/storage/store.h"
 
 namespace prometheus {
@@ -91,6 +92,27 @@ class RecommenderSelfMetrics {
   RecommenderSelfMetrics& operator=(const RecommenderSelfMetrics&) = delete;
 
   void Update(const RecommenderCacheStats& stats);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// DiscoverySelfMetrics: the list+watch of the kube API (discovery.h, DiscoveryStats) as
+// Prometheus metrics: kubestat_discovery_lists_total (first lists and relists),
+// _relists_after_gone_total (a watch answered 410 Gone or "too large resource version": the
+// API server no longer holds the resume point, as after an etcd compaction or its restart),
+// _watches_total, _events_total, _errors_total and _bad_quantities_total. Update() takes the
+// figures since start and may be called as often as wanted (the aggregator calls it once per
+// round). Thread-safety: Update() may be called from any thread.
+class DiscoverySelfMetrics {
+ public:
+  explicit DiscoverySelfMetrics(prometheus::Registry& registry);
+  ~DiscoverySelfMetrics();
+  DiscoverySelfMetrics(const DiscoverySelfMetrics&) = delete;
+  DiscoverySelfMetrics& operator=(const DiscoverySelfMetrics&) = delete;
+
+  void Update(const discovery::DiscoveryStats& stats);
 
  private:
   class Impl;
