@@ -218,7 +218,8 @@ class Simulator {
   // The kubeconfig written for `user` into kubeconfig_dir, or "".
   std::string user_kubeconfig_path(const std::string& user) const;
   // The resourceVersion the node and pod lists currently report: InitialResourceVersion()
-  // of the clock's time at Start(), plus one per watch event since.
+  // of the clock's time at Start(), plus one per watch event since; 0 with
+  // hollow_apiserver (no lists).
   uint64_t resource_version() const;
 
   // ---- podresources (with podresources_dir) ----
