@@ -16,6 +16,7 @@
 #
 # Usage:
 #   controlplane/start.sh [--dir] DIR [--bin BINDIR] [--hpa-sync-period D] [--hpa-downscale-stabilization D]
+#                         [--client-qps N]
 #   controlplane/start.sh stop [--dir] DIR
 #   controlplane/start.sh restart-apiserver [--dir] DIR
 #   DIR                              the state directory (created; must not hold a running one)
@@ -24,6 +25,9 @@
 #                                    build.sh prints (building if needed)
 #   --hpa-sync-period D              kube-controller-manager's HPA sync period. Default: 5s
 #   --hpa-downscale-stabilization D  its downscale stabilization window. Default: 30s
+#   --client-qps N                   the controller-manager's and the scheduler's requests per
+#                                    second to the API server (--kube-api-qps, burst twice it),
+#                                    as large clusters raise them. Default: theirs (20 and 50)
 #   stop                             ends the processes DIR's pids/ names (TERM, then KILL after 30s)
 #   restart-apiserver                stops kube-apiserver (as stop does) and starts it again with
 #                                    the same command line, on the same port and etcd; returns
@@ -44,6 +48,7 @@ dir=
 bin=
 hpa_sync_period=5s
 hpa_downscale_stabilization=30s
+client_qps=
 while (( $# > 0 )); do
   case "$1" in
     stop) mode=stop ;;
@@ -52,6 +57,7 @@ while (( $# > 0 )); do
     --bin) bin=${2:?--bin needs a directory}; shift ;;
     --hpa-sync-period) hpa_sync_period=${2:?}; shift ;;
     --hpa-downscale-stabilization) hpa_downscale_stabilization=${2:?}; shift ;;
+    --client-qps) client_qps=${2:?}; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "start.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
     *) [[ -z "$dir" ]] || { echo "start.sh: one state directory only" >&2; exit 2; }; dir=$1 ;;
@@ -327,6 +333,11 @@ launch kube-apiserver \
 apiserver_curl=(--cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key")
 wait_ok kube-apiserver 120 '^ok$' "${apiserver_curl[@]}" "$server/readyz"
 
+client_rate=()
+if [[ -n "$client_qps" ]]; then
+  [[ "$client_qps" =~ ^[0-9]+$ ]] || die "--client-qps must be a whole number"
+  client_rate=(--kube-api-qps="$client_qps" --kube-api-burst=$((client_qps * 2)))
+fi
 launch kube-controller-manager \
   --kubeconfig="$dir/controller-manager.kubeconfig" \
   --authentication-kubeconfig="$dir/controller-manager.kubeconfig" \
@@ -349,6 +360,7 @@ launch kube-controller-manager \
   --horizontal-pod-autoscaler-downscale-stabilization="$hpa_downscale_stabilization" \
   --flex-volume-plugin-dir="$dir/flexvolume" \
   --leader-elect=true \
+  "${client_rate[@]}" \
   --v=2
 launch kube-scheduler \
   --kubeconfig="$dir/scheduler.kubeconfig" \
@@ -361,6 +373,7 @@ launch kube-scheduler \
   --client-ca-file="$pki/ca.crt" \
   --requestheader-client-ca-file="$pki/front-proxy-ca.crt" \
   --leader-elect=true \
+  "${client_rate[@]}" \
   --v=2
 wait_ok kube-controller-manager 60 '^ok$' --cacert "$pki/ca.crt" "https://127.0.0.1:$kcm_port/healthz"
 wait_ok kube-scheduler 60 '^ok$' --cacert "$pki/ca.crt" "https://127.0.0.1:$scheduler_port/healthz"

@@ -31,23 +31,35 @@
 #      header added to the ConfigMap, and is refused nothing it asks of the API server; it
 #      listens on an address of a veth pair the test makes (Kubernetes refuses loopback
 #      endpoints), with a serving certificate naming the Service of check 9;
+#   8b. kubestat-bridge ($KUBESTAT_BRIDGE_BINARY) beside it as kubestat-aggregator pushes into
+#      kubestat-apiserver ($KUBESTAT_APISERVER_BINARY) run as kubestat-apiserver, and a node agent
+#      ($KUBESTAT_NODE_AGENT_BINARY) run as kubestat-node-agent serves node-0000's podresources
+#      to the kubestat-node-agent-reader token only (403 to the aggregator's, 401 without);
+#      none of them is refused anything by the real RBAC;
 #   9. as root: the APIServices pointed at that Service (an EndpointSlice of the veth address)
-#      are Available, and `kubectl top node` and `kubectl get --raw /apis/metrics/v1alpha1/nodes`
-#      through the real aggregation layer show the hollow nodes, `kubectl top pod` the real pods
-#      and `--containers` their containers; the real RBAC lets a user bound
-#      to a Role read pods' metrics in its namespace only (403 for nodes and other namespaces)
-#      and an unknown token gets 401; an autoscaling/v2 HPA on shop/web scales it up when the
-#      hollow kubelets report 4 cpu per pod and down when they report 10m (times printed);
-#      in a namespace with seed 003's LimitRange, the recommendation for a pod using 2 cpu is
-#      fitted into it, admitted when applied, and its wanted values are refused naming each
-#      constraint boundBy named; kube-apiserver restarted mid-run is followed by the aggregator
-#      and the hollow nodes without a restart of their own;
+#      are Available, and through the real aggregation layer `kubectl top node`, `top pod -n`,
+#      `-A` (every running hollow pod by namespace and name), `-l`, `--sum` (the total within
+#      rounding of the rows' sum) and `--containers`, and `get --raw
+#      /apis/metrics/v1alpha1/nodes` show the hollow nodes' real pods; the real RBAC lets a user
+#      bound to a Role read pods' metrics in its namespace only (403 for nodes and other
+#      namespaces) and an unknown token gets 401; an autoscaling/v2 HPA on shop/web scales it up
+#      when the hollow kubelets report 4 cpu per pod and down when they report 10m (times
+#      printed); in a namespace with seed 003's LimitRange, the recommendation for a pod using 2
+#      cpu is fitted into it, admitted when applied, and its wanted values are refused naming
+#      each constraint boundBy named; etcd compacted to its head and kube-apiserver restarted
+#      mid-run: the aggregator's watches are answered 410, it lists again (its
+#      kubestat_discovery_relists_after_gone_total grows) and it and the hollow nodes follow
+#      without a restart of their own; a Node deleted stops being served and, created again,
+#      is served; then, as the manifests deploy it, the APIServices pointed at
+#      kubestat-apiserver: the same kubectl top checks again, and a watch of metrics/v1alpha1
+#      pods through the aggregation layer (ADDED, then MODIFIED);
 # then stops everything (trap), also on failure or interrupt. Each check reports ok or FAIL;
 # the test fails if any fails. It waits only by polling a condition with a deadline.
 #
 # Usage: tests/controlplane/control_plane_test.sh [--keep]
 #   --keep  leave the state directory (logs, kubeconfig) for a look, print its path
-# Environment: KUBESTAT_SIM_BINARY (check 7), KUBESTAT_AGGREGATOR_BINARY (check 8), KUBESTAT_CACHE (build.sh's cache), TMPDIR,
+# Environment: KUBESTAT_SIM_BINARY (check 7), KUBESTAT_AGGREGATOR_BINARY (check 8), KUBESTAT_BRIDGE_BINARY,
+#   KUBESTAT_APISERVER_BINARY, KUBESTAT_NODE_AGENT_BINARY (check 8b), KUBESTAT_CACHE (build.sh's cache), TMPDIR,
 #   GOPROXY (the CRDs' modules),
 #   KUBESTAT_CONTROLPLANE_DEADLINE: seconds each condition is polled for (default: 120).
 # Exit status: 0 all checks passed; 1 a check failed; 77 (skip) when go is not installed.
@@ -80,7 +92,8 @@ cleanup() {
   fi
   if [[ -n "${agg_pid:-}" ]]; then kill "$agg_pid" 2>/dev/null || true; fi
   if [[ -n "${hollow_pid:-}" ]]; then kill "$hollow_pid" 2>/dev/null || true; fi
-  if [[ -n "${netns:-}" ]]; then ip netns del "$netns" 2>/dev/null || true; fi
+  for pid in ${agent_pid:-} ${bridge_pid:-} ${apiserver_pid:-}; do kill "$pid" 2>/dev/null || true; done
+  if [[ -n "${netns:-}" ]]; then kubestat_veth_down "$netns"; fi
   "$root/controlplane/start.sh" stop "$state" || true
   if (( keep )); then echo "state kept in $state"; else rm -rf "$work"; fi
 }
@@ -111,6 +124,8 @@ echo "started in $((SECONDS - started))s"
 # shellcheck source=/dev/null
 source "$state/control-plane.env"
 export KUBECONFIG
+# shellcheck source=controlplane/kubestat.sh
+source "$root/controlplane/kubestat.sh"
 kubectl() { "$KUBESTAT_CP_KUBECTL" "$@"; }
 
 # --- 1. kubectl version ------------------------------------------------------------------------
@@ -346,7 +361,7 @@ else
     --hollow-ca-file="$KUBESTAT_CP_PKI/ca.crt" \
     --hollow-client-cert-file="$KUBESTAT_CP_PKI/admin.crt" \
     --hollow-client-key-file="$KUBESTAT_CP_PKI/admin.key" \
-    --hollow-lease-renew-interval=2s > "$work/hollow.log" 2>&1 &
+    --hollow-lease-renew-interval=2s --podresources-dir="$work/podres" > "$work/hollow.log" 2>&1 &
   hollow_pid=$!
   hollow_names=(node-0000 node-0001 node-0002)
   hollow_ready() {
@@ -416,33 +431,19 @@ agg_host=127.0.0.1
 netns=""
 if (( EUID == 0 )) && command -v ip >/dev/null; then
   netns=kubestat-cp-$$
-  veth=kscp$(( $$ % 100000 ))
-  octet=$(( $$ % 250 + 1 ))
-  if ip netns add "$netns" && ip link add "${veth}a" type veth peer name "${veth}b" &&
-     ip link set "${veth}b" netns "$netns" &&
-     ip addr add "10.254.$octet.1/30" dev "${veth}a" && ip link set "${veth}a" up &&
-     ip -n "$netns" addr add "10.254.$octet.2/30" dev "${veth}b" &&
-     ip -n "$netns" link set "${veth}b" up; then
-    agg_host=10.254.$octet.1
-  else
+  if ! agg_host=$(kubestat_veth_up "$netns"); then
     # A machine that refuses network namespaces leaves check 9 out (it says so below).
     echo "skip the veth pair: ip refused it ($(ip netns add "$netns-probe" 2>&1; ip netns del "$netns-probe" 2>/dev/null))"
-    ip netns del "$netns" 2>/dev/null || true
+    agg_host=127.0.0.1
     netns=""
   fi
 fi
 agg_certs=$work/aggregator-serving
-mkdir -p "$agg_certs"
-openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -sha256 -days 2 \
-  -subj "/CN=kubestat-aggregator-cp-ca" -keyout "$agg_certs/ca.key" -out "$agg_certs/ca.crt" \
-  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" 2>/dev/null
-openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -subj "/CN=kubestat-aggregator" \
-  -keyout "$agg_certs/tls.key" -out "$agg_certs/tls.csr" 2>/dev/null
-openssl x509 -req -in "$agg_certs/tls.csr" -CA "$agg_certs/ca.crt" -CAkey "$agg_certs/ca.key" \
-  -CAcreateserial -sha256 -days 2 -out "$agg_certs/tls.crt" -extfile <(printf '%s\n' \
-  "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
-  "extendedKeyUsage=serverAuth" \
-  "subjectAltName=DNS:kubestat-aggregator-cp.kubestat.svc,IP:$agg_host,IP:127.0.0.1") 2>/dev/null
+kubestat_serving_pair "$agg_certs" kubestat-aggregator \
+  "DNS:kubestat-aggregator-cp.kubestat.svc,IP:$agg_host,IP:127.0.0.1"
+apiserver_certs=$work/apiserver-serving
+kubestat_serving_pair "$apiserver_certs" kubestat-apiserver \
+  "DNS:kubestat-apiserver-cp.kubestat.svc,IP:$agg_host,IP:127.0.0.1"
 
 # --- 8. the aggregator as its ServiceAccount, with the cluster's trust -------------------------
 # The manifests applied above made the ServiceAccount kubestat/kubestat-aggregator and its
@@ -456,18 +457,14 @@ if [[ -z "${KUBESTAT_AGGREGATOR_BINARY:-}" || ! -x "$KUBESTAT_AGGREGATOR_BINARY"
 else
   agg=$work/aggregator
   mkdir -p "$agg"
-  kubectl -n kubestat create token kubestat-aggregator --duration=1h > "$agg/token"
-  printf '%s\n' "apiVersion: v1" "kind: Config" "clusters:" "- name: cp" \
-    "  cluster: {server: \"$KUBESTAT_CP_SERVER\", certificate-authority: \"$KUBESTAT_CP_PKI/ca.crt\"}" \
-    "users:" "- name: kubestat-aggregator" "  user: {tokenFile: \"$agg/token\"}" "contexts:" \
-    "- name: cp" "  context: {cluster: cp, user: kubestat-aggregator}" "current-context: cp" \
-    > "$agg/kubeconfig"
-  agg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  kubestat_account_kubeconfig "$agg" kubestat kubestat-aggregator
+  agg_port=$(kubestat_free_port)
+  grpc_port=$(kubestat_free_port)
   "$KUBESTAT_AGGREGATOR_BINARY" --kubeconfig="$agg/kubeconfig" \
     --authentication-kubeconfig="$agg/kubeconfig" --authorization-kubeconfig="$agg/kubeconfig" \
     --listen-address="$agg_host" --secure-port="$agg_port" --cert-dir="$agg/certs" \
     --tls-cert-file="$agg_certs/tls.crt" --tls-private-key-file="$agg_certs/tls.key" \
-    --grpc-port=0 --storage-dir="$agg/store" --metric-resolution=2s --kubelet-timeout=1s \
+    --grpc-address=127.0.0.1 --grpc-port="$grpc_port" --storage-dir="$agg/store" --metric-resolution=2s --kubelet-timeout=1s \
     --kubelet-scheme=http --kubelet-preferred-address-types=InternalIP \
     --kubelet-use-node-status-port > "$agg/log" 2>&1 &
   agg_pid=$!
@@ -544,6 +541,96 @@ print(json.dumps({"data": {"requestheader-username-headers": json.dumps(h)}}))' 
   fi
 fi
 
+# --- 8b. the bridge, kubestat-apiserver and a node agent as their ServiceAccounts -------------
+# As the manifests deploy them: the bridge beside the aggregator with its account
+# (kubestat-aggregator) follows the aggregator's gRPC Watch and pushes into kubestat-apiserver,
+# which runs as kubestat-apiserver, reviews tokens and permissions with the real API server
+# and reads the cluster's trust from the ConfigMap; a node agent (overlays/node-agent) runs
+# as kubestat-node-agent and lets in only the kubestat-node-agent-reader token that the
+# serviceaccount-token controller keeps in a Secret. Each is refused nothing it asks of the
+# API server.
+refused_in() {  # a log: its lines where the API server refused the account something
+  grep -m 3 ' 403\|Forbidden\|forbidden' "$1" || true
+}
+if [[ -z "${agg_pid:-}" ]] || ! kill -0 "$agg_pid" 2>/dev/null; then
+  fail "bridge and kubestat-apiserver: no aggregator running"
+elif [[ -z "${KUBESTAT_APISERVER_BINARY:-}" || ! -x "$KUBESTAT_APISERVER_BINARY" ||
+        -z "${KUBESTAT_BRIDGE_BINARY:-}" || ! -x "$KUBESTAT_BRIDGE_BINARY" ||
+        -z "${KUBESTAT_NODE_AGENT_BINARY:-}" || ! -x "$KUBESTAT_NODE_AGENT_BINARY" ]]; then
+  fail "bridge, kubestat-apiserver, node agent: KUBESTAT_APISERVER_BINARY, KUBESTAT_BRIDGE_BINARY or KUBESTAT_NODE_AGENT_BINARY names no binary"
+else
+  apiserver=$work/apiserver
+  kubestat_account_kubeconfig "$apiserver" kubestat kubestat-apiserver
+  apiserver_port=$(kubestat_free_port)
+  "$KUBESTAT_APISERVER_BINARY" --listen-address="$agg_host" --secure-port="$apiserver_port" \
+    --tls-cert-file="$apiserver_certs/tls.crt" --tls-private-key-file="$apiserver_certs/tls.key" \
+    --cert-dir="$apiserver/certs" --authentication-kubeconfig="$apiserver/kubeconfig" \
+    --authorization-kubeconfig="$apiserver/kubeconfig" > "$apiserver/log" 2>&1 &
+  apiserver_pid=$!
+  "$KUBESTAT_BRIDGE_BINARY" --aggregator-address="127.0.0.1:$grpc_port" \
+    --aggregator-token-file="$agg/token" --apiserver-url="https://$agg_host:$apiserver_port" \
+    --apiserver-ca-file="$apiserver_certs/ca.crt" --apiserver-token-file="$agg/token" \
+    --listen-address=127.0.0.1 --secure-port=0 --cert-dir="$work/bridge-certs" \
+    --authentication-kubeconfig="$agg/kubeconfig" --authorization-kubeconfig="$agg/kubeconfig" \
+    > "$work/bridge.log" 2>&1 &
+  bridge_pid=$!
+  apiserver_get() {
+    curl -sk --max-time 10 --cert "$KUBESTAT_CP_PKI/admin.crt" --key "$KUBESTAT_CP_PKI/admin.key" \
+      "https://$agg_host:$apiserver_port$1" || true
+  }
+  pushed() {
+    local body
+    body=$(apiserver_get /apis/metrics.k8s.io/v1beta1/nodes)
+    for name in node-0000 node-0001 node-0002; do
+      [[ "$body" == *"\"name\":\"$name\""* ]] || return 1
+    done
+  }
+  if poll pushed; then
+    ok "bridge: pushes the aggregator's nodes into kubestat-apiserver, as kubestat-aggregator both ways (gRPC Watch, bulk write), and kubestat-apiserver serves them to the cluster CA's admin"
+  else
+    fail "bridge: kubestat-apiserver does not serve the hollow nodes: $(apiserver_get /apis/metrics.k8s.io/v1beta1/nodes | head -c 300); bridge: $(tail -n 3 "$work/bridge.log"); apiserver: $(tail -n 3 "$apiserver/log")"
+  fi
+  agent=$work/agent
+  kubestat_account_kubeconfig "$agent" kubestat kubestat-node-agent
+  agent_port=$(kubestat_free_port)
+  "$KUBESTAT_NODE_AGENT_BINARY" --node-name=node-0000 \
+    --podresources-socket="$work/podres/node-0000/kubelet.sock" --resolution=2s --call-timeout=500ms \
+    --listen-address=127.0.0.1 --secure-port="$agent_port" --cert-dir="$agent/certs" \
+    --authentication-kubeconfig="$agent/kubeconfig" --authorization-kubeconfig="$agent/kubeconfig" \
+    > "$agent/log" 2>&1 &
+  agent_pid=$!
+  reader_token() {
+    reader=$(kubectl -n kubestat get secret kubestat-node-agent-reader-token -o jsonpath='{.data.token}' 2>/dev/null | base64 -d)
+    [[ -n "$reader" ]]
+  }
+  agent_code() {  # token
+    curl -sk -o "$agent/answer" -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $1" \
+      "https://127.0.0.1:$agent_port/podresources" || true
+  }
+  reader_served() { [[ "$(agent_code "$reader")" == 200 ]] && grep -q '"node-0000"' "$agent/answer"; }
+  if poll reader_token && poll reader_served; then
+    agent_refused=$(refused_in "$agent/log")
+    aggregator_code=$(agent_code "$(<"$agg/token")")
+    anonymous_code=$(agent_code "")
+    if [[ -z "$agent_refused" && "$aggregator_code" == 403 && "$anonymous_code" == 401 ]]; then
+      ok "node agent: as kubestat-node-agent it serves node-0000's podresources to the kubestat-node-agent-reader token (200), 403 to kubestat-aggregator's, 401 without a token"
+    else
+      fail "node agent: refused by the API server: '$agent_refused'; kubestat-aggregator's token $aggregator_code (want 403), no token $anonymous_code (want 401)"
+    fi
+  else
+    fail "node agent: the reader's token is not served ($(agent_code "${reader:-}")): $(tail -n 5 "$agent/log")"
+  fi
+  for log in "$work/bridge.log" "$apiserver/log"; do
+    if [[ -n "$(refused_in "$log")" ]]; then
+      fail "${log##*/}: its ServiceAccount was refused something: $(refused_in "$log")"
+    fi
+  done
+  if kill -0 "$bridge_pid" 2>/dev/null && kill -0 "$apiserver_pid" 2>/dev/null &&
+     [[ -z "$(refused_in "$work/bridge.log")$(refused_in "$apiserver/log")" ]]; then
+    ok "bridge and kubestat-apiserver: running, nothing refused to their ServiceAccounts (TokenReview, SubjectAccessReview, the ConfigMap)"
+  fi
+fi
+
 # --- 9. kubectl top through the real aggregation layer -----------------------------------------
 # The APIServices the manifests made (metrics.k8s.io v1beta1 and v1, metrics v1alpha1) are
 # pointed at a Service without a selector whose EndpointSlice names the aggregator's veth
@@ -554,37 +641,12 @@ if [[ "$agg_host" == 127.0.0.1 ]]; then
 elif [[ -z "${agg_pid:-}" ]] || ! kill -0 "$agg_pid" 2>/dev/null; then
   fail "aggregation layer: no aggregator running"
 else
-  ca_bundle=$(base64 -w0 < "$agg_certs/ca.crt")
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Service
-metadata: {name: kubestat-aggregator-cp, namespace: kubestat}
-spec:
-  ports: [{name: https, port: 443, targetPort: $agg_port}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: kubestat-aggregator-cp-1
-  namespace: kubestat
-  labels: {kubernetes.io/service-name: kubestat-aggregator-cp}
-addressType: IPv4
-ports: [{name: https, port: $agg_port, protocol: TCP}]
-endpoints: [{addresses: ["$agg_host"], conditions: {ready: true}}]
-EOF
-  for apiservice in v1beta1.metrics.k8s.io v1.metrics.k8s.io v1alpha1.metrics; do
-    kubectl patch apiservice "$apiservice" --type=merge -p "{\"spec\":{\"service\":{\"name\":\"kubestat-aggregator-cp\",\"namespace\":\"kubestat\",\"port\":443},\"caBundle\":\"$ca_bundle\",\"insecureSkipTLSVerify\":false}}" >/dev/null
-  done
-  available() {
-    local a
-    for a in v1beta1.metrics.k8s.io v1.metrics.k8s.io v1alpha1.metrics; do
-      [[ "$(kubectl get apiservice "$a" -o jsonpath='{.status.conditions[?(@.type=="Available")].status}')" == True ]] || return 1
-    done
-  }
-  if poll available; then
+  metrics_apiservices=(v1beta1.metrics.k8s.io v1.metrics.k8s.io v1alpha1.metrics)
+  kubestat_expose kubestat-aggregator-cp "$agg_host" "$agg_port" "$agg_certs/ca.crt" "${metrics_apiservices[@]}"
+  if poll kubestat_apiservices_available "${metrics_apiservices[@]}"; then
     ok "aggregation layer: the APIServices are Available, proxied to the aggregator at $agg_host:$agg_port"
   else
-    fail "aggregation layer: not Available: $(kubectl get apiservice v1beta1.metrics.k8s.io v1alpha1.metrics -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions[0].message}; {end}')"
+    fail "aggregation layer: not Available: $(kubectl get apiservice "${metrics_apiservices[@]}" -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions[0].message}; {end}')"
   fi
   top_nodes() {
     top_out=$(kubectl top node --no-headers 2>&1) || return 1
@@ -592,28 +654,103 @@ EOF
       grep -Eq "^$name +[0-9]+m +[0-9]+% +[0-9]+Mi +[0-9]+%" <<<"$top_out" || return 1
     done
   }
-  if poll top_nodes; then
-    ok "aggregation layer: kubectl top node shows the hollow nodes' cpu and memory"
-  else
-    fail "aggregation layer: kubectl top node: $top_out"
-  fi
-  if raw=$(kubectl get --raw /apis/metrics/v1alpha1/nodes 2>&1) && [[ "$raw" == *'"kind":"NodeMetricsList"'* || "$raw" == *'"kind": "NodeMetricsList"'* ]] &&
-     [[ "$raw" == *node-0001* ]]; then
-    ok "aggregation layer: kubectl get --raw /apis/metrics/v1alpha1/nodes lists them"
-  else
-    fail "aggregation layer: get --raw metrics/v1alpha1: $(head -c 300 <<<"$raw")"
-  fi
+  # kubectl top pod: the real pods the hollow kubelets report, by their names.
+  top_pods() {
+    local want
+    top_out=$(kubectl top pod -n shop --no-headers 2>&1) || return 1
+    want=$(kubectl -n shop get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+    [[ -n "$want" ]] || return 1
+    while read -r name; do
+      grep -Eq "^$name +[0-9]+m +[0-9]+Mi" <<<"$top_out" || return 1
+    done <<<"$want"
+  }
+  # Every hollow pod of every namespace in `kubectl top pod -A`, by namespace and name, and
+  # nothing else from the hollow nodes' namespaces.
+  top_all_pods() {
+    local want got
+    want=$(kubectl get pods -A -l kubestat.dev/hollow=true --field-selector=status.phase=Running \
+      -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' | sort)
+    top_out=$(kubectl top pod -A --no-headers 2>&1) || return 1
+    got=$(awk 'NR == FNR { ns[$1] = 1; next } ($1 in ns) && $3 ~ /^[0-9]+m$/ && $4 ~ /^[0-9]+Mi$/ { print $1, $2 }' \
+      <(cut -d' ' -f1 <<<"$want") - <<<"$top_out" | sort)
+    [[ -n "$want" && "$got" == "$want" ]]
+  }
+  # -l: exactly the pods the selector names.
+  top_selected() {
+    local want
+    want=$(kubectl -n shop get pods -l tier=frontend -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+    top_out=$(kubectl top pod -n shop -l tier=frontend --no-headers 2>&1) || return 1
+    [[ -n "$want" && "$(awk '{print $1}' <<<"$top_out" | sort)" == "$want" ]]
+  }
+  # --sum: kubectl adds the pods' exact usage and prints the total as it prints a row (cpu
+  # rounded up to a millicore, memory down to a MiB), so with n rows the total is within n
+  # units of the printed rows' sum: cpu at most, memory at least.
+  top_sum() {
+    top_out=$(kubectl top pod -n shop --sum 2>&1) || return 1
+    python3 -c '
+import re, sys
+lines = [l.split() for l in sys.stdin.read().splitlines() if l.strip()]
+rows = [l for l in lines[1:] if len(l) == 3 and re.fullmatch(r"\d+m", l[1]) and re.fullmatch(r"\d+Mi", l[2])]
+total = lines[-1]
+if len(rows) < 2 or len(total) != 2 or not set(lines[-2][0]) <= {"_"}:
+    sys.exit(1)
+cpu, mem = int(total[0][:-1]), int(total[1][:-2])
+rows_cpu = sum(int(r[1][:-1]) for r in rows)
+rows_mem = sum(int(r[2][:-2]) for r in rows)
+n = len(rows)
+sys.exit(0 if 0 <= rows_cpu - cpu < n and 0 <= mem - rows_mem < n else 1)' <<<"$top_out"
+  }
+  top_containers() {
+    top_out=$(kubectl top pod -n shop --containers --no-headers 2>&1) || return 1
+    grep -Eq ' web +[0-9]+m' <<<"$top_out" && grep -Eq ' envoy +[0-9]+m' <<<"$top_out"
+  }
+  # kubectl top and get --raw through the aggregation layer, with $1 serving the APIServices.
+  check_top() {
+    local backend=$1 raw
+    if poll top_nodes; then
+      ok "aggregation layer ($backend): kubectl top node shows the hollow nodes' cpu and memory"
+    else
+      fail "aggregation layer ($backend): kubectl top node: $top_out"
+    fi
+    if poll top_pods; then
+      ok "aggregation layer ($backend): kubectl top pod -n shop shows every real web pod's cpu and memory"
+    else
+      fail "aggregation layer ($backend): kubectl top pod -n shop: $top_out"
+    fi
+    if poll top_all_pods; then
+      ok "aggregation layer ($backend): kubectl top pod -A shows every running hollow pod, by namespace and name ($(wc -l <<<"$top_out") rows)"
+    else
+      fail "aggregation layer ($backend): kubectl top pod -A: $(head -c 600 <<<"$top_out")"
+    fi
+    if poll top_selected; then
+      ok "aggregation layer ($backend): kubectl top pod -l tier=frontend shows exactly the pods the selector names"
+    else
+      fail "aggregation layer ($backend): kubectl top pod -l tier=frontend: $top_out"
+    fi
+    if poll top_sum; then
+      ok "aggregation layer ($backend): kubectl top pod --sum: the total is the rows' sum ($(tail -n 1 <<<"$top_out" | tr -s ' '))"
+    else
+      fail "aggregation layer ($backend): kubectl top pod --sum: $top_out"
+    fi
+    if poll top_containers; then
+      ok "aggregation layer ($backend): kubectl top pod --containers names the real containers (web, envoy)"
+    else
+      fail "aggregation layer ($backend): kubectl top pod --containers: $top_out"
+    fi
+    if raw=$(kubectl get --raw /apis/metrics/v1alpha1/nodes 2>&1) && [[ "$raw" == *'"kind":"NodeMetricsList"'* || "$raw" == *'"kind": "NodeMetricsList"'* ]] &&
+       [[ "$raw" == *node-0001* ]]; then
+      ok "aggregation layer ($backend): kubectl get --raw /apis/metrics/v1alpha1/nodes lists them"
+    else
+      fail "aggregation layer ($backend): get --raw metrics/v1alpha1: $(head -c 300 <<<"$raw")"
+    fi
+  }
+  check_top aggregator
   # Authorization by the real RBAC, through the aggregation layer: a user (a client
   # certificate of the cluster CA) bound to a Role that reads pods' metrics in one namespace
   # gets them there, and 403 for nodes and for another namespace; a token the API server does
   # not know gets 401.
   viewer=$work/viewer
-  mkdir -p "$viewer"
-  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -subj "/CN=kubestat-viewer" \
-    -keyout "$viewer/tls.key" -out "$viewer/tls.csr" 2>/dev/null
-  openssl x509 -req -in "$viewer/tls.csr" -CA "$KUBESTAT_CP_PKI/ca.crt" -CAkey "$KUBESTAT_CP_PKI/ca.key" \
-    -CAcreateserial -sha256 -days 1 -out "$viewer/tls.crt" \
-    -extfile <(printf '%s\n' "extendedKeyUsage=clientAuth") 2>/dev/null
+  kubestat_user_cert "$viewer" kubestat-viewer
   kubectl create namespace kubestat-cp-shop >/dev/null
   kubectl -n kubestat-cp-shop create role pod-metrics-reader --verb=get,list \
     --resource=pods.metrics.k8s.io >/dev/null
@@ -636,27 +773,6 @@ EOF
     ok "aggregation layer: the real RBAC: pods' metrics in the Role's namespace (200), nodes and another namespace Forbidden, an unknown token Unauthorized"
   else
     fail "aggregation layer: RBAC: shop '$(head -c 120 <<<"$shop")', nodes '$nodes', kube-system '$other', unknown token '$bogus'"
-  fi
-  # kubectl top pod: the real pods the hollow kubelets report, by their names.
-  top_pods() {
-    local want
-    top_out=$(kubectl top pod -n shop --no-headers 2>&1) || return 1
-    want=$(kubectl -n shop get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
-    [[ -n "$want" ]] || return 1
-    while read -r name; do
-      grep -Eq "^$name +[0-9]+m +[0-9]+Mi" <<<"$top_out" || return 1
-    done <<<"$want"
-  }
-  if poll top_pods; then
-    ok "aggregation layer: kubectl top pod -n shop shows every real web pod's cpu and memory"
-  else
-    fail "aggregation layer: kubectl top pod -n shop: $top_out"
-  fi
-  containers_out=$(kubectl top pod -n shop --containers --no-headers 2>&1) || true
-  if grep -Eq ' web +[0-9]+m' <<<"$containers_out" && grep -Eq ' envoy +[0-9]+m' <<<"$containers_out"; then
-    ok "aggregation layer: kubectl top pod --containers names the real containers (web, envoy)"
-  else
-    fail "aggregation layer: kubectl top pod --containers: $containers_out"
   fi
   # The HPA: an autoscaling/v2 HPA on shop/web with a CPU utilization target of 300% (the
   # model's pods use about what they request). The hollow kubelets raise web's pods to 4 cpu
@@ -814,19 +930,112 @@ EOF
     fail "limitranger: no loaded recommendation for deployment.hungry.main: $(kubectl get --raw "/apis/metrics/v1alpha1/namespaces/$lr_ns/recommendations" 2>&1 | head -c 400)"
   fi
   # kube-apiserver restarted mid-run (controlplane/start.sh restart-apiserver: same flags,
-  # port and etcd; its watch cache starts afresh, so watches resumed from before answer 410
-  # and clients list again): the aggregator and the hollow nodes follow it without a restart
-  # of their own; a pod made after it is served.
+  # port and etcd), with etcd compacted to its head just before: kubestat's watches are
+  # answered by kube-apiserver's watch cache, not by etcd, so a compaction expires them when
+  # they must be resumed, as here, where neither the new watch cache nor etcd holds their
+  # resume points. The aggregator is answered 410 Gone, counts it
+  # (kubestat_discovery_relists_after_gone_total), lists again and loses nothing; it and the
+  # hollow nodes follow without a restart of their own; a pod made after it is served.
+  etcd_call() {  # path, JSON body: etcd's v3 JSON gateway with the API server's client pair
+    curl -sS --max-time 10 --cacert "$KUBESTAT_CP_PKI/etcd-ca.crt" \
+      --cert "$KUBESTAT_CP_PKI/apiserver-etcd-client.crt" --key "$KUBESTAT_CP_PKI/apiserver-etcd-client.key" \
+      "$KUBESTAT_CP_ETCD_ENDPOINT$1" -d "$2"
+  }
+  relists_after_gone() {
+    admin_get /metrics | awk '$1 == "kubestat_discovery_relists_after_gone_total" { print int($2) }'
+  }
+  gone_before=$(relists_after_gone)
+  head_revision=$(etcd_call /v3/kv/range '{"key":"AA=="}' | python3 -c 'import json, sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null || true)
+  compacted=$(etcd_call /v3/kv/compaction "{\"revision\":\"$head_revision\",\"physical\":true}" 2>&1 || true)
   restarted_at=$SECONDS
-  if "$root/controlplane/start.sh" restart-apiserver "$state" > "$work/restart.log" 2>&1; then
+  if [[ -z "$head_revision" || "$compacted" != *'"header"'* ]]; then
+    fail "etcd compaction: revision '$head_revision': $compacted"
+  elif "$root/controlplane/start.sh" restart-apiserver "$state" > "$work/restart.log" 2>&1; then
     kubectl -n shop scale deployment web --replicas=2 >/dev/null
-    if poll top_pods && kill -0 "$agg_pid" 2>/dev/null && kill -0 "$hollow_pid" 2>/dev/null; then
+    expired_and_relisted() { local now; now=$(relists_after_gone); (( ${now:--1} > ${gone_before:--1} )); }
+    if poll top_pods && poll hollow_served && kill -0 "$agg_pid" 2>/dev/null && kill -0 "$hollow_pid" 2>/dev/null; then
       ok "api server restart: followed without restarting kubestat; web's new pod is in kubectl top pod $((SECONDS - restarted_at))s after the restart began"
     else
       fail "api server restart: not followed: $top_out; aggregator alive: $(kill -0 "$agg_pid" 2>/dev/null && echo yes || echo no); $(tail -n 3 "$agg/log")"
     fi
+    if poll expired_and_relisted; then
+      ok "etcd compaction: etcd compacted to revision $head_revision, the aggregator's watches answered 410 Gone and listed again ($gone_before, then $(relists_after_gone) relists after 410), every hollow node still served"
+    else
+      fail "etcd compaction: no relist after 410 counted ($gone_before, now $(relists_after_gone)): $(grep -i 'watch\|list' "$agg/log" | tail -n 3)"
+    fi
   else
     fail "api server restart: $(cat "$work/restart.log")"
+  fi
+  # Nodes removed and added, by the real list+watch: node-0002's Node deleted, the aggregator
+  # stops serving it; the same Node created again (as a kubelet registers it), it is served.
+  node_served() {  # a NodeMetrics of that name (a NotFound Status names it too, in details)
+    local body
+    body=$(admin_get "/apis/metrics.k8s.io/v1beta1/nodes/$1")
+    [[ "$body" == *'"kind":"NodeMetrics"'* && "$body" == *"\"name\":\"$1\""* ]]
+  }
+  node_not_served() { ! node_served "$1" && [[ "$(admin_get /apis/metrics.k8s.io/v1beta1/nodes)" != *"\"name\":\"$1\""* ]]; }
+  kubectl get node node-0002 -o json | python3 -c '
+import json, sys
+node = json.load(sys.stdin)
+meta = node["metadata"]
+node["metadata"] = {"name": meta["name"], "labels": meta.get("labels", {})}
+json.dump(node, sys.stdout)' > "$work/node-0002.json"
+  kubectl delete node node-0002 --wait=true >/dev/null
+  if poll node_not_served node-0002 && node_served node-0000; then
+    ok "discovery: a Node deleted from the API server is no longer served (node-0002), the others are"
+  else
+    fail "discovery: node-0002 still served after its Node's deletion: $(admin_get /apis/metrics.k8s.io/v1beta1/nodes/node-0002 | head -c 200)"
+  fi
+  kubectl create -f "$work/node-0002.json" >/dev/null
+  if poll node_served node-0002; then
+    ok "discovery: the Node created again is scraped and served (node-0002)"
+  else
+    fail "discovery: node-0002 not served again: $(admin_get /apis/metrics.k8s.io/v1beta1/nodes/node-0002 | head -c 200); $(tail -n 3 "$agg/log")"
+  fi
+
+  # --- 3, second run: metrics.k8s.io and metrics/v1alpha1 served by kubestat-apiserver -------
+  # As the manifests deploy it: the APIServices pointed at kubestat-apiserver, which serves
+  # what the bridge pushes, with watches (the aggregator serves no REST watch: its own watch
+  # is gRPC, which the bridge follows).
+  if [[ -n "${apiserver_pid:-}" ]] && kill -0 "$apiserver_pid" 2>/dev/null; then
+    kubestat_expose kubestat-apiserver-cp "$agg_host" "$apiserver_port" "$apiserver_certs/ca.crt" "${metrics_apiservices[@]}"
+    served_by_apiserver() {
+      kubestat_apiservices_available "${metrics_apiservices[@]}" &&
+        [[ "$(kubectl get apiservice v1beta1.metrics.k8s.io -o jsonpath='{.spec.service.name}')" == kubestat-apiserver-cp ]] &&
+        kubectl get --raw '/apis/metrics/v1alpha1/nodes?watch=1&timeoutSeconds=1' >/dev/null 2>&1
+    }
+    if poll served_by_apiserver; then
+      ok "aggregation layer: the APIServices are Available, proxied to kubestat-apiserver at $agg_host:$apiserver_port"
+    else
+      fail "aggregation layer: kubestat-apiserver's APIServices not Available: $(kubectl get apiservice "${metrics_apiservices[@]}" -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions[0].message}; {end}')"
+    fi
+    check_top kubestat-apiserver
+    # A watch of metrics/v1alpha1 through the aggregation layer: every shop pod ADDED, then
+    # MODIFIED as the bridge pushes each newer scrape.
+    watch_events() {
+      # (kubectl ends by SIGPIPE once python3 has seen enough, or at the watch's timeout.)
+      { timeout 30 "$KUBESTAT_CP_KUBECTL" get --raw '/apis/metrics/v1alpha1/namespaces/shop/pods?watch=1&timeoutSeconds=25' 2>&1 || true; } |
+        python3 -c '
+import json, sys
+want = set(sys.argv[1].split())
+added, modified = set(), set()
+for line in sys.stdin:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        print("not an event:", line[:200]); sys.exit(1)
+    name = event["object"]["metadata"]["name"]
+    (added if event["type"] == "ADDED" else modified).add(name)
+    if want <= added and modified & want:
+        print("%d ADDED, then MODIFIED: %s" % (len(added), sorted(modified & want)[0])); sys.exit(0)
+print("ADDED %s, MODIFIED %s, want %s" % (sorted(added), sorted(modified), sorted(want))); sys.exit(1)' \
+          "$(kubectl -n shop get pods -l app=web -o jsonpath='{.items[*].metadata.name}')"
+    }
+    if watch_out=$(watch_events); then
+      ok "aggregation layer (kubestat-apiserver): a watch of metrics/v1alpha1 pods in shop: $watch_out"
+    else
+      fail "aggregation layer (kubestat-apiserver): watch of metrics/v1alpha1: $watch_out"
+    fi
   fi
 fi
 
