@@ -145,7 +145,8 @@ kubestat_apply_identities() {
   local root overlay
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   for overlay in "$@"; do
-    "$KUBESTAT_CP_KUBECTL" kustomize "$root/manifests/overlays/$overlay" || return 1
+    # (kustomize warns that the manifests' `bases` are deprecated: kept for kustomize v2.0.3.)
+    "$KUBESTAT_CP_KUBECTL" kustomize "$root/manifests/overlays/$overlay" 2>/dev/null || return 1
   done | python3 -c '
 import re, sys
 keep = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
@@ -154,6 +155,6 @@ for doc in re.split(r"^---$", sys.stdin.read(), flags=re.M):
     kind = re.search(r"^kind: (\S+)$", doc, re.M)
     if kind and kind.group(1) in keep and (kind.group(1) != "Secret" or
                                            "kubernetes.io/service-account-token" in doc):
-        print("---" + doc.rstrip())' |
+        print("---\n" + doc.strip())' |
     "$KUBESTAT_CP_KUBECTL" apply --server-side --force-conflicts -f - >/dev/null
 }

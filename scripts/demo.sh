@@ -15,9 +15,19 @@
 #                   [--apiserver-port 8445] [--node-agents N] [--agent-port 10266]
 #                   [--podresources-faults node-0005=no-allocatable,...]
 # (the kubelet timeout must be shorter than the resolution; --node-agents 0 runs none)
+#   scripts/demo.sh --control-plane [--nodes N] [--pods-per-node N] [--resolution 10s]
+# runs controlplane/demo.sh instead: kubestat in front of a real Kubernetes control plane
+# (built once, 10 to 25 minutes on two cores), with kubestat-sim's hollow nodes.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+for arg in "$@"; do
+  if [[ "$arg" == --control-plane ]]; then
+    args=()
+    for a in "$@"; do [[ "$a" == --control-plane ]] || args+=("$a"); done
+    exec "$root/controlplane/demo.sh" "${args[@]}"
+  fi
+done
 build="${KUBESTAT_BUILD_DIR:-$root/build}"
 nodes=50
 pods=30
@@ -54,7 +64,7 @@ while (($#)); do
     --agent-port=*) agent_port="${1#*=}"; shift ;;
     --podresources-faults) podresources_faults="$2"; shift 2 ;;
     --podresources-faults=*) podresources_faults="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "demo: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
