@@ -54,20 +54,13 @@ source "$root/controlplane/kubestat.sh"
 bench_init controlplane-load
 state=$work/cluster
 netns=kubestat-bench-$$
+# The control plane first (its state is in $work), then bench_cleanup: the processes, $work.
 stop_all() {
   local status=$?
-  bench_cleanup_processes
   "$root/controlplane/start.sh" stop "$state" >/dev/null 2>&1 || true
   kubestat_veth_down "$netns"
   bench_cleanup
   exit "$status"
-}
-bench_cleanup_processes() {
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill -TERM "${pids[i]}" 2>/dev/null || true
-    wait "${pids[i]}" 2>/dev/null || true
-  done
-  pids=()
 }
 trap stop_all EXIT
 
@@ -89,20 +82,21 @@ started=$SECONDS
 pids+=($!)
 sim_pid=$!
 
-# Polls "$@" every 5s for at most $1 seconds.
-wait_for() {
-  local limit=$1 end
-  shift
-  end=$((SECONDS + limit))
+# poll_every SECONDS LIMIT CMD...: polls CMD every SECONDS for at most LIMIT seconds; stops
+# the bench when kubestat-sim or the aggregator has exited.
+poll_every() {
+  local every=$1 end=$((SECONDS + $2))
+  shift 2
   until "$@"; do
     kill -0 "$sim_pid" 2>/dev/null || { echo "kubestat-sim exited:"; tail -n 20 "$work/sim.log"; exit 1; }
     if [[ -n "${agg_pid:-}" ]] && ! kill -0 "$agg_pid" 2>/dev/null; then
       echo "kubestat-aggregator exited:"; tail -n 20 "$work/aggregator/log"; exit 1
     fi
     ((SECONDS < end)) || return 1
-    sleep 5
+    sleep "$every"
   done
 }
+wait_for() { poll_every 5 "$@"; }
 running_pods() {
   kubectl get pods -A -l kubestat.dev/hollow=true --field-selector=status.phase=Running \
     --chunk-size=5000 --no-headers 2>/dev/null | wc -l
@@ -272,7 +266,7 @@ EOF
   t0=$SECONDS
   kubectl -n kubestat-bench annotate pods -l app=hpa-probe kubestat.dev/cpu=4 --overwrite >/dev/null
   up() { (($(hpa_replicas) > 2)); }
-  if wait_for_fast 600 up; then
+  if poll_every 1 600 up; then
     reps=$(hpa_replicas)
     echo "  HPA: 2 pods at 4 cpu (800% of requests): 2 -> $reps replicas $((SECONDS - t0))s after the load rose"
   else
@@ -285,24 +279,13 @@ EOF
     kubectl -n kubestat-bench annotate pods -l app=hpa-probe kubestat.dev/cpu=10m --overwrite >/dev/null 2>&1
     [[ "$(hpa_replicas)" == 2 ]]
   }
-  if wait_for_fast 600 down; then
+  if poll_every 1 600 down; then
     echo "  HPA: load at 10m: back to 2 replicas $((SECONDS - t0))s after it dropped (30s of it the downscale stabilization)"
   else
     echo "  HPA: no scale-down within 600s"
   fi
   kubectl delete namespace kubestat-bench --wait=true >/dev/null
 }
-# As wait_for, polling each second (the reaction times are read to the second).
-wait_for_fast() {
-  local limit=$1 end
-  shift
-  end=$((SECONDS + limit))
-  until "$@"; do
-    ((SECONDS < end)) || return 1
-    sleep 1
-  done
-}
-
 measure kubestat-aggregator
 
 kubestat_expose kubestat-apiserver-bench "$host" "$apiserver_port" "$work/apiserver-serving/ca.crt" "${apiservices[@]}"
