@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -11,9 +12,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "kubestat/core/file.h"
 #include "kubestat/core/str_cat.h"
@@ -37,26 +40,46 @@ std::string TrimToken(std::string token) {
   return token;
 }
 
+// One kept-alive connection, used by one call at a time.
+struct Connection {
+  std::mutex mu;
+  asio::io_context io;
+  // Empty when there is none.
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_stream;
+  std::optional<beast::tcp_stream> plain_stream;
+
+  beast::tcp_stream& Tcp() {
+    return tls_stream ? beast::get_lowest_layer(*tls_stream) : *plain_stream;
+  }
+  bool Connected() const { return tls_stream.has_value() || plain_stream.has_value(); }
+  void Drop() {
+    tls_stream.reset();
+    plain_stream.reset();
+  }
+};
+
 }  // namespace
 
 struct ApiClient::Impl {
   ApiClientOptions options;
   ParsedUrl url;
   std::string token;
-  asio::io_context io;
   asio::ssl::context tls{asio::ssl::context::tls_client};
-  std::mutex mu;
-  // The kept-alive connection; empty when there is none.
-  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_stream;
-  std::optional<beast::tcp_stream> plain_stream;
+  std::vector<std::unique_ptr<Connection>> connections;
+  std::atomic<size_t> next{0};
 
-  beast::tcp_stream& Tcp() {
-    return url.tls ? beast::get_lowest_layer(*tls_stream) : *plain_stream;
-  }
-  bool Connected() const { return url.tls ? tls_stream.has_value() : plain_stream.has_value(); }
-  void Drop() {
-    tls_stream.reset();
-    plain_stream.reset();
+  // A connection no call holds, locked in `lock`; when all are busy, the next in turn, once
+  // its call is done.
+  Connection& Take(std::unique_lock<std::mutex>& lock) {
+    const size_t start = next.fetch_add(1);
+    for (size_t i = 0; i < connections.size(); ++i) {
+      Connection& c = *connections[(start + i) % connections.size()];
+      lock = std::unique_lock(c.mu, std::try_to_lock);
+      if (lock.owns_lock()) return c;
+    }
+    Connection& c = *connections[start % connections.size()];
+    lock = std::unique_lock(c.mu);
+    return c;
   }
 
   // The headers every request carries: the host, who asks, JSON wanted, the token.
@@ -86,30 +109,30 @@ struct ApiClient::Impl {
     stream->handshake(asio::ssl::stream_base::client);
   }
 
-  void Connect() {
+  void Connect(Connection& c) {
     if (url.tls) {
-      tls_stream.emplace(io, tls);
-      Open(&*tls_stream, Tcp(), io);
+      c.tls_stream.emplace(c.io, tls);
+      Open(&*c.tls_stream, c.Tcp(), c.io);
     } else {
-      plain_stream.emplace(io);
-      Open(nullptr, Tcp(), io);
+      c.plain_stream.emplace(c.io);
+      Open(nullptr, c.Tcp(), c.io);
     }
   }
 
-  ApiReply Exchange(const http::request<http::string_body>& request) {
-    Tcp().expires_after(options.timeout);
+  ApiReply Exchange(Connection& c, const http::request<http::string_body>& request) {
+    c.Tcp().expires_after(options.timeout);
     beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxAnswerBytes);
-    if (url.tls) {
-      http::write(*tls_stream, request);
-      http::read(*tls_stream, buffer, parser);
+    if (c.tls_stream) {
+      http::write(*c.tls_stream, request);
+      http::read(*c.tls_stream, buffer, parser);
     } else {
-      http::write(*plain_stream, request);
-      http::read(*plain_stream, buffer, parser);
+      http::write(*c.plain_stream, request);
+      http::read(*c.plain_stream, buffer, parser);
     }
     http::response<http::string_body> response = parser.release();
-    if (!response.keep_alive()) Drop();
+    if (!response.keep_alive()) c.Drop();
     return ApiReply{static_cast<int>(response.result_int()), std::move(response.body())};
   }
 };
@@ -143,6 +166,12 @@ absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(ApiClientOptions op
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(StrCat("API server TLS: ", e.what()));
   }
+  if (options.connections < 1) {
+    return absl::InvalidArgumentError("an API server client needs at least one connection");
+  }
+  for (int i = 0; i < options.connections; ++i) {
+    impl->connections.push_back(std::make_unique<Connection>());
+  }
   impl->options = std::move(options);
   return std::unique_ptr<ApiClient>(new ApiClient(std::move(impl)));
 }
@@ -164,16 +193,17 @@ absl::StatusOr<ApiReply> ApiClient::Call(std::string_view method, std::string_vi
   }
   request.keep_alive(true);
   request.prepare_payload();
-  std::lock_guard lock(c.mu);
+  std::unique_lock<std::mutex> lock;
+  Connection& connection = c.Take(lock);
   std::string failure;
   // A kept-alive connection the server closed meanwhile fails the first try: once more on a
   // new one.
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
-      if (!c.Connected()) c.Connect();
-      return c.Exchange(request);
+      if (!connection.Connected()) c.Connect(connection);
+      return c.Exchange(connection, request);
     } catch (const std::exception& e) {
-      c.Drop();
+      connection.Drop();
       failure = e.what();
     }
   }

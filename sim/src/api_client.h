@@ -1,9 +1,11 @@
-// The simulator's own client of a real kube-apiserver (hollow nodes register there): one
-// kept-alive HTTP/1.1 connection over TLS, written on Boost.Beast so that the simulator shares
-// no client with the code it tests. Each Call is one request with a JSON (or merge-patch)
-// body, bounded by `timeout`; a connection that broke is made again once per call.
+// The simulator's own client of a real kube-apiserver (hollow nodes register there):
+// `connections` kept-alive HTTP/1.1 connections over TLS, written on Boost.Beast so that the
+// simulator shares no client with the code it tests. Each Call is one request with a JSON (or
+// merge-patch) body, bounded by `timeout`, on a connection no other call holds (or, when all
+// are busy, the next in turn once it is free); a connection that broke is made again once per
+// call. A Watch has a connection of its own.
 //
-// Thread-safe: calls are serialized on the one connection.
+// Thread-safe: as many calls at once as there are connections.
 #ifndef KUBESTAT_SIM_SRC_API_CLIENT_H_
 #define KUBESTAT_SIM_SRC_API_CLIENT_H_
 
@@ -31,6 +33,8 @@ struct ApiClientOptions {
   std::string token_file;
   // Bound of one call (connect, TLS, request and answer). Default: 10s
   Duration timeout = std::chrono::seconds(10);
+  // Calls that can be under way at once, each on its own connection. At least 1. Default: 1
+  int connections = 1;
 };
 
 struct ApiReply {

@@ -2,7 +2,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "kubestat/core/json_writer.h"
@@ -16,6 +19,8 @@ namespace {
 constexpr char kLeases[] = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
 constexpr char kMergePatch[] = "application/merge-patch+json";
 constexpr int64_t kLeaseSeconds = 40;  // the kubelet's default nodeLeaseDurationSeconds
+// Percent-encoded kubestat.dev/hollow-node=true, which the registered Nodes carry.
+constexpr char kSelector[] = "labelSelector=kubestat.dev%2Fhollow-node%3Dtrue";
 
 bool Ok(int code) { return code >= 200 && code < 300; }
 
@@ -45,8 +50,14 @@ std::string FormatMicroTime(Timestamp t) {
 }
 
 HollowNodes::HollowNodes(ApiClient& client, std::vector<HollowNode> nodes, const Clock& clock,
-                         Duration renew_interval)
-    : client_(client), nodes_(std::move(nodes)), clock_(clock), renew_interval_(renew_interval) {}
+                         Duration renew_interval, int parallel)
+    : client_(client),
+      nodes_(std::move(nodes)),
+      clock_(clock),
+      renew_interval_(renew_interval),
+      parallel_(std::max(1, parallel)) {
+  for (const HollowNode& node : nodes_) names_.insert(node.name);
+}
 
 HollowNodes::~HollowNodes() { Stop(); }
 
@@ -116,34 +127,130 @@ absl::Status HollowNodes::Renew(const std::string& name) {
   return absl::OkStatus();
 }
 
+std::vector<const HollowNode*> HollowNodes::Share(int worker) const {
+  std::vector<const HollowNode*> share;
+  for (size_t i = static_cast<size_t>(worker); i < nodes_.size();
+       i += static_cast<size_t>(parallel_)) {
+    share.push_back(&nodes_[i]);
+  }
+  return share;
+}
+
 absl::Status HollowNodes::Register() {
-  for (const HollowNode& node : nodes_) {
-    std::string uid;
-    if (absl::Status s = RegisterNode(node, &uid); !s.ok()) return s;
-    if (absl::Status s = RegisterLease(node.name, uid); !s.ok()) return s;
+  std::vector<absl::Status> results(static_cast<size_t>(parallel_));
+  {
+    std::vector<std::jthread> workers;
+    for (int w = 0; w < parallel_; ++w) {
+      workers.emplace_back([this, w, &results] {
+        for (const HollowNode* node : Share(w)) {
+          std::string uid;
+          absl::Status s = RegisterNode(*node, &uid);
+          if (s.ok()) s = RegisterLease(node->name, uid);
+          if (!s.ok()) {
+            results[static_cast<size_t>(w)] = s;
+            return;
+          }
+        }
+      });
+    }
+  }
+  for (const absl::Status& s : results) {
+    if (!s.ok()) return s;
   }
   KLOG(INFO) << "hollow nodes: " << nodes_.size() << " Nodes and their Leases registered";
   return absl::OkStatus();
 }
 
-void HollowNodes::Start() {
-  renewer_ = std::thread([this] {
-    std::unique_lock lock(mu_);
-    while (!stopping_) {
-      cv_.wait_for(lock, renew_interval_, [this] { return stopping_; });
-      if (stopping_) break;
+void HollowNodes::RenewShare(int worker) {
+  const std::vector<const HollowNode*> share = Share(worker);
+  if (share.empty()) return;
+  using Steady = std::chrono::steady_clock;
+  // Registration has just renewed every Lease: the first round starts an interval on, and
+  // each share is offset a little so that the shares do not renew in step.
+  Steady::time_point round =
+      Steady::now() + renew_interval_ / parallel_ / static_cast<int64_t>(share.size()) * worker;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const Steady::time_point now = Steady::now();
+    round = now > round + renew_interval_ ? now : round + renew_interval_;
+    for (size_t j = 0; j < share.size(); ++j) {
+      const Steady::time_point at =
+          round + renew_interval_ * static_cast<int64_t>(j) / static_cast<int64_t>(share.size());
+      if (cv_.wait_until(lock, at, [this] { return stopping_; })) return;
       lock.unlock();
-      for (const HollowNode& node : nodes_) {
-        absl::Status renewed = Renew(node.name);
-        if (!renewed.ok()) {
-          KLOG(WARNING) << "hollow nodes: " << renewed;
-          std::lock_guard count(mu_);
-          ++failed_renewals_;
-        }
-      }
+      absl::Status renewed = Renew(share[j]->name);
+      if (!renewed.ok()) KLOG(WARNING) << "hollow nodes: " << renewed;
       lock.lock();
+      ++renewals_;
+      if (!renewed.ok()) ++failed_renewals_;
     }
-  });
+  }
+}
+
+void HollowNodes::OnNodeEvent(std::string_view line) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element event;
+  std::string_view type, name;
+  if (parser.parse(line.data(), line.size()).get(event) != simdjson::SUCCESS ||
+      event["type"].get(type) != simdjson::SUCCESS || (type != "ADDED" && type != "MODIFIED") ||
+      event["object"]["metadata"]["name"].get(name) != simdjson::SUCCESS ||
+      !names_.contains(name)) {
+    return;
+  }
+  std::string_view ready = "absent";
+  simdjson::dom::array conditions;
+  if (event["object"]["status"]["conditions"].get(conditions) == simdjson::SUCCESS) {
+    for (simdjson::dom::element c : conditions) {
+      std::string_view condition, status;
+      if (c["type"].get(condition) == simdjson::SUCCESS && condition == "Ready" &&
+          c["status"].get(status) == simdjson::SUCCESS) {
+        ready = status;
+      }
+    }
+  }
+  if (ready == "True") return;
+  const std::string now = FormatRfc3339(clock_.Now());
+  const std::string patch =
+      StrCat(R"({"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady",)",
+             R"("message":"kubelet is posting ready status","lastHeartbeatTime":")", now,
+             R"(","lastTransitionTime":")", now, R"("}]}})");
+  absl::StatusOr<ApiReply> patched =
+      client_.Call("PATCH", StrCat("/api/v1/nodes/", name, "/status"), patch,
+                   "application/strategic-merge-patch+json");
+  if (!patched.ok() || !Ok(patched->code)) {
+    KLOG(WARNING) << "hollow nodes: reporting Node " << name << " Ready again: "
+                  << (patched.ok() ? StrCat("HTTP ", patched->code, ": ", Shown(patched->body))
+                                   : std::string(patched.status().message()));
+    return;
+  }
+  KLOG(INFO) << "hollow nodes: Node " << name << " was Ready=" << ready
+             << " (a Lease renewed late); reported Ready again";
+  std::lock_guard lock(mu_);
+  ++readied_;
+}
+
+void HollowNodes::FollowNodes(const std::stop_token& stop) {
+  std::mutex wait_mu;
+  std::condition_variable_any wait;
+  while (!stop.stop_requested()) {
+    // No resourceVersion: every Node first, as ADDED, then what changes.
+    absl::Status watched = client_.Watch(
+        StrCat("/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=300&", kSelector),
+        [this](std::string_view line) {
+          OnNodeEvent(line);
+          return absl::OkStatus();
+        },
+        stop);
+    if (watched.ok()) continue;
+    KLOG(WARNING) << "hollow nodes: Node watch: " << watched << "; watching again in 1s";
+    std::unique_lock lock(wait_mu);
+    wait.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+  }
+}
+
+void HollowNodes::Start() {
+  for (int w = 0; w < parallel_; ++w) renewers_.emplace_back([this, w] { RenewShare(w); });
+  follower_ = std::jthread([this](std::stop_token stop) { FollowNodes(stop); });
 }
 
 void HollowNodes::Stop() {
@@ -152,7 +259,24 @@ void HollowNodes::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (renewer_.joinable()) renewer_.join();
+  if (follower_.joinable()) {
+    follower_.request_stop();
+    follower_.join();
+  }
+  for (std::thread& renewer : renewers_) {
+    if (renewer.joinable()) renewer.join();
+  }
+  renewers_.clear();
+}
+
+uint64_t HollowNodes::readied() const {
+  std::lock_guard lock(mu_);
+  return readied_;
+}
+
+uint64_t HollowNodes::renewals() const {
+  std::lock_guard lock(mu_);
+  return renewals_;
 }
 
 uint64_t HollowNodes::failed_renewals() const {

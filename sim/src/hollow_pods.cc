@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <utility>
 
@@ -21,6 +22,24 @@ constexpr char kMergePatch[] = "application/merge-patch+json";
 constexpr char kSelector[] = "labelSelector=kubestat.dev%2Fhollow%3Dtrue";
 
 bool Ok(int code) { return code >= 200 && code < 300; }
+
+// Pods a page of the list holds: a page of 500 hollow pods is about 2 MiB.
+constexpr int kListPage = 500;
+
+// A continue token in a query: everything but unreserved characters percent-encoded.
+std::string PercentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(ch);
+    } else {
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
+}
 
 bool IsDaemon(const PodInfo& pod) {
   return std::none_of(pod.labels.begin(), pod.labels.end(),
@@ -131,8 +150,13 @@ std::string RunningStatus(const simdjson::dom::element& pod, const std::string& 
 
 }  // namespace
 
-HollowPods::HollowPods(ApiClient& client, const ClusterModel& model, const Clock& clock)
-    : client_(client), model_(model), clock_(clock), by_node_(model.node_count()) {}
+HollowPods::HollowPods(ApiClient& client, const ClusterModel& model, const Clock& clock,
+                       int parallel)
+    : client_(client),
+      model_(model),
+      clock_(clock),
+      parallel_(std::max(1, parallel)),
+      by_node_(model.node_count()) {}
 
 HollowPods::~HollowPods() { Stop(); }
 
@@ -178,6 +202,9 @@ absl::Status HollowPods::CreateWorkloads() {
 }
 
 void HollowPods::Start() {
+  for (int w = 0; w < parallel_; ++w) {
+    callers_.emplace_back([this](std::stop_token stop) { Make(stop); });
+  }
   follower_ = std::jthread([this](std::stop_token stop) { Run(stop); });
 }
 
@@ -186,6 +213,8 @@ void HollowPods::Stop() {
     follower_.request_stop();
     follower_.join();
   }
+  for (std::jthread& caller : callers_) caller.request_stop();
+  callers_.clear();  // joins
 }
 
 int HollowPods::FreeSlot(int node, const std::string& app, bool daemon) const {
@@ -275,13 +304,9 @@ void HollowPods::Apply(std::string_view pod_json, bool deleted) {
   const std::string path = StrCat("/api/v1/namespaces/", ns, "/pods/", name);
   if (terminating) {
     // The containers are gone at once (none ran): the kubelet's final delete.
-    absl::StatusOr<ApiReply> gone = client_.Call(
-        "DELETE", path, R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})");
-    if (!gone.ok() || (!Ok(gone->code) && gone->code != 404)) {
-      KLOG(WARNING) << "hollow nodes: deleting pod " << ns << "/" << name << ": "
-                    << (gone.ok() ? StrCat("HTTP ", gone->code)
-                                  : std::string(gone.status().message()));
-    }
+    Queue(path,
+          {"DELETE", path, R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})",
+           "", StrCat("deleting pod ", ns, "/", name)});
     return;
   }
   bool ready = phase == "Running";
@@ -297,40 +322,94 @@ void HollowPods::Apply(std::string_view pod_json, bool deleted) {
     }
   }
   if (ready) return;
-  absl::StatusOr<ApiReply> reported = client_.Call(
-      "PATCH", path + "/status", RunningStatus(pod, "127.0.0.1", clock_.Now()), kMergePatch);
-  if (!reported.ok() || !Ok(reported->code)) {
-    KLOG(WARNING) << "hollow nodes: reporting pod " << ns << "/" << name << " Running: "
-                  << (reported.ok()
-                          ? StrCat("HTTP ", reported->code, ": ", reported->body.substr(0, 200))
-                          : std::string(reported.status().message()));
+  Queue(path, {"PATCH", path + "/status", RunningStatus(pod, "127.0.0.1", clock_.Now()),
+               kMergePatch, StrCat("reporting pod ", ns, "/", name, " Running")});
+}
+
+void HollowPods::Queue(const std::string& pod_path, Call call) {
+  {
+    std::lock_guard lock(calls_mu_);
+    auto [it, added] = calls_.insert_or_assign(pod_path, std::move(call));
+    if (added) call_order_.push_back(pod_path);
+  }
+  calls_cv_.notify_one();
+}
+
+void HollowPods::Make(const std::stop_token& stop) {
+  while (true) {
+    Call call;
+    {
+      std::unique_lock lock(calls_mu_);
+      if (!calls_cv_.wait(lock, stop, [this] { return !call_order_.empty(); })) return;
+      auto it = calls_.find(call_order_.front());
+      call_order_.pop_front();
+      call = std::move(it->second);
+      calls_.erase(it);
+    }
+    absl::StatusOr<ApiReply> made =
+        client_.Call(call.method, call.path, call.body,
+                     call.content_type.empty() ? std::string_view("application/json")
+                                               : std::string_view(call.content_type));
+    const bool gone_already = call.method == "DELETE" && made.ok() && made->code == 404;
+    if (!made.ok() || (!Ok(made->code) && !gone_already)) {
+      KLOG(WARNING) << "hollow nodes: " << call.what << ": "
+                    << (made.ok() ? StrCat("HTTP ", made->code, ": ", made->body.substr(0, 200))
+                                  : std::string(made.status().message()));
+    }
   }
 }
 
+size_t HollowPods::pending_calls() const {
+  std::lock_guard lock(calls_mu_);
+  return call_order_.size();
+}
+
 std::string HollowPods::List() {
-  absl::StatusOr<ApiReply> listed = client_.Call("GET", StrCat("/api/v1/pods?", kSelector));
-  if (!listed.ok() || !Ok(listed->code)) {
-    KLOG(WARNING) << "hollow nodes: listing pods: "
-                  << (listed.ok() ? StrCat("HTTP ", listed->code)
-                                  : std::string(listed.status().message()));
-    return "";
+  std::set<std::string> listed_uids;
+  std::string rv;
+  std::string next;
+  do {
+    std::string path = StrCat("/api/v1/pods?", kSelector, "&limit=", kListPage);
+    if (!next.empty()) path += StrCat("&continue=", PercentEncode(next));
+    absl::StatusOr<ApiReply> listed = client_.Call("GET", path);
+    if (!listed.ok() || !Ok(listed->code)) {
+      // A continue token that expired (410) as any other failure: a new list from the start.
+      KLOG(WARNING) << "hollow nodes: listing pods: "
+                    << (listed.ok() ? StrCat("HTTP ", listed->code)
+                                    : std::string(listed.status().message()));
+      return "";
+    }
+    simdjson::dom::parser parser;
+    simdjson::dom::element list;
+    std::string_view page_rv;
+    simdjson::dom::array items;
+    if (parser.parse(listed->body).get(list) != simdjson::SUCCESS ||
+        list["metadata"]["resourceVersion"].get(page_rv) != simdjson::SUCCESS ||
+        list["items"].get(items) != simdjson::SUCCESS) {
+      KLOG(WARNING) << "hollow nodes: listing pods: an answer that is not a PodList";
+      return "";
+    }
+    rv = std::string(page_rv);
+    std::string_view token;
+    next = list["metadata"]["continue"].get(token) == simdjson::SUCCESS ? std::string(token) : "";
+    for (simdjson::dom::element item : items) {
+      std::string_view uid;
+      if (item["metadata"]["uid"].get(uid) == simdjson::SUCCESS) listed_uids.emplace(uid);
+      Apply(simdjson::minify(item), false);
+    }
+  } while (!next.empty());
+  // What the list does not hold is gone.
+  std::lock_guard lock(mu_);
+  for (auto it = node_of_uid_.begin(); it != node_of_uid_.end();) {
+    if (listed_uids.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    by_node_[it->second].erase(it->first);
+    cpu_.erase(it->first);
+    it = node_of_uid_.erase(it);
   }
-  simdjson::dom::parser parser;
-  simdjson::dom::element list;
-  std::string_view rv;
-  simdjson::dom::array items;
-  if (parser.parse(listed->body).get(list) != simdjson::SUCCESS ||
-      list["metadata"]["resourceVersion"].get(rv) != simdjson::SUCCESS ||
-      list["items"].get(items) != simdjson::SUCCESS) {
-    return "";
-  }
-  {
-    std::lock_guard lock(mu_);
-    for (auto& pods : by_node_) pods.clear();
-    node_of_uid_.clear();
-  }
-  for (simdjson::dom::element item : items) Apply(simdjson::minify(item), false);
-  return std::string(rv);
+  return rv;
 }
 
 void HollowPods::Run(const std::stop_token& stop) {

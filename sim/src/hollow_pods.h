@@ -8,14 +8,17 @@
 // kubestat.dev/hollow-node=true, which the registered Nodes carry). The controllers make the
 // pods and the scheduler binds them. Existing objects are left as they are.
 //
-// Start() follows those pods (list, then watch from its resourceVersion; again from a list
-// when the watch ends badly or expires) on a thread of its own. A pod bound to a hollow node
+// Start() follows those pods (a list in pages of 500, then a watch from its resourceVersion;
+// again from a list when the watch ends badly or expires) on a thread of its own. A pod bound
+// to a hollow node
 // is given a slot of that node's model (a DaemonSet's pod the slot of its app, any other the
 // lowest free one of the rest, shared round-robin once all are taken) and reported Running
 // and Ready through its status subresource, as its kubelet would; a pod being deleted
 // (deletionTimestamp) is removed for good (DELETE with gracePeriodSeconds=0, the kubelet's
-// last word); a deleted one frees its slot. Rewrite() turns a node's model snapshot into what
-// its kubelet reports: the real pods bound there, each with its slot's usage under its own
+// last word); a deleted one frees its slot. Those status writes and deletes are made by
+// `parallel` threads, a pod's latest wish replacing one not yet made, so that thirty thousand
+// pods starting at once do not wait on one connection. Rewrite() turns a node's model snapshot into
+// what its kubelet reports: the real pods bound there, each with its slot's usage under its own
 // name, namespace, uid and container names.
 //
 // Load: a pod annotated kubestat.dev/cpu=<quantity> (kubectl annotate, through the real API)
@@ -28,7 +31,9 @@
 #ifndef KUBESTAT_SIM_SRC_HOLLOW_PODS_H_
 #define KUBESTAT_SIM_SRC_HOLLOW_PODS_H_
 
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -51,8 +56,9 @@ inline constexpr std::string_view kHollowCpuAnnotation = "kubestat.dev/cpu";
 
 class HollowPods {
  public:
-  // Borrows the client, the model and the clock, which must outlive it.
-  HollowPods(ApiClient& client, const ClusterModel& model, const Clock& clock);
+  // Borrows the client, the model and the clock, which must outlive it. `parallel` (at least
+  // 1): status writes and deletes under way at once; the client needs one connection more.
+  HollowPods(ApiClient& client, const ClusterModel& model, const Clock& clock, int parallel = 1);
   ~HollowPods();  // Stop()
   HollowPods(const HollowPods&) = delete;
   HollowPods& operator=(const HollowPods&) = delete;
@@ -65,6 +71,8 @@ class HollowPods {
   void Rewrite(int node, NodeSnapshot& snapshot) const;
   // Pods bound to hollow nodes and reported Running.
   size_t running() const;
+  // Status writes and deletes not yet made.
+  size_t pending_calls() const;
 
  private:
   struct RealPod {
@@ -88,7 +96,20 @@ class HollowPods {
     uint64_t last = 0;  // never served less than this
   };
 
+  // A write of the API for one pod: a status PATCH or the final DELETE.
+  struct Call {
+    std::string method;
+    std::string path;
+    std::string body;
+    std::string content_type;  // "" for JSON
+    std::string what;          // for the log: "reporting pod ns/name Running"
+  };
+
   void Run(const std::stop_token& stop);
+  // Queues `call` for the pod at `pod_path`, in place of one not yet made.
+  void Queue(const std::string& pod_path, Call call);
+  // Makes queued calls until `stop`.
+  void Make(const std::stop_token& stop);
   // A full list: what it holds replaces what was followed. Its resourceVersion, or "" when
   // the list failed.
   std::string List();
@@ -99,11 +120,17 @@ class HollowPods {
   ApiClient& client_;
   const ClusterModel& model_;
   const Clock& clock_;
+  const int parallel_;
+  mutable std::mutex calls_mu_;
+  std::condition_variable_any calls_cv_;
+  std::map<std::string, Call> calls_;   // by pod path; guarded by calls_mu_
+  std::deque<std::string> call_order_;  // keys of calls_, oldest first; guarded by calls_mu_
+  std::vector<std::jthread> callers_;
   mutable std::mutex mu_;
   std::vector<std::map<std::string, RealPod>> by_node_;  // by uid; guarded by mu_
   std::map<std::string, int> node_of_uid_;               // guarded by mu_
   mutable std::map<std::string, CpuTrack> cpu_;          // by uid; guarded by mu_
-  std::jthread follower_;
+  std::jthread follower_;                                // last: stopped first
 };
 
 }  // namespace kubestat::sim

@@ -139,6 +139,13 @@ struct Simulator::State {
   std::thread ticker;
   std::thread streamer;
 
+  // Calls to the real API server under way at once for the Leases (registration, then
+  // renewals) and for the pods' status writes: a thousand nodes renew 100 Leases a second
+  // while thirty thousand pods start, which one connection cannot carry. Each caller, and
+  // the pods' list, has its own connection, so renewals never wait on the pods.
+  static constexpr int kHollowLeaseCallers = 16;
+  static constexpr int kHollowPodCallers = 4;
+
   // Registers every node, with its kubelet's address and port, in options.hollow_apiserver
   // and starts renewing their Leases; then makes the model's workloads there and has the
   // kubelets report the pods bound to them.
@@ -149,6 +156,8 @@ struct Simulator::State {
     client.client_cert_file = options.hollow_client_cert_file;
     client.client_key_file = options.hollow_client_key_file;
     client.token_file = options.hollow_token_file;
+    // and the pods' list, and the Nodes' Ready again
+    client.connections = kHollowLeaseCallers + kHollowPodCallers + 2;
     absl::StatusOr<std::unique_ptr<ApiClient>> made = ApiClient::Create(std::move(client));
     if (!made.ok()) {
       return absl::InvalidArgumentError(
@@ -163,13 +172,14 @@ struct Simulator::State {
       AppendNodeForRegistration(node.node_json, model.node(i), kubelets->endpoint(i), now);
       nodes.push_back(std::move(node));
     }
-    hollow = std::make_unique<HollowNodes>(*hollow_client, std::move(nodes), clock,
-                                           options.hollow_lease_renew_interval);
+    hollow =
+        std::make_unique<HollowNodes>(*hollow_client, std::move(nodes), clock,
+                                      options.hollow_lease_renew_interval, kHollowLeaseCallers);
     if (absl::Status s = hollow->Register(); !s.ok()) {
       return absl::UnavailableError(StrCat("--hollow-apiserver: ", StdView(s.message())));
     }
     hollow->Start();
-    hollow_pods = std::make_unique<HollowPods>(*hollow_client, model, clock);
+    hollow_pods = std::make_unique<HollowPods>(*hollow_client, model, clock, kHollowPodCallers);
     kubelets->ServeHollowPods(hollow_pods.get());
     if (absl::Status s = hollow_pods->CreateWorkloads(); !s.ok()) {
       return absl::UnavailableError(StrCat("--hollow-apiserver: ", StdView(s.message())));
